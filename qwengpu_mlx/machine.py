@@ -1,0 +1,66 @@
+"""The one definition of our SIMT machine: sizes that every part imports.
+
+The reference interpreter, the PTX lowering, the weight compiler and the token
+vocabulary all read their limits from a :class:`MachineConfig`. The defaults are the
+published machine (4 lanes, 16 register rows with row 0 reading zero, a 32-block ROM,
+126 memory words); every size is a parameter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+SPECIAL_REGISTERS = ("tid.x", "ntid.x", "ctaid.x", "nctaid.x", "laneid", "warpid")
+"""PTX special registers the machine provides (``%tid.x`` ... ``%warpid``)."""
+
+
+@dataclass(frozen=True)
+class MachineConfig:
+    """Sizes of the SIMT machine.
+
+    ``regs`` counts register rows per lane including row 0, which always reads 0, so a
+    kernel may use ``regs - 1`` registers. ``slots_per_block`` is how many instructions
+    one machine block (one ``EXEC`` step) holds: the pipeline depth.
+    """
+
+    lanes: int = 4  # warpSize
+    max_warps: int = 4  # warps per thread block
+    regs: int = 16  # register rows per lane; row 0 reads 0
+    preds: int = 8  # predicate registers per lane
+    rom_blocks: int = 32  # program ROM size, in machine blocks
+    slots_per_block: int = 4  # instructions per machine block (pipeline stages)
+    mem_words: int = 126  # 32-bit words for global arrays and __shared__ variables
+    word_bits: int = 32
+    step_budget: int = 4096  # EXEC steps per launch before the launch is stopped
+
+    @property
+    def max_block_dim(self) -> int:
+        return self.lanes * self.max_warps
+
+    @property
+    def usable_regs(self) -> int:
+        return self.regs - 1
+
+    @property
+    def word_mask(self) -> int:
+        return (1 << self.word_bits) - 1
+
+    @property
+    def lane_bits(self) -> int:
+        return max(1, (self.lanes - 1).bit_length())
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+DEFAULT_MACHINE = MachineConfig()
+
+
+def to_signed(value: int, bits: int = 32) -> int:
+    """Two's-complement reading of the low ``bits`` bits of ``value``."""
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if value >> (bits - 1) else value
+
+
+def to_unsigned(value: int, bits: int = 32) -> int:
+    return value & ((1 << bits) - 1)
