@@ -1,0 +1,957 @@
+"""PTX kernel + launch arguments -> machine program (the ROM image and memory image).
+
+Stages, each a function you can call on its own:
+
+1. ``translate``: PTX instructions -> linear IR over virtual registers (``LInstr``),
+   rejecting what the machine lacks (floats, 64-bit math beyond addresses, general
+   division, sub-word memory, unknown instructions) with the PTX line.
+2. ``fold_constants``: parameters become immediates (pointer parameters their arrays'
+   byte addresses), single-definition constants and special registers are folded
+   into operands, and 64-bit address arithmetic collapses to 32-bit byte arithmetic.
+3. ``form_blocks``: basic blocks cut into machine blocks of ``slots_per_block``
+   instructions, barriers as block terminators, empty jumps threaded, blocks merged,
+   reconvergence points (IPDOM) attached.
+4. ``regalloc.allocate``: virtual registers -> the 15 registers (and predicates) per lane.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from qwengpu_mlx.errors import LaunchError, ResourceError, UnsupportedError
+from qwengpu_mlx.isa import (
+    ArrayBinding,
+    Block,
+    Imm,
+    Op,
+    Program,
+    SharedBinding,
+    Special,
+    Terminator,
+    TermKind,
+)
+from qwengpu_mlx.machine import DEFAULT_MACHINE, SPECIAL_REGISTERS, MachineConfig
+
+from . import cfg
+from .ptx_ast import (
+    ImmRef,
+    MemRef,
+    PairRef,
+    PtxInstr,
+    PtxKernel,
+    PtxLabel,
+    PtxModule,
+    RegRef,
+    SpecialRef,
+    SymRef,
+)
+from .signature import KernelParam
+
+M32 = 0xFFFFFFFF
+INT_TYPES32 = {"s32", "u32", "b32"}
+INT_TYPES64 = {"s64", "u64", "b64"}
+SUBWORD = {"s8", "u8", "b8", "s16", "u16", "b16"}
+FLOAT_TYPES = {"f16", "f16x2", "bf16", "bf16x2", "f32", "f64", "tf32", "e4m3", "e5m2"}
+CMP_NAMES = {
+    "eq": ("eq", None), "ne": ("ne", None),
+    "lt": ("lt", None), "le": ("le", None), "gt": ("gt", None), "ge": ("ge", None),
+    "lo": ("lt", False), "ls": ("le", False), "hi": ("gt", False), "hs": ("ge", False),
+}
+
+
+# ----------------------------------------------------------------------------- IR
+
+
+@dataclass(frozen=True)
+class VReg:
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class VPred:
+    name: str
+    negated: bool = False
+
+    def __str__(self) -> str:
+        return ("!" if self.negated else "") + self.name
+
+
+@dataclass
+class LInstr:
+    """One machine instruction over virtual registers, remembering its PTX origin."""
+
+    op: Op
+    dst: str | None = None  # vreg (or vpred for predicate-writing ops)
+    srcs: tuple = ()  # VReg | Imm | Special
+    psrcs: tuple[VPred, ...] = ()
+    guard: VPred | None = None
+    signed: bool = False
+    cmp: str | None = None
+    mode: str | None = None
+    offset: int = 0
+    space: str | None = None
+    pdst: str | None = None
+    line: int = 0
+    text: str = ""
+
+    @property
+    def writes_pred(self) -> bool:
+        return self.op is Op.SETP or self.op in (Op.PAND, Op.POR, Op.PXOR, Op.PNOT, Op.PMOV)
+
+
+@dataclass
+class LBarrier:
+    line: int = 0
+
+
+@dataclass
+class LTerm:
+    """End of a basic block: ``bra`` (maybe guarded), ``ret``/``exit`` (maybe guarded)."""
+
+    kind: str  # "bra" | "exit"
+    target: str | None = None
+    guard: VPred | None = None
+    line: int = 0
+
+
+@dataclass
+class LParamLoad:
+    """``ld.param``: becomes a constant once arguments are bound."""
+
+    dst: str
+    param: str
+    line: int = 0
+
+
+@dataclass
+class LConst:
+    """``mov %r, <constant or symbol address>`` and friends before folding."""
+
+    dst: str
+    value: int | str  # int, or the name of a .shared variable (its byte address)
+    line: int = 0
+
+
+@dataclass
+class BasicBlock:
+    label: str | None
+    items: list = field(default_factory=list)  # LInstr | LBarrier | LParamLoad | LConst
+    term: LTerm | None = None  # None: falls through
+
+
+def _unsupported(ins: PtxInstr, why: str) -> UnsupportedError:
+    return UnsupportedError(f"PTX line {ins.line}: `{ins.text.strip()}`: {why}")
+
+
+# ----------------------------------------------------------------------------- stage 1
+
+
+class Translator:
+    """PTX instructions -> basic blocks of LInstr."""
+
+    def __init__(self, kernel: PtxKernel, shared_names: set[str], params: dict[str, str]):
+        self.kernel = kernel
+        self.shared_names = shared_names
+        self.params = params  # PTX param name -> "ptr" | "scalar"
+        self.wide: set[str] = set()  # 64-bit virtual registers
+        self.tmp = 0
+
+    def fresh(self, prefix="%t") -> str:
+        self.tmp += 1
+        return f"{prefix}{self.tmp}"
+
+    def run(self) -> list[BasicBlock]:
+        blocks: list[BasicBlock] = [BasicBlock(None)]
+        for item in self.kernel.body:
+            if isinstance(item, PtxLabel):
+                if blocks[-1].items or blocks[-1].term or blocks[-1].label:
+                    blocks.append(BasicBlock(item.name))
+                else:
+                    blocks[-1].label = item.name
+                continue
+            cur = blocks[-1]
+            if cur.term is not None:
+                cur = BasicBlock(None)
+                blocks.append(cur)
+            out = self.instr(item)
+            for x in out:
+                if isinstance(x, LTerm):
+                    cur.term = x
+                else:
+                    cur.items.append(x)
+        return blocks
+
+    # -- operands
+
+    def guard_of(self, ins: PtxInstr) -> VPred | None:
+        return VPred(ins.guard[0], ins.guard[1]) if ins.guard else None
+
+    def src(self, ins: PtxInstr, opnd, wide_ok=False):
+        if isinstance(opnd, RegRef):
+            if opnd.name in self.wide and not wide_ok:
+                pass  # 64-bit values flowing into 32-bit ops are truncated: same low bits
+            return VReg(opnd.name)
+        if isinstance(opnd, ImmRef):
+            return Imm(opnd.value & M32)
+        if isinstance(opnd, SpecialRef):
+            if opnd.name not in SPECIAL_REGISTERS:
+                raise _unsupported(ins, f"special register %{opnd.name} is not provided "
+                                   f"(the machine has {', '.join('%' + s for s in SPECIAL_REGISTERS)})")
+            return Special(opnd.name)
+        if isinstance(opnd, SymRef):
+            if opnd.name in self.shared_names:
+                d = self.fresh()
+                return ("sym", opnd.name, d)
+            raise _unsupported(ins, f"symbol `{opnd.name}` cannot be used as a value")
+        raise _unsupported(ins, f"operand {opnd!r} is not supported here")
+
+    def value(self, ins, opnd, pre: list, wide_ok=False):
+        s = self.src(ins, opnd, wide_ok)
+        if isinstance(s, tuple):
+            pre.append(LConst(s[2], s[1], ins.line))
+            return VReg(s[2])
+        return s
+
+    def pred(self, ins, opnd) -> VPred:
+        if isinstance(opnd, RegRef):
+            return VPred(opnd.name)
+        if isinstance(opnd, ImmRef):
+            raise _unsupported(ins, "constant predicates are not supported")
+        raise _unsupported(ins, f"expected a predicate register, got {opnd!r}")
+
+    def address(self, ins, opnd: MemRef, pre: list):
+        base = opnd.base
+        if isinstance(base, SymRef):
+            if base.name in self.params:
+                raise _unsupported(ins, "parameter used as a memory operand")
+            if base.name not in self.shared_names:
+                raise _unsupported(ins, f"unknown memory symbol `{base.name}`")
+            d = self.fresh()
+            pre.append(LConst(d, base.name, ins.line))
+            return VReg(d), opnd.offset
+        if isinstance(base, ImmRef):
+            return Imm(base.value & M32), opnd.offset
+        return VReg(base.name), opnd.offset
+
+    # -- instructions
+
+    def instr(self, ins: PtxInstr) -> list:
+        op, mods = ins.opcode, ins.mods
+        for m in mods:
+            if m in FLOAT_TYPES:
+                raise _unsupported(ins, f"floating-point type .{m} is not supported (the machine is 32-bit integer only)")
+        handler = getattr(self, "op_" + op.replace(".", "_"), None)
+        if handler is None:
+            raise _unsupported(ins, f"PTX instruction `{op}{''.join('.' + m for m in mods)}` is not supported by the machine")
+        return handler(ins)
+
+    def typ(self, ins) -> str:
+        for m in reversed(ins.mods):
+            if m in INT_TYPES32 | INT_TYPES64 | SUBWORD | {"pred"}:
+                return m
+        return "b32"
+
+    def dst(self, ins, opnd) -> str:
+        if not isinstance(opnd, RegRef):
+            raise _unsupported(ins, "destination must be a register")
+        return opnd.name
+
+    def mark_wide(self, ins, name: str, t: str):
+        if t in INT_TYPES64:
+            self.wide.add(name)
+
+    def check_no_wide(self, ins, what="64-bit integer arithmetic"):
+        raise _unsupported(ins, f"{what} is not supported; only address arithmetic may be 64-bit")
+
+    def op_ld(self, ins):
+        if "param" in ins.mods:
+            mem = ins.operands[1]
+            name = mem.base.name if isinstance(mem, MemRef) and isinstance(mem.base, SymRef) else None
+            if name not in self.params:
+                raise _unsupported(ins, "unknown parameter")
+            if mem.offset:
+                raise _unsupported(ins, "parameters must be scalars or pointers (no structs)")
+            t = self.typ(ins)
+            d = self.dst(ins, ins.operands[0])
+            if t in INT_TYPES64:
+                if self.params[name] != "ptr":
+                    self.check_no_wide(ins, "a 64-bit scalar parameter")
+                self.wide.add(d)
+            return [LParamLoad(d, name, ins.line)]
+        return self._mem(ins, Op.LD)
+
+    def op_st(self, ins):
+        return self._mem(ins, Op.ST)
+
+    def _space(self, ins):
+        for s in ("global", "shared"):
+            if s in ins.mods:
+                return s
+        for s in ("local", "const", "param"):
+            if s in ins.mods:
+                raise _unsupported(ins, f".{s} memory is not supported (only global and shared)")
+        return "global"
+
+    def _mem(self, ins, op):
+        if any(m.startswith("v") and m[1:].isdigit() for m in ins.mods):
+            raise _unsupported(ins, "vector memory accesses are not supported")
+        t = self.typ(ins)
+        if t in SUBWORD:
+            raise _unsupported(ins, f"{t[1:]}-bit memory accesses are not supported (only 32-bit words)")
+        if t in INT_TYPES64:
+            self.check_no_wide(ins, "64-bit memory access")
+        space = self._space(ins)
+        pre: list = []
+        g = self.guard_of(ins)
+        if op is Op.LD:
+            d = self.dst(ins, ins.operands[0])
+            a, off = self.address(ins, ins.operands[1], pre)
+            return pre + [LInstr(Op.LD, d, (a,), guard=g, offset=off, space=space, line=ins.line, text=ins.text)]
+        a, off = self.address(ins, ins.operands[0], pre)
+        v = self.value(ins, ins.operands[1], pre)
+        return pre + [LInstr(Op.ST, None, (a, v), guard=g, offset=off, space=space, line=ins.line, text=ins.text)]
+
+    def op_atom(self, ins, result=True):
+        if "add" not in ins.mods:
+            which = [m for m in ins.mods if m not in ("global", "shared", "gpu", "sys", "cta", "relaxed", "u32", "s32", "b32")]
+            raise _unsupported(ins, f"atomic `{'.'.join(which) or ins.opcode}` is not supported (only atom.add on 32-bit integers)")
+        t = self.typ(ins)
+        if t not in INT_TYPES32:
+            raise _unsupported(ins, f"atom.add.{t} is not supported (only 32-bit integers)")
+        space = self._space(ins)
+        pre: list = []
+        ops = ins.operands
+        if result:
+            d = self.dst(ins, ops[0])
+            ops = ops[1:]
+        else:
+            d = None
+        a, off = self.address(ins, ops[0], pre)
+        v = self.value(ins, ops[1], pre)
+        return pre + [LInstr(Op.ATOM_ADD, d, (a, v), guard=self.guard_of(ins), offset=off,
+                             space=space, line=ins.line, text=ins.text)]
+
+    def op_red(self, ins):
+        return self.op_atom(ins, result=False)
+
+    def op_mov(self, ins):
+        t = self.typ(ins)
+        d = self.dst(ins, ins.operands[0])
+        s = ins.operands[1]
+        g = self.guard_of(ins)
+        if t == "pred":
+            if isinstance(s, ImmRef):  # mov.pred %p, 0 / 1: compare 0 with 0
+                return [LInstr(Op.SETP, d, (Imm(0), Imm(0)), guard=g, cmp="eq" if s.value else "ne",
+                               line=ins.line, text=ins.text)]
+            return [LInstr(Op.PMOV, d, psrcs=(self.pred(ins, s),), guard=g, line=ins.line, text=ins.text)]
+        self.mark_wide(ins, d, t)
+        if isinstance(s, SymRef) and g is None:
+            if s.name not in self.shared_names:
+                raise _unsupported(ins, f"symbol `{s.name}` is not a shared variable")
+            return [LConst(d, s.name, ins.line)]
+        pre: list = []
+        v = self.value(ins, s, pre, wide_ok=True)
+        return pre + [LInstr(Op.MOV, d, (v,), guard=g, line=ins.line, text=ins.text)]
+
+    def op_cvta(self, ins):
+        d = self.dst(ins, ins.operands[0])
+        self.wide.add(d)
+        pre: list = []
+        v = self.value(ins, ins.operands[1], pre, wide_ok=True)
+        return pre + [LInstr(Op.MOV, d, (v,), guard=self.guard_of(ins), line=ins.line, text=ins.text)]
+
+    def op_cvt(self, ins):
+        types = [m for m in ins.mods if m in INT_TYPES32 | INT_TYPES64 | SUBWORD]
+        if len(types) != 2:
+            raise _unsupported(ins, "conversion not supported")
+        to, frm = types
+        d = self.dst(ins, ins.operands[0])
+        self.mark_wide(ins, d, to)
+        pre: list = []
+        v = self.value(ins, ins.operands[1], pre, wide_ok=True)
+        g = self.guard_of(ins)
+        mk = lambda *a, **k: LInstr(*a, guard=g, line=ins.line, text=ins.text, **k)  # noqa: E731
+        narrow = frm if frm in SUBWORD else (to if to in SUBWORD else None)
+        if narrow is None:
+            return pre + [mk(Op.MOV, d, (v,))]
+        bits = int(narrow[1:])
+        if narrow[0] == "s":
+            t = self.fresh()
+            return pre + [mk(Op.SHL, t, (v, Imm(32 - bits))), mk(Op.SHR, d, (VReg(t), Imm(32 - bits)), signed=True)]
+        return pre + [mk(Op.AND, d, (v, Imm((1 << bits) - 1)))]
+
+    def _alu(self, ins, op, nsrc, signed=None, allow_wide=False):
+        t = self.typ(ins)
+        if t == "pred":
+            return self._pred_logic(ins, op)
+        if t in SUBWORD:
+            raise _unsupported(ins, f"{t[1:]}-bit integer arithmetic is not supported")
+        if t in INT_TYPES64 and not allow_wide:
+            self.check_no_wide(ins)
+        d = self.dst(ins, ins.operands[0])
+        self.mark_wide(ins, d, t)
+        pre: list = []
+        srcs = tuple(self.value(ins, o, pre, wide_ok=allow_wide) for o in ins.operands[1 : 1 + nsrc])
+        sg = (t[0] == "s") if signed is None else signed
+        return pre + [LInstr(op, d, srcs, guard=self.guard_of(ins), signed=sg, line=ins.line, text=ins.text)]
+
+    def _pred_logic(self, ins, op):
+        table = {Op.AND: Op.PAND, Op.OR: Op.POR, Op.XOR: Op.PXOR, Op.NOT: Op.PNOT}
+        if op not in table:
+            raise _unsupported(ins, "predicate operation not supported")
+        d = self.dst(ins, ins.operands[0])
+        ps = tuple(self.pred(ins, o) for o in ins.operands[1:])
+        return [LInstr(table[op], d, psrcs=ps, guard=self.guard_of(ins), line=ins.line, text=ins.text)]
+
+    def op_add(self, ins):
+        if "cc" in ins.mods or "sat" in ins.mods:
+            raise _unsupported(ins, "add with carry or saturation is not supported")
+        return self._alu(ins, Op.ADD, 2, allow_wide=True)
+
+    def op_sub(self, ins):
+        if "cc" in ins.mods or "sat" in ins.mods:
+            raise _unsupported(ins, "sub with carry or saturation is not supported")
+        return self._alu(ins, Op.SUB, 2, allow_wide=True)
+
+    def op_mul(self, ins):
+        if "hi" in ins.mods:
+            raise _unsupported(ins, "mul.hi (high half of a product) is not supported; clang emits it for division by a constant that is not a power of two")
+        if "wide" in ins.mods:
+            d = self.dst(ins, ins.operands[0])
+            self.wide.add(d)
+            pre: list = []
+            srcs = tuple(self.value(ins, o, pre) for o in ins.operands[1:3])
+            return pre + [LInstr(Op.MUL, d, srcs, guard=self.guard_of(ins), line=ins.line, text=ins.text)]
+        return self._alu(ins, Op.MUL, 2, allow_wide=True)
+
+    def op_mul24(self, ins):
+        raise _unsupported(ins, "mul24 is not supported")
+
+    def op_mad(self, ins):
+        if "hi" in ins.mods or "cc" in ins.mods:
+            raise _unsupported(ins, "mad.hi / mad.cc are not supported")
+        if "wide" in ins.mods:
+            d = self.dst(ins, ins.operands[0])
+            self.wide.add(d)
+            pre: list = []
+            srcs = tuple(self.value(ins, o, pre, wide_ok=True) for o in ins.operands[1:4])
+            return pre + [LInstr(Op.MAD, d, srcs, guard=self.guard_of(ins), line=ins.line, text=ins.text)]
+        return self._alu(ins, Op.MAD, 3, allow_wide=True)
+
+    def op_neg(self, ins):
+        return self._alu(ins, Op.NEG, 1)
+
+    def op_abs(self, ins):
+        return self._alu(ins, Op.ABS, 1)
+
+    def op_min(self, ins):
+        return self._alu(ins, Op.MIN, 2)
+
+    def op_max(self, ins):
+        return self._alu(ins, Op.MAX, 2)
+
+    def op_and(self, ins):
+        return self._alu(ins, Op.AND, 2)
+
+    def op_or(self, ins):
+        return self._alu(ins, Op.OR, 2)
+
+    def op_xor(self, ins):
+        return self._alu(ins, Op.XOR, 2)
+
+    def op_not(self, ins):
+        return self._alu(ins, Op.NOT, 1)
+
+    def op_shl(self, ins):
+        return self._alu(ins, Op.SHL, 2, allow_wide=True)
+
+    def op_shr(self, ins):
+        return self._alu(ins, Op.SHR, 2)
+
+    def op_div(self, ins):
+        raise _unsupported(ins, "general integer division is not supported (division and remainder by a constant power of two are)")
+
+    op_rem = op_div
+
+    def op_setp(self, ins):
+        cmp_mod = next((m for m in ins.mods if m in CMP_NAMES), None)
+        if cmp_mod is None:
+            raise _unsupported(ins, "comparison not supported")
+        if any(m in ("and", "or", "xor") for m in ins.mods) or isinstance(ins.operands[0], PairRef):
+            raise _unsupported(ins, "setp with a combining predicate or two destinations is not supported")
+        t = self.typ(ins)
+        if t in INT_TYPES64:
+            self.check_no_wide(ins, "64-bit comparison")
+        if t in SUBWORD:
+            raise _unsupported(ins, f"{t[1:]}-bit comparison is not supported")
+        cmp, forced = CMP_NAMES[cmp_mod]
+        signed = (t[0] == "s") if forced is None else forced
+        d = self.dst(ins, ins.operands[0])
+        pre: list = []
+        srcs = tuple(self.value(ins, o, pre) for o in ins.operands[1:3])
+        return pre + [LInstr(Op.SETP, d, srcs, guard=self.guard_of(ins), signed=signed, cmp=cmp,
+                             line=ins.line, text=ins.text)]
+
+    def op_selp(self, ins):
+        t = self.typ(ins)
+        d = self.dst(ins, ins.operands[0])
+        self.mark_wide(ins, d, t)
+        pre: list = []
+        srcs = tuple(self.value(ins, o, pre, wide_ok=True) for o in ins.operands[1:3])
+        p = self.pred(ins, ins.operands[3])
+        return pre + [LInstr(Op.SELP, d, srcs, psrcs=(p,), guard=self.guard_of(ins), line=ins.line, text=ins.text)]
+
+    def op_shfl(self, ins):
+        mode = next((m for m in ins.mods if m in ("idx", "up", "down", "bfly")), None)
+        if mode is None or "sync" not in ins.mods:
+            raise _unsupported(ins, "only shfl.sync.{idx,up,down,bfly}.b32 is supported")
+        first = ins.operands[0]
+        pdst = None
+        if isinstance(first, PairRef):
+            d, pdst = first.first.name, first.second.name
+        else:
+            d = self.dst(ins, first)
+        pre: list = []
+        srcs = tuple(self.value(ins, o, pre) for o in ins.operands[1:5])
+        if len(srcs) != 4:
+            raise _unsupported(ins, "shfl.sync needs value, lane, clamp and member mask")
+        return pre + [LInstr(Op.SHFL, d, srcs, guard=self.guard_of(ins), mode=mode, pdst=pdst,
+                             line=ins.line, text=ins.text)]
+
+    def op_bar(self, ins):
+        if "warp" in ins.mods:
+            return []  # __syncwarp: lanes of a warp are always in step on this machine
+        if len(ins.operands) > 1:
+            raise _unsupported(ins, "bar.sync with a thread count is not supported")
+        if ins.operands and not (isinstance(ins.operands[0], ImmRef) and ins.operands[0].value == 0):
+            raise _unsupported(ins, "only barrier 0 (__syncthreads) is supported")
+        if ins.guard:
+            raise _unsupported(ins, "a predicated barrier is not supported")
+        return [LBarrier(ins.line)]
+
+    op_barrier = op_bar
+
+    def op_membar(self, ins):
+        return []  # memory is sequentially consistent on this machine
+
+    op_fence = op_membar
+
+    def op_bra(self, ins):
+        tgt = ins.operands[0]
+        if not isinstance(tgt, SymRef):
+            raise _unsupported(ins, "indirect branches are not supported")
+        return [LTerm("bra", tgt.name, self.guard_of(ins), ins.line)]
+
+    def op_ret(self, ins):
+        return [LTerm("exit", None, self.guard_of(ins), ins.line)]
+
+    op_exit = op_ret
+
+    def op_call(self, ins):
+        raise _unsupported(ins, "calls to device functions are not supported (mark them __forceinline__)")
+
+
+# ----------------------------------------------------------------------------- stage 2
+
+
+def _fold(op: Op, vals: list[int], signed: bool) -> int | None:
+    a = vals
+    if op is Op.MOV:
+        return a[0]
+    if op is Op.ADD:
+        return (a[0] + a[1]) & M32
+    if op is Op.SUB:
+        return (a[0] - a[1]) & M32
+    if op is Op.MUL:
+        return (a[0] * a[1]) & M32
+    if op is Op.MAD:
+        return (a[0] * a[1] + a[2]) & M32
+    if op is Op.SHL:
+        return (a[0] << a[1]) & M32 if a[1] < 32 else 0
+    if op is Op.AND:
+        return a[0] & a[1]
+    if op is Op.OR:
+        return a[0] | a[1]
+    return None
+
+
+def fold_constants(blocks: list[BasicBlock], consts: dict[str, int]) -> None:
+    """Fold parameters, constants and special registers into operands, in place.
+
+    Only registers defined exactly once, unguarded, are folded; everything else
+    stays a register.
+    """
+    defs: dict[str, int] = {}
+    for bb in blocks:
+        for it in bb.items:
+            d = getattr(it, "dst", None)
+            if d is not None:
+                defs[d] = defs.get(d, 0) + 1
+            if isinstance(it, LInstr) and it.pdst:
+                defs[it.pdst] = defs.get(it.pdst, 0) + 1
+    known: dict[str, Imm | Special] = {}
+    for name, v in consts.items():
+        if defs.get(name, 0) == 0:
+            known[name] = Imm(v & M32)
+
+    def sub(s):
+        if isinstance(s, VReg) and s.name in known:
+            return known[s.name]
+        return s
+
+    changed = True
+    while changed:
+        changed = False
+        for bb in blocks:
+            for i, it in enumerate(bb.items):
+                if not isinstance(it, LInstr):
+                    continue
+                new_srcs = tuple(sub(s) for s in it.srcs)
+                if new_srcs != it.srcs:
+                    bb.items[i] = it = replace(it, srcs=new_srcs)
+                    changed = True
+                if it.dst is None or it.dst in known or defs.get(it.dst) != 1 or it.guard is not None:
+                    continue
+                if it.writes_pred or it.pdst:
+                    continue
+                if it.op is Op.MOV and isinstance(it.srcs[0], Special):
+                    known[it.dst] = it.srcs[0]
+                    changed = True
+                elif all(isinstance(s, Imm) for s in it.srcs):
+                    v = _fold(it.op, [s.value for s in it.srcs], it.signed)
+                    if v is not None:
+                        known[it.dst] = Imm(v)
+                        changed = True
+    for bb in blocks:
+        bb.items = [it for it in bb.items
+                    if not (isinstance(it, LInstr) and it.dst in known and not it.writes_pred)]
+    fold_address_offsets(blocks)
+
+
+def fold_address_offsets(blocks: list[BasicBlock]) -> None:
+    """``add x, y, C`` feeding ``ld [x]`` in the same basic block becomes ``ld [y+C]``.
+
+    Only when nothing in between writes y, so the address is the same value; the
+    then-unused add is removed later by dead-code elimination.
+    """
+    for bb in blocks:
+        sums: dict[str, tuple[object, int]] = {}  # x -> (y, C)
+        for i, it in enumerate(bb.items):
+            if not isinstance(it, LInstr):
+                sums.clear()
+                continue
+            if it.op in (Op.LD, Op.ST, Op.ATOM_ADD) and isinstance(it.srcs[0], VReg) and it.srcs[0].name in sums:
+                y, c = sums[it.srcs[0].name]
+                bb.items[i] = replace(it, srcs=(y,) + it.srcs[1:], offset=it.offset + c)
+            written = {it.dst, it.pdst} - {None}
+            for x in [x for x, (y, _) in sums.items() if x in written or (isinstance(y, VReg) and y.name in written)]:
+                del sums[x]
+            if it.op is Op.ADD and it.guard is None and it.dst is not None:
+                a, b = it.srcs
+                if isinstance(a, Imm) and not isinstance(b, Imm):
+                    a, b = b, a
+                if isinstance(b, Imm) and isinstance(a, (VReg, Special)) and (not isinstance(a, VReg) or a.name != it.dst):
+                    c = b.value - (1 << 32) if b.value >> 31 else b.value
+                    sums[it.dst] = (a, c)
+
+
+# ----------------------------------------------------------------------------- stage 3
+
+
+@dataclass
+class MBlock:
+    """A machine block over virtual registers (before register allocation)."""
+
+    index: int
+    instrs: list[LInstr]
+    term: Terminator
+    label: str | None = None
+    term_pred: VPred | None = None  # the branch predicate, as a virtual predicate
+
+
+def form_blocks(bbs: list[BasicBlock], slots: int) -> list[MBlock]:
+    """Cut basic blocks into machine blocks and wire their terminators."""
+    label_of: dict[str, int] = {}
+    pieces: list[list[MBlock]] = []
+    n = 0
+    exit_block = None
+    for bb in bbs:
+        group: list[MBlock] = []
+        cur: list[LInstr] = []
+        for it in bb.items:
+            if isinstance(it, LBarrier):
+                group.append(MBlock(n, cur, Terminator(TermKind.BARRIER, target=n + 1)))
+                n += 1
+                cur = []
+            else:
+                if len(cur) == slots:
+                    group.append(MBlock(n, cur, Terminator(TermKind.JUMP, target=n + 1)))
+                    n += 1
+                    cur = []
+                cur.append(it)
+        group.append(MBlock(n, cur, Terminator(TermKind.JUMP, target=n + 1)))
+        n += 1
+        group[0].label = bb.label
+        if bb.label:
+            label_of[bb.label] = group[0].index
+        pieces.append(group)
+    flat = [b for g in pieces for b in g]
+    for bb, group in zip(bbs, pieces):
+        last = group[-1]
+        t = bb.term
+        nxt = last.index + 1
+        if t is None:
+            if nxt >= n:
+                last.term = Terminator(TermKind.EXIT)
+            continue
+        if t.kind == "bra":
+            if t.target not in label_of:
+                raise UnsupportedError(f"PTX line {t.line}: branch to unknown label {t.target}")
+            tgt = label_of[t.target]
+            if t.guard is None:
+                last.term = Terminator(TermKind.JUMP, target=tgt)
+            else:
+                if nxt >= n:
+                    if exit_block is None:
+                        exit_block = MBlock(len(flat), [], Terminator(TermKind.EXIT))
+                        flat.append(exit_block)
+                    nxt = exit_block.index
+                last.term = Terminator(TermKind.BRANCH, target=tgt, fallthrough=nxt)
+                last.term_pred = t.guard
+        else:  # exit
+            if t.guard is None:
+                last.term = Terminator(TermKind.EXIT)
+            else:
+                if exit_block is None:
+                    exit_block = MBlock(len(flat), [], Terminator(TermKind.EXIT))
+                    flat.append(exit_block)
+                if nxt >= n:
+                    nxt = exit_block.index
+                last.term = Terminator(TermKind.BRANCH, target=exit_block.index, fallthrough=nxt)
+                last.term_pred = t.guard
+    return _simplify(flat, slots)
+
+
+def _retarget(t: Terminator, f) -> Terminator:
+    return replace(t, target=f(t.target) if t.target is not None else None,
+                   fallthrough=f(t.fallthrough) if t.fallthrough is not None else None)
+
+
+def _simplify(blocks: list[MBlock], slots: int) -> list[MBlock]:
+    """Thread empty jumps, merge straight-line pairs, drop unreachable blocks, renumber."""
+    by = {b.index: b for b in blocks}
+    entry = blocks[0].index
+
+    def resolve(i: int) -> int:
+        seen = set()
+        while by[i].instrs == [] and by[i].term.kind is TermKind.JUMP and i != entry and i not in seen:
+            seen.add(i)
+            i = by[i].term.target
+        return i
+
+    changed = True
+    while changed:
+        changed = False
+        for b in list(by.values()):
+            nt = _retarget(b.term, resolve)
+            if nt != b.term:
+                b.term, changed = nt, True
+            # a branch whose two sides are the same block is a jump
+            if b.term.kind is TermKind.BRANCH and b.term.target == b.term.fallthrough:
+                b.term, b.term_pred, changed = Terminator(TermKind.JUMP, target=b.term.target), None, True
+        reach = _reachable(by, entry)
+        by = {i: b for i, b in by.items() if i in reach}
+        preds: dict[int, int] = {i: 0 for i in by}
+        for b in by.values():
+            for s in _succ(b.term):
+                preds[s] += 1
+        for b in list(by.values()):
+            if b.index not in by or b.term.kind is not TermKind.JUMP:
+                continue
+            s = b.term.target
+            if s == b.index or s == entry or preds.get(s) != 1:
+                continue
+            nb = by[s]
+            if len(b.instrs) + len(nb.instrs) <= slots:
+                b.instrs = b.instrs + nb.instrs
+                b.term, b.term_pred = nb.term, nb.term_pred
+                del by[s]
+                changed = True
+                break
+    order = sorted(by)
+    renum = {old: new for new, old in enumerate(order)}
+    out = []
+    for old in order:
+        b = by[old]
+        out.append(MBlock(renum[old], b.instrs, _retarget(b.term, lambda i: renum[i]), b.label, b.term_pred))
+    as_isa = [Block(b.index, [], b.term) for b in out]
+    ipdom = cfg.immediate_post_dominators(as_isa)
+    for b in out:
+        if b.term.kind is TermKind.BRANCH:
+            r = ipdom[b.index]
+            if r is not None and not out[r].instrs and out[r].term.kind is TermKind.EXIT:
+                r = None  # the sides only meet to exit: lanes leave independently
+            b.term = replace(b.term, reconv=r)
+    return out
+
+
+def _succ(t: Terminator) -> list[int]:
+    if t.kind is TermKind.EXIT:
+        return []
+    if t.kind is TermKind.BRANCH:
+        return list(dict.fromkeys([t.target, t.fallthrough]))
+    return [t.target]
+
+
+def _reachable(by: dict[int, MBlock], entry: int) -> set[int]:
+    seen, stack = set(), [entry]
+    while stack:
+        i = stack.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        stack.extend(_succ(by[i].term))
+    return seen
+
+
+# ----------------------------------------------------------------------------- driver
+
+
+@dataclass
+class MemoryLayout:
+    arrays: list[ArrayBinding]
+    shared: list[SharedBinding]
+    image: list[int]
+
+    def describe(self) -> str:
+        parts = [f"{a.name}: {a.length}" for a in self.arrays]
+        parts += [f"__shared__ {s.name}: {s.length}" for s in self.shared]
+        return ", ".join(parts)
+
+
+def layout_memory(params: list[KernelParam], values: dict[str, list[int] | int],
+                  shared: list, machine: MachineConfig, kernel: str) -> MemoryLayout:
+    """Place pointer arguments, then ``__shared__`` variables, in the machine's words."""
+    arrays, sh, image = [], [], []
+    for p in params:
+        if p.pointer:
+            data = values[p.name]
+            arrays.append(ArrayBinding(p.name, len(image), len(data)))
+            image.extend(v & M32 for v in data)
+    for var in shared:
+        words = (var.size_bytes + 3) // 4
+        sh.append(SharedBinding(var.name, len(image), words))
+        image.extend([0] * words)
+    if len(image) > machine.mem_words:
+        layout = MemoryLayout(arrays, sh, image)
+        raise ResourceError(
+            f"kernel `{kernel}` needs {len(image)} memory words ({layout.describe()}) "
+            f"but the machine has {machine.mem_words}")
+    image.extend([0] * (machine.mem_words - len(image)))
+    return MemoryLayout(arrays, sh, image)
+
+
+def bind_arguments(params: list[KernelParam], args: dict[str, list[int] | int | str], kernel: str
+                   ) -> dict[str, list[int] | int]:
+    """Check ``--arg`` values against the kernel's parameters: one each, right kind."""
+    names = [p.name for p in params]
+    missing = [n for n in names if n not in args]
+    extra = [n for n in args if n not in names]
+    if missing or extra:
+        msg = [f"kernel `{kernel}` takes parameters ({', '.join(names) or 'none'})"]
+        if missing:
+            msg.append("missing --arg for " + ", ".join(missing))
+        if extra:
+            msg.append("no parameter named " + ", ".join(extra))
+        raise LaunchError("; ".join(msg))
+    out: dict[str, list[int] | int] = {}
+    for p in params:
+        v = args[p.name]
+        if isinstance(v, str):
+            try:
+                v = [int(x, 0) for x in v.split(",") if x.strip() != ""]
+            except ValueError as e:
+                raise LaunchError(f"--arg {p.name}={args[p.name]}: values must be integers") from e
+            if not p.pointer:
+                if len(v) != 1:
+                    raise LaunchError(f"--arg {p.name}: `{p.name}` is a scalar ({p.ctype}); give one integer")
+                v = v[0]
+        if p.pointer:
+            if isinstance(v, int):
+                v = [v]
+            if len(v) == 0:
+                raise LaunchError(f"--arg {p.name}: pointer parameter `{p.name}` needs at least one value")
+            out[p.name] = [int(x) for x in v]
+        else:
+            if isinstance(v, list):
+                if len(v) != 1:
+                    raise LaunchError(f"--arg {p.name}: `{p.name}` is a scalar ({p.ctype}); give one integer")
+                v = v[0]
+            out[p.name] = int(v)
+        vals = out[p.name] if isinstance(out[p.name], list) else [out[p.name]]
+        for x in vals:
+            if not -(1 << 31) <= x < (1 << 32):
+                raise LaunchError(f"--arg {p.name}: {x} does not fit in 32 bits")
+    return out
+
+
+def lower(module: PtxModule, kernel: PtxKernel, params: list[KernelParam],
+          args: dict, *, block_dim: int = 4, grid_dim: int = 1,
+          machine: MachineConfig = DEFAULT_MACHINE) -> Program:
+    """Lower one PTX kernel bound to one launch's arguments into a machine program."""
+    from . import regalloc
+
+    if not 1 <= block_dim <= machine.max_block_dim:
+        raise ResourceError(f"blockDim.x = {block_dim}: the machine runs 1..{machine.max_block_dim} "
+                            f"threads per block ({machine.max_warps} warps of {machine.lanes})")
+    if grid_dim < 1:
+        raise ResourceError(f"gridDim.x = {grid_dim}: must be at least 1")
+    if len(params) != len(kernel.params):
+        raise LaunchError(f"kernel `{kernel.name}`: source lists {len(params)} parameters, PTX has {len(kernel.params)}")
+    values = bind_arguments(params, args, kernel.name)
+    shared_vars = [v for v in module.variables if v.space == "shared"] + list(kernel.shared)
+    for v in module.variables:
+        if v.space == "global":
+            raise UnsupportedError(f"PTX line {v.line}: __device__ global variable `{v.name}` is not supported; pass arrays as kernel parameters")
+    layout = layout_memory(params, values, shared_vars, machine, kernel.name)
+
+    kinds = {pp.name: ("ptr" if p.pointer else "scalar") for pp, p in zip(kernel.params, params)}
+    tr = Translator(kernel, {v.name for v in shared_vars}, kinds)
+    bbs = tr.run()
+
+    shared_addr = {s.name: 4 * s.base for s in layout.shared}
+    array_addr = {a.name: 4 * a.base for a in layout.arrays}
+    by_ptx = {pp.name: p for pp, p in zip(kernel.params, params)}
+    for bb in bbs:
+        for i, it in enumerate(bb.items):
+            if isinstance(it, LParamLoad):
+                p = by_ptx[it.param]
+                v = array_addr[p.name] if p.pointer else values[p.name]
+                bb.items[i] = LInstr(Op.MOV, it.dst, (Imm(v & M32),), line=it.line, text=f"ld.param {p.name}")
+            elif isinstance(it, LConst):
+                v = shared_addr[it.value] if isinstance(it.value, str) else it.value
+                bb.items[i] = LInstr(Op.MOV, it.dst, (Imm(v & M32),), line=it.line, text=f"mov {it.value}")
+    fold_constants(bbs, {})
+
+    mblocks = form_blocks(bbs, machine.slots_per_block)
+    regalloc.eliminate_dead_code(mblocks)
+    mblocks = _simplify(mblocks, machine.slots_per_block)
+    if len(mblocks) > machine.rom_blocks:
+        ninstr = sum(len(b.instrs) for b in mblocks)
+        raise ResourceError(
+            f"kernel `{kernel.name}` needs {len(mblocks)} machine blocks ({ninstr} instructions) "
+            f"but the program ROM holds {machine.rom_blocks} blocks of {machine.slots_per_block}")
+    blocks, regs_used, preds_used = regalloc.allocate(mblocks, machine, kernel.name)
+    return Program(kernel=_display_name(kernel.name), blocks=blocks, arrays=layout.arrays,
+                   shared=layout.shared, scalars={p.name: values[p.name] for p in params if not p.pointer},
+                   memory=layout.image, regs_used=regs_used, preds_used=preds_used,
+                   block_dim=block_dim, grid_dim=grid_dim)
+
+
+def _display_name(name: str) -> str:
+    from .frontend import demangle_kernel_name
+
+    return demangle_kernel_name(name)

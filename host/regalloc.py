@@ -1,0 +1,201 @@
+"""Register allocation: virtual registers -> the machine's registers and predicates.
+
+Each lane's register file behaves like a scalar thread's (writes are masked to the
+active lanes), so ordinary CFG liveness is exact for SIMT code. A guarded write
+keeps the old value on lanes where the guard fails, so it counts as a use too.
+Colouring is greedy in order of definition; when it fails we report the kernel,
+the number of values live at once and the PTX line where that happens.
+"""
+
+from __future__ import annotations
+
+from qwengpu_mlx.errors import ResourceError
+from qwengpu_mlx.isa import Block, Imm, Instr, Op, Pred, Reg, Special
+from qwengpu_mlx.machine import MachineConfig
+
+from .lowering import LInstr, MBlock, VPred, VReg
+
+PURE_OPS = {o for o in Op} - {Op.ST, Op.ATOM_ADD}
+
+
+def _data_uses(it: LInstr) -> set[str]:
+    u = {s.name for s in it.srcs if isinstance(s, VReg)}
+    if it.guard is not None and it.dst is not None and not it.writes_pred:
+        u.add(it.dst)
+    return u
+
+
+def _data_defs(it: LInstr) -> set[str]:
+    return {it.dst} if it.dst is not None and not it.writes_pred else set()
+
+
+def _pred_uses(it: LInstr) -> set[str]:
+    u = {p.name for p in it.psrcs}
+    if it.guard is not None:
+        u.add(it.guard.name)
+        if it.writes_pred and it.dst is not None:
+            u.add(it.dst)
+        if it.pdst is not None:
+            u.add(it.pdst)
+    return u
+
+
+def _pred_defs(it: LInstr) -> set[str]:
+    d = set()
+    if it.writes_pred and it.dst is not None:
+        d.add(it.dst)
+    if it.pdst is not None:
+        d.add(it.pdst)
+    return d
+
+
+def _succ(b: MBlock) -> list[int]:
+    from .lowering import _succ as s
+
+    return s(b.term)
+
+
+def _liveness(blocks: list[MBlock], uses, defs, term_uses) -> dict[int, set[str]]:
+    """Live-out set of every block."""
+    live_in = {b.index: set() for b in blocks}
+    live_out = {b.index: set() for b in blocks}
+    changed = True
+    while changed:
+        changed = False
+        for b in reversed(blocks):
+            out = set().union(*(live_in[s] for s in _succ(b))) if _succ(b) else set()
+            live = set(out) | term_uses(b)
+            for it in reversed(b.instrs):
+                live -= defs(it) - uses(it) if it.guard is None else set()
+                live |= uses(it)
+            if out != live_out[b.index] or live != live_in[b.index]:
+                live_out[b.index], live_in[b.index] = out, live
+                changed = True
+    return live_out
+
+
+def _term_pred(b: MBlock) -> set[str]:
+    return {b.term_pred.name} if b.term_pred is not None else set()
+
+
+def eliminate_dead_code(blocks: list[MBlock]) -> None:
+    """Drop pure instructions whose results nobody reads (in place)."""
+    while True:
+        dlive = _liveness(blocks, _data_uses, _data_defs, lambda b: set())
+        plive = _liveness(blocks, _pred_uses, _pred_defs, _term_pred)
+        removed = False
+        for b in blocks:
+            dl, pl = set(dlive[b.index]), set(plive[b.index]) | _term_pred(b)
+            keep = []
+            for it in reversed(b.instrs):
+                dd, pd = _data_defs(it), _pred_defs(it)
+                dead = (dd or pd) and not (dd & dl) and not (pd & pl)
+                if dead and it.op in PURE_OPS:
+                    removed = True
+                    continue
+                if it.op is Op.ATOM_ADD and it.dst is not None and it.dst not in dl:
+                    it.dst = None
+                if it.guard is None:
+                    dl -= dd
+                    pl -= pd
+                dl |= _data_uses(it)
+                pl |= _pred_uses(it)
+                keep.append(it)
+            b.instrs = keep[::-1]
+        if not removed:
+            return
+
+
+def _interference(blocks, uses, defs, term_uses):
+    live_out = _liveness(blocks, uses, defs, term_uses)
+    graph: dict[str, set[str]] = {}
+    order: list[str] = []
+    worst = (0, 0)  # (live count, PTX line)
+    for b in blocks:
+        live = set(live_out[b.index]) | term_uses(b)
+        for it in reversed(b.instrs):
+            ds = defs(it)
+            for d in ds:
+                graph.setdefault(d, set())
+                for other in live | ds:
+                    if other != d:
+                        graph[d].add(other)
+                        graph.setdefault(other, set()).add(d)
+            if it.guard is None:
+                live -= ds
+            live |= uses(it)
+            for u in uses(it):
+                graph.setdefault(u, set())
+            pressure = len(live | ds)
+            if pressure > worst[0]:
+                worst = (pressure, it.line)
+    for b in blocks:
+        for it in b.instrs:
+            for d in sorted(defs(it)) + sorted(uses(it)):
+                if d not in order:
+                    order.append(d)
+    for b in blocks:
+        for t in term_uses(b):
+            graph.setdefault(t, set())
+            if t not in order:
+                order.append(t)
+    return graph, order, worst
+
+
+def _colour(graph, order, first: int, count: int) -> dict[str, int] | None:
+    colour: dict[str, int] = {}
+    for v in order:
+        taken = {colour[n] for n in graph.get(v, ()) if n in colour}
+        c = next((c for c in range(first, first + count) if c not in taken), None)
+        if c is None:
+            return None
+        colour[v] = c
+    return colour
+
+
+def allocate(blocks: list[MBlock], machine: MachineConfig, kernel: str):
+    """Assign registers; returns (isa blocks, registers used, predicates used)."""
+    eliminate_dead_code(blocks)
+    dgraph, dorder, dworst = _interference(blocks, _data_uses, _data_defs, lambda b: set())
+    rmap = _colour(dgraph, dorder, 1, machine.usable_regs)
+    if rmap is None:
+        raise ResourceError(
+            f"kernel `{kernel}` needs more than {machine.usable_regs} registers per lane "
+            f"({dworst[0]} values live at once near PTX line {dworst[1]}); "
+            f"the machine has {machine.regs} register rows, row 0 reads zero")
+    pgraph, porder, pworst = _interference(blocks, _pred_uses, _pred_defs, _term_pred)
+    pmap = _colour(pgraph, porder, 0, machine.preds)
+    if pmap is None:
+        raise ResourceError(
+            f"kernel `{kernel}` needs more than {machine.preds} predicate registers per lane "
+            f"({pworst[0]} live at once near PTX line {pworst[1]})")
+
+    def opnd(s):
+        if isinstance(s, VReg):
+            return Reg(rmap[s.name])
+        assert isinstance(s, (Imm, Special)), s
+        return s
+
+    def pred(p: VPred | None) -> Pred | None:
+        return None if p is None else Pred(pmap[p.name], p.negated)
+
+    out = []
+    for b in blocks:
+        instrs = []
+        for it in b.instrs:
+            dst = None
+            if it.dst is not None:
+                dst = pmap[it.dst] if it.writes_pred else rmap[it.dst]
+            instrs.append(Instr(op=it.op, dst=dst, srcs=tuple(opnd(s) for s in it.srcs),
+                                psrcs=tuple(pred(p) for p in it.psrcs), guard=pred(it.guard),
+                                signed=it.signed, cmp=it.cmp, mode=it.mode, offset=it.offset,
+                                space=it.space, pdst=None if it.pdst is None else pmap[it.pdst]))
+        term = b.term
+        if b.term_pred is not None:
+            from dataclasses import replace
+
+            term = replace(term, pred=pred(b.term_pred))
+        out.append(Block(b.index, instrs, term, b.label))
+    regs_used = max(rmap.values(), default=0)
+    preds_used = max(pmap.values(), default=-1) + 1
+    return out, regs_used, preds_used

@@ -1,0 +1,69 @@
+"""Kernel parameter names and kinds, read from the CUDA source.
+
+PTX names parameters ``_Z3dotPKiS0_Pii_param_0``; users pass ``--arg a=1,2,3`` with the
+names they wrote. We read the ``__global__`` function's parameter list from the
+source text (a light scan, not a C++ parser) and match it to the PTX parameters by
+position.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class KernelParam:
+    name: str
+    pointer: bool
+    ctype: str
+
+
+def _strip_comments(text: str) -> str:
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    return re.sub(r"//[^\n]*", " ", text)
+
+
+def cuda_kernel_params(source: str, kernel: str) -> list[KernelParam] | None:
+    """Parameters of ``__global__ ... kernel(...)`` in ``source``, or None if not found."""
+    text = _strip_comments(source)
+    for m in re.finditer(r"__global__[^;{(]*?\b" + re.escape(kernel) + r"\s*\(", text):
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            i += 1
+        plist = text[m.end() : i - 1].strip()
+        if plist in ("", "void"):
+            return []
+        params = []
+        for raw in _split_top_level(plist):
+            raw = raw.split("=")[0].strip()
+            ident = re.findall(r"[A-Za-z_]\w*", raw)
+            if not ident:
+                return None
+            pointer = "*" in raw or "[" in raw
+            params.append(KernelParam(ident[-1], pointer, raw))
+        return params
+    return None
+
+
+def _split_top_level(plist: str) -> list[str]:
+    parts, depth, cur = [], 0, []
+    for ch in plist:
+        if ch in "(<[":
+            depth += 1
+        elif ch in ")>]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    return parts
+
+
+def ptx_param_name(name: str) -> str:
+    """A readable name for a PTX-only parameter: ``..._param_2`` becomes ``param_2``."""
+    m = re.search(r"(param_\d+)$", name)
+    return m.group(1) if m else name

@@ -1,0 +1,125 @@
+"""``qwengpu-mlx``: compile and run CUDA kernels on the SIMT machine.
+
+The command-line interface is stable: scripts build on ``run --json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .errors import LaunchError, QwenGpuError
+from .machine import DEFAULT_MACHINE
+
+
+def _parse_arg(text: str) -> tuple[str, str]:
+    if "=" not in text:
+        raise LaunchError(f"--arg {text!r}: expected NAME=v1,v2,... or NAME=v")
+    name, _, value = text.partition("=")
+    return name.strip(), value.strip()
+
+
+def _collect_args(pairs: list[str] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for text in pairs or []:
+        name, value = _parse_arg(text)
+        if name in out:
+            raise LaunchError(f"--arg {name} given twice")
+        out[name] = value
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="qwengpu-mlx", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def common(sp):
+        sp.add_argument("source", metavar="KERNEL", help="a .cu file (compiled with clang) or a .ptx file")
+        sp.add_argument("--kernel", help="kernel name (unmangled); needed when the file has several")
+        sp.add_argument("--frontend", choices=["clang", "nvcc"], default="clang", help="PTX producer (default clang)")
+        sp.add_argument("--arg", action="append", metavar="NAME=VALUES",
+                        help="one per kernel parameter: a comma list for a pointer, one integer for a scalar")
+        sp.add_argument("--block", type=int, default=4, help="blockDim.x (default 4, at most %d)" % DEFAULT_MACHINE.max_block_dim)
+        sp.add_argument("--grid", type=int, default=1, help="gridDim.x (default 1)")
+
+    c = sub.add_parser("compile", help="show a kernel's PTX or machine blocks")
+    common(c)
+    c.add_argument("--emit", choices=["ptx", "blocks"], default="blocks")
+
+    r = sub.add_parser("run", help="run a kernel launch")
+    common(r)
+    r.add_argument("--backend", choices=["reference"], default="reference")
+    r.add_argument("--json", action="store_true", help="print exactly one JSON object")
+    r.add_argument("--step-budget", type=int, default=None,
+                   help=f"stop after this many EXEC steps (default {DEFAULT_MACHINE.step_budget})")
+    r.add_argument("--trace", action="store_true", help="print every step as it runs")
+
+    sub.add_parser("machine", help="print the machine's limits")
+    return p
+
+
+def cmd_compile(ns) -> int:
+    from .host.launch import bind, compile_kernel, placeholder_args
+
+    ck = compile_kernel(ns.source, ns.kernel, frontend=ns.frontend)
+    if ns.emit == "ptx":
+        print(ck.ptx)
+        return 0
+    args = _collect_args(ns.arg)
+    note = ""
+    if not args:
+        args = placeholder_args(ck)
+        note = "; placeholder arguments (pass --arg to bind a real launch)"
+    prog = bind(ck, args, block=ns.block, grid=ns.grid)
+    print(f"// kernel {prog.kernel}: {len(prog.blocks)} blocks, {prog.regs_used} registers, "
+          f"{prog.preds_used} predicates{note}")
+    for a in prog.arrays:
+        print(f"// {a.name}: words {a.base}..{a.base + a.length - 1}")
+    for s in prog.shared:
+        print(f"// __shared__ {s.name}: words {s.base}..{s.base + s.length - 1}")
+    for name, v in prog.scalars.items():
+        print(f"// {name} = {v}")
+    print(prog.listing())
+    return 0
+
+
+def cmd_run(ns) -> int:
+    from .host.launch import bind, compile_kernel, read_outputs
+    from .host.reference import format_step, run_program
+
+    ck = compile_kernel(ns.source, ns.kernel, frontend=ns.frontend)
+    prog = bind(ck, _collect_args(ns.arg), block=ns.block, grid=ns.grid)
+    on_step = (lambda rec: print(format_step(rec), file=sys.stderr if ns.json else sys.stdout)) if ns.trace else None
+    res = run_program(prog, DEFAULT_MACHINE, step_budget=ns.step_budget, trace=False, on_step=on_step)
+    outputs = read_outputs(prog, res.memory)
+    if ns.json:
+        print(json.dumps({"kernel": prog.kernel, "backend": ns.backend, "outputs": outputs, "steps": res.steps}))
+        return 0
+    print(f"kernel {prog.kernel} on the {ns.backend} backend: {res.steps} steps "
+          f"(block {prog.block_dim}, grid {prog.grid_dim}, {len(prog.blocks)} ROM blocks, {prog.regs_used} registers)")
+    for name, vals in outputs.items():
+        print(f"  {name} = {vals}")
+    return 0
+
+
+def cmd_machine(ns) -> int:
+    m = DEFAULT_MACHINE
+    print(f"warpSize {m.lanes}; up to {m.max_warps} warps per block (blockDim.x <= {m.max_block_dim}); "
+          f"{m.regs} register rows per lane ({m.usable_regs} usable, row 0 reads 0); {m.preds} predicates; "
+          f"ROM {m.rom_blocks} blocks x {m.slots_per_block} instructions; {m.mem_words} memory words; "
+          f"step budget {m.step_budget}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ns = build_parser().parse_args(argv)
+    try:
+        return {"compile": cmd_compile, "run": cmd_run, "machine": cmd_machine}[ns.command](ns)
+    except QwenGpuError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
