@@ -1,0 +1,256 @@
+"""The Gated DeltaNet recurrence (the "delta rule" with a decay gate).
+
+Per value head ``h`` and token ``t`` the state ``S`` is a float32 matrix of shape
+``[Dv, Dk]`` (rows: value dims, columns: key dims), laid out for a batch as
+``state[b, h, dv, dk]`` -- exactly mlx-lm's layout (``ArraysCache[1]``). One step::
+
+    S  <- g * S                      # decay, g = exp(-exp(A_log) * softplus(a + dt_bias))
+    kv  = S @ k                      # [Dv]: what the key currently reads
+    S  <- S + outer(beta * (v - kv), k)   # delta-rule write, beta = sigmoid(b)
+    y   = S @ q                      # [Dv]: read after the write
+
+so a write with the one-hot key ``e_j`` (and beta = g = 1) replaces column ``j``,
+``S[b, h, :, j] = v``, and a one-hot query ``e_j`` reads that column back (times
+whatever scale ``q`` carries; ``normalize_qk`` folds ``Dk**-0.5`` into ``q``).
+
+Two implementations:
+
+* :func:`gated_delta_ops` -- plain MLX ops, one compiled step per token. This is the
+  reference; it reproduces mlx-lm's ``gated_delta_ops`` bit for bit (same op graph,
+  same ``mx.compile`` wrapping; the tests check it). Used everywhere except Metal.
+* :func:`gated_delta_kernel` -- a small ``mx.fast.metal_kernel`` (one SIMD-group per
+  value row, ``Dk / 32`` state elements per lane, ``simd_sum`` reductions): the same
+  algorithm and reduction order as mlx-lm's generic unmasked kernel. Built and chosen
+  only when ``mx.metal.is_available()``, the default device is the GPU and
+  ``Dk % 32 == 0``. It cannot run on Linux, so it is not exercised by the tests here.
+
+Shapes (``Hv`` is a multiple of ``Hk``; value head ``h`` uses key head ``h // (Hv/Hk)``):
+``q, k: [B, T, Hk, Dk]``, ``v: [B, T, Hv, Dv]``, ``a, b, g, beta: [B, T, Hv]``,
+``state: [B, Hv, Dv, Dk]`` float32, ``y: [B, T, Hv, Dv]`` (dtype of ``q``).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Optional, Tuple
+
+import mlx.core as mx
+import mlx.nn as nn
+
+__all__ = [
+    "compute_g",
+    "normalize_qk",
+    "gated_delta_step_ops",
+    "gated_delta_ops",
+    "gated_delta_kernel",
+    "kernel_available",
+    "gated_delta_update",
+]
+
+
+# --------------------------------------------------------------------------- gates
+
+
+@partial(mx.compile, shapeless=True)
+def compute_g(A_log: mx.array, a: mx.array, dt_bias: mx.array) -> mx.array:
+    """Decay gate ``g = exp(-exp(A_log) * softplus(a + dt_bias))``, float32 [B, T, Hv]."""
+    return mx.exp(-mx.exp(A_log.astype(mx.float32)) * nn.softplus(a + dt_bias))
+
+
+def normalize_qk(
+    q: mx.array, k: mx.array, *, inv_scale: float, eps: float = 1e-6
+) -> Tuple[mx.array, mx.array]:
+    """L2-normalize ``q`` and ``k`` over ``Dk``; fold the read scale ``Dk**-0.5`` into q.
+
+    ``eps`` is added to ``sum(x^2)`` (reference l2norm); ``mx.fast.rms_norm`` adds its
+    eps to ``mean(x^2)``, hence the ``inv_scale**2`` factor. Same ops as mlx-lm.
+    """
+    rms_eps = eps * inv_scale**2
+    q = (inv_scale**2) * mx.fast.rms_norm(q, None, rms_eps)
+    k = inv_scale * mx.fast.rms_norm(k, None, rms_eps)
+    return q, k
+
+
+# ------------------------------------------------------------------ MLX-ops path
+
+
+@mx.compile
+def gated_delta_step_ops(
+    q: mx.array,
+    k: mx.array,
+    v: mx.array,
+    g: mx.array,
+    beta: mx.array,
+    state: mx.array,
+) -> Tuple[mx.array, mx.array]:
+    """One token: ``q, k: [B, H, Dk]``, ``v: [B, H, Dv]``, ``g, beta: [B, H]``,
+    ``state: [B, H, Dv, Dk]`` -> ``(y [B, H, Dv], new_state)``. Heads already matched."""
+    state = state * g[..., None, None]  # decay
+    kv_mem = (state * k[..., None, :]).sum(axis=-1)  # [B, H, Dv]  S k
+    delta = (v - kv_mem) * beta[..., None]  # [B, H, Dv]
+    state = state + k[..., None, :] * delta[..., None]  # S += delta k^T
+    y = (state * q[..., None, :]).sum(axis=-1)  # [B, H, Dv]  S q
+    return y.astype(q.dtype), state
+
+
+def gated_delta_ops(
+    q: mx.array,
+    k: mx.array,
+    v: mx.array,
+    g: mx.array,
+    beta: mx.array,
+    state: Optional[mx.array] = None,
+) -> Tuple[mx.array, mx.array]:
+    """Sequential recurrence over ``T`` tokens with MLX ops (scalar gate per head)."""
+    B, T, Hk, Dk = q.shape
+    Hv, Dv = v.shape[-2:]
+    if state is None:
+        state = mx.zeros((B, Hv, Dv, Dk), dtype=mx.float32)
+    if (repeat := Hv // Hk) > 1:
+        q = mx.repeat(q, repeat, -2)
+        k = mx.repeat(k, repeat, -2)
+    ys = []
+    for t in range(T):
+        y, state = gated_delta_step_ops(q[:, t], k[:, t], v[:, t], g[:, t], beta[:, t], state)
+        ys.append(y)
+    return mx.stack(ys, axis=1), state
+
+
+# ------------------------------------------------------------------- Metal path
+
+_METAL_SOURCE = """
+    // grid (32, Dv, B*Hv), threadgroup (32, 4, 1): one SIMD-group per value row dv,
+    // lane l holds state elements [l*n_per_t, (l+1)*n_per_t) of that row.
+    constexpr int n_per_t = Dk / 32;
+    auto n = thread_position_in_grid.z;
+    auto b_idx = n / Hv;
+    auto hv_idx = n % Hv;
+    auto hk_idx = hv_idx / (Hv / Hk);
+    auto lane = thread_position_in_threadgroup.x;
+    auto dv_idx = thread_position_in_grid.y;
+
+    auto q_ = q + (b_idx * T * Hk + hk_idx) * Dk + lane * n_per_t;  // [B, T, Hk, Dk]
+    auto k_ = k + (b_idx * T * Hk + hk_idx) * Dk + lane * n_per_t;
+    auto v_ = v + (b_idx * T * Hv + hv_idx) * Dv;                   // [B, T, Hv, Dv]
+    auto y_ = y + (b_idx * T * Hv + hv_idx) * Dv;
+    auto g_ = g + b_idx * T * Hv;                                   // [B, T, Hv]
+    auto beta_ = beta + b_idx * T * Hv;
+    auto s_in = state_in + (n * Dv + dv_idx) * Dk + lane * n_per_t; // [B, Hv, Dv, Dk]
+    auto s_out = state_out + (n * Dv + dv_idx) * Dk + lane * n_per_t;
+
+    float s[n_per_t];
+    for (int i = 0; i < n_per_t; ++i) {
+      s[i] = static_cast<float>(s_in[i]);
+    }
+    for (int t = 0; t < T; ++t) {
+      float gt = static_cast<float>(g_[hv_idx]);
+      float kv = 0.0f;
+      for (int i = 0; i < n_per_t; ++i) {
+        s[i] = s[i] * gt;
+        kv += s[i] * static_cast<float>(k_[i]);
+      }
+      kv = simd_sum(kv);
+      float delta = (static_cast<float>(v_[dv_idx]) - kv) * static_cast<float>(beta_[hv_idx]);
+      float out = 0.0f;
+      for (int i = 0; i < n_per_t; ++i) {
+        s[i] = s[i] + static_cast<float>(k_[i]) * delta;
+        out += s[i] * static_cast<float>(q_[i]);
+      }
+      out = simd_sum(out);
+      if (thread_index_in_simdgroup == 0) {
+        y_[dv_idx] = static_cast<InT>(out);
+      }
+      q_ += Hk * Dk;
+      k_ += Hk * Dk;
+      v_ += Hv * Dv;
+      y_ += Hv * Dv;
+      g_ += Hv;
+      beta_ += Hv;
+    }
+    for (int i = 0; i < n_per_t; ++i) {
+      s_out[i] = static_cast<StT>(s[i]);
+    }
+"""
+
+_kernel = None
+
+
+def _metal_kernel():
+    global _kernel
+    if _kernel is None:
+        _kernel = mx.fast.metal_kernel(
+            name="qwengpu_gated_delta",
+            input_names=["q", "k", "v", "g", "beta", "state_in", "T"],
+            output_names=["y", "state_out"],
+            source=_METAL_SOURCE,
+        )
+    return _kernel
+
+
+def kernel_available(Dk: int) -> bool:
+    """True when the Metal path can run: Metal present, GPU default, ``Dk % 32 == 0``."""
+    return (
+        mx.metal.is_available()
+        and mx.default_device() == mx.gpu
+        and Dk >= 32
+        and Dk % 32 == 0
+    )
+
+
+def gated_delta_kernel(
+    q: mx.array,
+    k: mx.array,
+    v: mx.array,
+    g: mx.array,
+    beta: mx.array,
+    state: mx.array,
+) -> Tuple[mx.array, mx.array]:
+    """Metal recurrence over ``T`` tokens (same contract as :func:`gated_delta_ops`)."""
+    B, T, Hk, Dk = k.shape
+    Hv, Dv = v.shape[2:]
+    return _metal_kernel()(
+        inputs=[q, k, v, g, beta, state, T],
+        template=[
+            ("InT", q.dtype),
+            ("StT", state.dtype),
+            ("Dk", Dk),
+            ("Dv", Dv),
+            ("Hk", Hk),
+            ("Hv", Hv),
+        ],
+        grid=(32, Dv, B * Hv),
+        threadgroup=(32, 4, 1),
+        output_shapes=[(B, T, Hv, Dv), state.shape],
+        output_dtypes=[q.dtype, state.dtype],
+    )
+
+
+# ---------------------------------------------------------------------- dispatch
+
+
+def gated_delta_update(
+    q: mx.array,
+    k: mx.array,
+    v: mx.array,
+    a: mx.array,
+    b: mx.array,
+    A_log: mx.array,
+    dt_bias: mx.array,
+    state: Optional[mx.array] = None,
+    *,
+    use_kernel: bool = True,
+) -> Tuple[mx.array, mx.array]:
+    """Gates from ``a``/``b``, then the recurrence; returns ``(y, new_state)``.
+
+    ``q``/``k`` must already be normalized (:func:`normalize_qk`). ``state`` defaults
+    to float32 zeros ``[B, Hv, Dv, Dk]``.
+    """
+    beta = mx.sigmoid(b)
+    g = compute_g(A_log, a, dt_bias)
+    if state is None:
+        B, _, _, Dk = q.shape
+        Hv, Dv = v.shape[-2:]
+        state = mx.zeros((B, Hv, Dv, Dk), dtype=mx.float32)
+    if use_kernel and kernel_available(k.shape[-1]):
+        return gated_delta_kernel(q, k, v, g, beta, state)
+    return gated_delta_ops(q, k, v, g, beta, state)
