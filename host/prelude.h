@@ -40,7 +40,13 @@
 #undef warpSize
 static constexpr int warpSize = QWENGPU_WARP_SIZE;
 
-/* __syncthreads() is a clang builtin (bar.sync 0). */
+/* __syncthreads(): bar.sync 0 as volatile asm with a memory clobber. clang 14's own
+   builtin does not stop LLVM from keeping kernel-local __shared__ values in
+   registers across the barrier, which breaks exchanges between threads. */
+static __device__ __forceinline__ void __qwengpu_syncthreads(void) {
+  asm volatile("bar.sync 0;" ::: "memory");
+}
+#define __syncthreads() __qwengpu_syncthreads()
 
 static __device__ __forceinline__ int atomicAdd(int *p, int v) {
   return __nvvm_atom_add_gen_i(p, v);

@@ -1,0 +1,7 @@
+// Warp and lane ids from threadIdx with warpSize (== 4).
+__global__ void lane_warp_ids(int* out) {
+    int t = threadIdx.x;
+    int warp = t / warpSize;
+    int lane = t % warpSize;
+    out[t] = warp * 100 + lane * 10 + blockDim.x;
+}

@@ -1,0 +1,9 @@
+// Warp sum with __shfl_down_sync and no guard: out-of-range lanes read their own value.
+__global__ void shfl_down_reduce(const int* x, int* all, int* sums) {
+    int t = threadIdx.x;
+    int v = x[t];
+    v += __shfl_down_sync(0xffffffffu, v, 2);
+    v += __shfl_down_sync(0xffffffffu, v, 1);
+    all[t] = v;
+    if ((t & 3) == 0) sums[t / 4] = v;
+}

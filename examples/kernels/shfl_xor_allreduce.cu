@@ -1,0 +1,12 @@
+// Butterfly all-reduce with __shfl_xor_sync: every lane gets the warp max and sum.
+__global__ void shfl_xor_allreduce(const int* x, int* mx, int* sm) {
+    int t = threadIdx.x;
+    int m = x[t];
+    int s = m;
+    for (int d = 2; d > 0; d >>= 1) {
+        m = max(m, __shfl_xor_sync(0xffffffffu, m, d));
+        s += __shfl_xor_sync(0xffffffffu, s, d);
+    }
+    mx[t] = m;
+    sm[t] = s;
+}
