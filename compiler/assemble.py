@@ -1,0 +1,153 @@
+"""Assemble layer builders into a standard Qwen3.5 checkpoint (config + weights).
+
+A :class:`CircuitPlan` is the list of decoder layers, each with an optional mixer
+(:class:`DeltaNetBuilder`; None makes the mixer inert) and an optional MLP
+(:class:`MLPBuilder`), plus the token embedding table. Layers whose index the
+Qwen3.5 pattern makes full attention get an inert attention (zero output projection);
+asking for a DeltaNet there is an error, so the plan must route around those indices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import mlx.core as mx
+import numpy as np
+
+from .deltanet import DeltaNetBuilder
+from .levels import DEFAULT_LEVELS, Levels
+from .mlp import MLPBuilder
+from .residual import ResidualLayout
+
+
+@dataclass
+class Shape:
+    """Target model shape (the narrow native one by default)."""
+
+    hidden: int = 512
+    intermediate: int = 2048
+    linear_heads: int = 8
+    key_dim: int = 64
+    value_dim: int = 64
+    attn_heads: int = 2
+    kv_heads: int = 1
+    head_dim: int = 64
+    full_attention_interval: int = 4
+
+    def is_linear(self, layer: int) -> bool:
+        return (layer + 1) % self.full_attention_interval != 0
+
+
+@dataclass
+class LayerPlan:
+    mixer: DeltaNetBuilder | None = None
+    mlp: MLPBuilder | None = None
+    role: str = ""
+
+
+@dataclass
+class CircuitPlan:
+    shape: Shape
+    layout: ResidualLayout
+    levels: Levels = DEFAULT_LEVELS
+    layers: list[LayerPlan] = field(default_factory=list)
+    vocab: list[str] = field(default_factory=list)
+    embedding: np.ndarray | None = None  # [vocab, hidden]
+
+    def new_layer(self, role: str = "") -> int:
+        self.layers.append(LayerPlan(role=role))
+        return len(self.layers) - 1
+
+    def mixer(self, layer: int, name: str = "") -> DeltaNetBuilder:
+        if not self.shape.is_linear(layer):
+            raise ValueError(f"layer {layer} is a full-attention layer in the Qwen3.5 pattern; "
+                             f"it cannot hold a DeltaNet memory")
+        lp = self.layers[layer]
+        if lp.mixer is None:
+            s = self.shape
+            lp.mixer = DeltaNetBuilder(self.layout, heads=s.linear_heads, key_dim=s.key_dim,
+                                       value_dim=s.value_dim, levels=self.levels,
+                                       name=name or f"layer{layer}.mixer")
+        return lp.mixer
+
+    def mlp(self, layer: int, name: str = "") -> MLPBuilder:
+        lp = self.layers[layer]
+        if lp.mlp is None:
+            lp.mlp = MLPBuilder(self.layout, self.shape.intermediate, self.levels,
+                                name=name or f"layer{layer}.mlp")
+        return lp.mlp
+
+    def config(self) -> dict:
+        s = self.shape
+        return {
+            "model_type": "qwen3_5_text",
+            "hidden_size": s.hidden,
+            "intermediate_size": s.intermediate,
+            "num_hidden_layers": len(self.layers),
+            "num_attention_heads": s.attn_heads,
+            "num_key_value_heads": s.kv_heads,
+            "head_dim": s.head_dim,
+            "rms_norm_eps": 1e-6,
+            "vocab_size": len(self.vocab),
+            "max_position_embeddings": 1 << 20,
+            "linear_num_key_heads": s.linear_heads,
+            "linear_num_value_heads": s.linear_heads,
+            "linear_key_head_dim": s.key_dim,
+            "linear_value_head_dim": s.value_dim,
+            "linear_conv_kernel_dim": 4,
+            "full_attention_interval": s.full_attention_interval,
+            "tie_word_embeddings": True,
+            "attn_output_gate": True,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 10_000_000.0,
+                                "partial_rotary_factor": 0.25},
+        }
+
+    def weights(self) -> dict[str, mx.array]:
+        s, L = self.shape, self.levels
+        if len(self.layers) < s.full_attention_interval:
+            raise ValueError(f"mlx-lm needs at least {s.full_attention_interval} layers "
+                             f"(num_hidden_layers < full_attention_interval raises there)")
+        if self.embedding is None or self.embedding.shape != (len(self.vocab), s.hidden):
+            raise ValueError("embedding table missing or of the wrong shape")
+        H = s.hidden
+        nw = np.full((H,), L.norm_weight(H), np.float32)
+        pre = "language_model.model."
+        out: dict[str, np.ndarray] = {pre + "embed_tokens.weight": self.embedding.astype(np.float32),
+                                      pre + "norm.weight": nw}
+        for i, lp in enumerate(self.layers):
+            p = f"{pre}layers.{i}."
+            out[p + "input_layernorm.weight"] = nw
+            out[p + "post_attention_layernorm.weight"] = nw
+            if s.is_linear(i):
+                mixer = lp.mixer or DeltaNetBuilder(self.layout, heads=s.linear_heads, key_dim=s.key_dim,
+                                                    value_dim=s.value_dim, levels=L)
+                for k, v in mixer.weights(H).items():
+                    out[p + "linear_attn." + k] = v
+            else:
+                D, Hq, KV = s.head_dim, s.attn_heads, s.kv_heads
+                out[p + "self_attn.q_proj.weight"] = np.zeros((2 * Hq * D, H), np.float32)
+                out[p + "self_attn.k_proj.weight"] = np.zeros((KV * D, H), np.float32)
+                out[p + "self_attn.v_proj.weight"] = np.zeros((KV * D, H), np.float32)
+                out[p + "self_attn.o_proj.weight"] = np.zeros((H, Hq * D), np.float32)
+                out[p + "self_attn.q_norm.weight"] = np.ones((D,), np.float32)
+                out[p + "self_attn.k_norm.weight"] = np.ones((D,), np.float32)
+            mlp = lp.mlp or MLPBuilder(self.layout, s.intermediate, L)
+            g, u, d = mlp.weights(H)
+            out[p + "mlp.gate_proj.weight"] = g
+            out[p + "mlp.up_proj.weight"] = u
+            out[p + "mlp.down_proj.weight"] = d
+        return {k: mx.array(v) for k, v in out.items()}
+
+    def usage(self) -> list[dict]:
+        """Per layer: residual dims, heads and MLP units actually used (for sparse execution)."""
+        rows = []
+        for i, lp in enumerate(self.layers):
+            rows.append({
+                "layer": i,
+                "role": lp.role,
+                "kind": "linear" if self.shape.is_linear(i) else "attention (inert)",
+                "heads": [h.name for h in lp.mixer.heads] if lp.mixer else [],
+                "mlp_units": lp.mlp.units if lp.mlp else 0,
+                "mlp_inputs": int(len(lp.mlp.used_inputs())) if lp.mlp else 0,
+            })
+        return rows

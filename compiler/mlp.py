@@ -1,0 +1,119 @@
+"""SwiGLU MLP layers as threshold logic: the clamp pair and its bookkeeping.
+
+An :class:`MLPBuilder` collects gates for one layer's MLP. Each gate is
+``T = [sum_i w_i x_i >= theta]`` over residual dims holding bits (level 1) or small
+integers, realised by two hidden units (docs/CIRCUIT.md, "the clamp pair"), and adds
+``T * out_weight`` to output dims. The builder records every gate so a check pass can
+measure its margin on real activations; ``weights()`` returns dense gate/up/down
+matrices in mlx-lm's layout, ``used_units``/``used_inputs``/``used_outputs`` what a
+sparse execution path needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .levels import DEFAULT_LEVELS, Levels
+from .residual import ResidualLayout
+
+
+@dataclass(frozen=True)
+class Gate:
+    name: str
+    terms: tuple[tuple[int, float], ...]  # (residual dim, integer weight)
+    theta: float  # fires when sum >= theta; inputs are integers so the cut is at theta - 1/2
+    outputs: tuple[tuple[int, float], ...]  # (residual dim, weight of T)
+    unit: int  # index of its first hidden unit (the second is unit + 1)
+
+
+class MLPBuilder:
+    def __init__(self, layout: ResidualLayout, intermediate: int, levels: Levels = DEFAULT_LEVELS,
+                 name: str = "mlp"):
+        self.layout = layout
+        self.intermediate = intermediate
+        self.levels = levels
+        self.name = name
+        self.gates: list[Gate] = []
+
+    @property
+    def units(self) -> int:
+        return 2 * len(self.gates)
+
+    def gate(self, name: str, terms, theta: float, outputs) -> Gate:
+        """Add ``T = [sum w x >= theta]``; ``outputs`` are (dim, weight) pairs receiving ``T*weight``."""
+        terms = tuple((int(d), float(w)) for d, w in terms if w != 0)
+        outputs = tuple((int(d), float(w)) for d, w in outputs if w != 0)
+        if self.units + 2 > self.intermediate:
+            raise ValueError(f"{self.name}: MLP full ({self.intermediate} units) adding gate {name!r}")
+        g = Gate(name, terms, float(theta), outputs, self.units)
+        self.gates.append(g)
+        return g
+
+    # Common gates. Inputs are bits unless stated.
+    def and_(self, name, dims, outputs):
+        return self.gate(name, [(d, 1) for d in dims], len(dims), outputs)
+
+    def or_(self, name, dims, outputs):
+        return self.gate(name, [(d, 1) for d in dims], 1, outputs)
+
+    def not_(self, name, dim, outputs):
+        # [1 - x >= 1] == [-x >= 0]
+        return self.gate(name, [(dim, -1)], 0, outputs)
+
+    def copy(self, name, dim, outputs):
+        return self.gate(name, [(dim, 1)], 1, outputs)
+
+    def weights(self, hidden: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(gate_proj [I, H], up_proj [I, H], down_proj [H, I]) for mlx-lm's MLP."""
+        L = self.levels
+        A, D, K = L.gain, L.delta, L.K
+        one = self.layout.ONE
+        Wg = np.zeros((self.intermediate, hidden), np.float32)
+        Wu = np.zeros((self.intermediate, hidden), np.float32)
+        Wd = np.zeros((hidden, self.intermediate), np.float32)
+        for g in self.gates:
+            u1, u2 = g.unit, g.unit + 1
+            for d, w in g.terms:
+                Wg[u1, d] += A * w
+                Wg[u2, d] += A * w
+            # g1 = A (s - theta + 1/2) + D/2 ; g2 = g1 - D ; both relative to ONE/K
+            Wg[u1, one] += (-A * (g.theta - 0.5) + D / 2) / K
+            Wg[u2, one] += (-A * (g.theta - 0.5) - D / 2) / K
+            Wu[u1, one] = 1.0 / K
+            Wu[u2, one] = 1.0 / K
+            for d, w in g.outputs:
+                Wd[d, u1] += w / D
+                Wd[d, u2] -= w / D
+        return Wg, Wu, Wd
+
+    def used_units(self) -> np.ndarray:
+        return np.arange(self.units)
+
+    def used_inputs(self) -> np.ndarray:
+        return np.array(sorted({self.layout.ONE} | {d for g in self.gates for d, _ in g.terms}), dtype=np.int64)
+
+    def used_outputs(self) -> np.ndarray:
+        return np.array(sorted({d for g in self.gates for d, _ in g.outputs}), dtype=np.int64)
+
+
+def gate_margins(builder: MLPBuilder, normed_input: np.ndarray) -> dict:
+    """Margins of every gate on real (normalised) MLP inputs ``[T, H]``.
+
+    Returns the smallest distance of ``sum w x`` from the cut ``theta - 1/2`` in bits
+    (0.5 is perfect), and the smallest distance of the hidden pre-activations from the
+    silu thresholds in units of the threshold (> 0 means exact).
+    """
+    x = np.asarray(normed_input, np.float64)
+    one = x[:, builder.layout.ONE] / builder.levels.K  # the signal ratio r per token
+    worst_bits, worst_gate = np.inf, None
+    for g in builder.gates:
+        s = sum(w * x[:, d] for d, w in g.terms) if g.terms else np.zeros(len(x))
+        dist = np.abs(s / np.where(one == 0, 1, one) - (g.theta - 0.5))
+        active = one > 0
+        if active.any():
+            m = dist[active].min()
+            if m < worst_bits:
+                worst_bits, worst_gate = m, g.name
+    return {"min_margin_bits": float(worst_bits), "gate": worst_gate}
