@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from qwengpu_mlx.errors import FrontendError
+from qwengpu_mlx.errors import FrontendError, LaunchError
 from qwengpu_mlx.isa import Program
 from qwengpu_mlx.machine import DEFAULT_MACHINE, MachineConfig, to_signed
 
@@ -50,14 +50,14 @@ class LaunchResult:
 
 def compile_kernel(source: str | Path, kernel: str | None = None, *, frontend: str = "clang") -> CompiledKernel:
     """CUDA (.cu) or PTX (.ptx) file -> the selected kernel, parsed."""
-    from .frontend import cuda_to_ptx, load_ptx, select_kernel
+    from .frontend import cuda_to_ptx, select_kernel
     from .ptx_parser import parse_ptx
 
     path = Path(source)
     if not path.exists():
         raise FrontendError(f"{path}: no such file")
     if path.suffix == ".ptx":
-        ptx = load_ptx(path)
+        ptx = path.read_text()
         cuda = None
     else:
         ptx = cuda_to_ptx(path, frontend=frontend)
@@ -107,4 +107,4 @@ def run(program: Program, *, backend: str = "reference", machine: MachineConfig 
 
         res = run_program(program, machine, step_budget=step_budget, trace=False)
         return LaunchResult(program.kernel, "reference", read_outputs(program, res.memory), res.steps, program)
-    raise FrontendError(f"unknown backend `{backend}` (available: reference)")
+    raise LaunchError(f"unknown backend `{backend}` (available: reference)")

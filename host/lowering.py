@@ -124,6 +124,8 @@ class LParamLoad:
     dst: str
     param: str
     line: int = 0
+    bits: int = 32  # a sub-word parameter (short, char) keeps only its low bits...
+    signed: bool = False  # ...extended by its type's signedness, as ld.param.s16 does
 
 
 @dataclass
@@ -280,7 +282,8 @@ class Translator:
                 if self.params[name] != "ptr":
                     self.check_no_wide(ins, "a 64-bit scalar parameter")
                 self.wide.add(d)
-            return [LParamLoad(d, name, ins.line)]
+            bits = int(t[1:]) if t in SUBWORD else 32
+            return [LParamLoad(d, name, ins.line, bits, t[0] == "s")]
         return self._mem(ins, Op.LD)
 
     def op_st(self, ins):
@@ -374,10 +377,12 @@ class Translator:
         v = self.value(ins, ins.operands[1], pre, wide_ok=True)
         g = self.guard_of(ins)
         mk = lambda *a, **k: LInstr(*a, guard=g, line=ins.line, text=ins.text, **k)  # noqa: E731
-        narrow = frm if frm in SUBWORD else (to if to in SUBWORD else None)
-        if narrow is None:
+        width = {t: int(t[1:]) for t in (to, frm)}
+        if width[to] >= 32 and width[frm] >= 32:
             return pre + [mk(Op.MOV, d, (v,))]
-        bits = int(narrow[1:])
+        # the narrower type decides: truncate to its width, extend by its signedness
+        narrow = to if width[to] <= width[frm] else frm
+        bits = width[narrow]
         if narrow[0] == "s":
             t = self.fresh()
             return pre + [mk(Op.SHL, t, (v, Imm(32 - bits))), mk(Op.SHR, d, (VReg(t), Imm(32 - bits)), signed=True)]
@@ -879,6 +884,9 @@ def bind_arguments(params: list[KernelParam], args: dict[str, list[int] | int | 
                 if len(v) != 1:
                     raise LaunchError(f"--arg {p.name}: `{p.name}` is a scalar ({p.ctype}); give one integer")
                 v = v[0]
+        for x in (v if isinstance(v, list) else [v]):
+            if isinstance(x, bool) or not isinstance(x, int):
+                raise LaunchError(f"--arg {p.name}: {x!r} is not an integer")
         if p.pointer:
             if isinstance(v, int):
                 v = [v]
@@ -904,19 +912,24 @@ def lower(module: PtxModule, kernel: PtxKernel, params: list[KernelParam],
     """Lower one PTX kernel bound to one launch's arguments into a machine program."""
     from . import regalloc
 
+    kname = _display_name(kernel.name)
     if not 1 <= block_dim <= machine.max_block_dim:
         raise ResourceError(f"blockDim.x = {block_dim}: the machine runs 1..{machine.max_block_dim} "
                             f"threads per block ({machine.max_warps} warps of {machine.lanes})")
     if grid_dim < 1:
         raise ResourceError(f"gridDim.x = {grid_dim}: must be at least 1")
     if len(params) != len(kernel.params):
-        raise LaunchError(f"kernel `{kernel.name}`: source lists {len(params)} parameters, PTX has {len(kernel.params)}")
-    values = bind_arguments(params, args, kernel.name)
+        raise LaunchError(f"kernel `{kname}`: source lists {len(params)} parameters, PTX has {len(kernel.params)}")
+    values = bind_arguments(params, args, kname)
     shared_vars = [v for v in module.variables if v.space == "shared"] + list(kernel.shared)
+    for v in shared_vars:
+        if v.size_bytes == 0:
+            raise UnsupportedError(f"PTX line {v.line}: dynamic shared memory (`extern __shared__ {v.name}[]`) "
+                                   f"is not supported; declare a sized __shared__ array")
     for v in module.variables:
         if v.space == "global":
             raise UnsupportedError(f"PTX line {v.line}: __device__ global variable `{v.name}` is not supported; pass arrays as kernel parameters")
-    layout = layout_memory(params, values, shared_vars, machine, kernel.name)
+    layout = layout_memory(params, values, shared_vars, machine, kname)
 
     kinds = {pp.name: ("ptr" if p.pointer else "scalar") for pp, p in zip(kernel.params, params)}
     tr = Translator(kernel, {v.name for v in shared_vars}, kinds)
@@ -929,7 +942,7 @@ def lower(module: PtxModule, kernel: PtxKernel, params: list[KernelParam],
         for i, it in enumerate(bb.items):
             if isinstance(it, LParamLoad):
                 p = by_ptx[it.param]
-                v = array_addr[p.name] if p.pointer else values[p.name]
+                v = array_addr[p.name] if p.pointer else _extend(values[p.name], it.bits, it.signed)
                 bb.items[i] = LInstr(Op.MOV, it.dst, (Imm(v & M32),), line=it.line, text=f"ld.param {p.name}")
             elif isinstance(it, LConst):
                 v = shared_addr[it.value] if isinstance(it.value, str) else it.value
@@ -942,13 +955,20 @@ def lower(module: PtxModule, kernel: PtxKernel, params: list[KernelParam],
     if len(mblocks) > machine.rom_blocks:
         ninstr = sum(len(b.instrs) for b in mblocks)
         raise ResourceError(
-            f"kernel `{kernel.name}` needs {len(mblocks)} machine blocks ({ninstr} instructions) "
+            f"kernel `{kname}` needs {len(mblocks)} machine blocks ({ninstr} instructions) "
             f"but the program ROM holds {machine.rom_blocks} blocks of {machine.slots_per_block}")
-    blocks, regs_used, preds_used = regalloc.allocate(mblocks, machine, kernel.name)
-    return Program(kernel=_display_name(kernel.name), blocks=blocks, arrays=layout.arrays,
+    blocks, regs_used, preds_used = regalloc.allocate(mblocks, machine, kname)
+    return Program(kernel=kname, blocks=blocks, arrays=layout.arrays,
                    shared=layout.shared, scalars={p.name: values[p.name] for p in params if not p.pointer},
                    memory=layout.image, regs_used=regs_used, preds_used=preds_used,
                    block_dim=block_dim, grid_dim=grid_dim)
+
+
+def _extend(value: int, bits: int, signed: bool) -> int:
+    value &= (1 << bits) - 1
+    if signed and value >> (bits - 1):
+        value -= 1 << bits
+    return value & M32
 
 
 def _display_name(name: str) -> str:

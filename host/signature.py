@@ -27,24 +27,36 @@ def _strip_comments(text: str) -> str:
 def cuda_kernel_params(source: str, kernel: str) -> list[KernelParam] | None:
     """Parameters of ``__global__ ... kernel(...)`` in ``source``, or None if not found."""
     text = _strip_comments(source)
+    found = None
     for m in re.finditer(r"__global__[^;{(]*?\b" + re.escape(kernel) + r"\s*\(", text):
         depth, i = 1, m.end()
         while i < len(text) and depth:
             depth += {"(": 1, ")": -1}.get(text[i], 0)
             i += 1
         plist = text[m.end() : i - 1].strip()
-        if plist in ("", "void"):
-            return []
-        params = []
-        for raw in _split_top_level(plist):
-            raw = raw.split("=")[0].strip()
-            ident = re.findall(r"[A-Za-z_]\w*", raw)
-            if not ident:
-                return None
-            pointer = "*" in raw or "[" in raw
-            params.append(KernelParam(ident[-1], pointer, raw))
-        return params
-    return None
+        rest = text[i:].lstrip()
+        is_definition = rest.startswith("{")
+        if found is None or is_definition:
+            found = plist
+        if is_definition:
+            break
+    if found is None:
+        return None
+    if found in ("", "void"):
+        return []
+    params = []
+    for raw in _split_top_level(found):
+        raw = raw.split("=")[0].strip()
+        ident = re.findall(r"[A-Za-z_]\w*", raw)
+        if not ident or ident[-1] in _TYPE_WORDS:
+            return None  # an unnamed parameter: fall back to PTX names
+        pointer = "*" in raw or "[" in raw
+        params.append(KernelParam(ident[-1], pointer, raw))
+    return params
+
+
+_TYPE_WORDS = {"int", "unsigned", "signed", "char", "short", "long", "const", "volatile",
+               "__restrict__", "float", "double", "bool", "void", "size_t", "uint32_t", "int32_t"}
 
 
 def _split_top_level(plist: str) -> list[str]:
