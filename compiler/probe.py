@@ -21,6 +21,12 @@ def load_plan(plan) -> Model:
 
 
 def probe(model: Model, tokens: list[int], cache=None) -> dict:
+    """Residuals of a token sequence; see :func:`probe_embeddings`."""
+    x = model.language_model.model.embed_tokens(mx.array([tokens]))
+    return probe_embeddings(model, np.array(x[0]), cache)
+
+
+def probe_embeddings(model: Model, embeddings, cache=None) -> dict:
     """Residual after every sub-layer and the normalised MLP inputs, per token.
 
     Returns ``{"resid": [L+1 arrays [T,H]] (input, then after each decoder layer),
@@ -29,7 +35,7 @@ def probe(model: Model, tokens: list[int], cache=None) -> dict:
     """
     if cache is None:
         cache = model.make_cache()
-    x = model.language_model.model.embed_tokens(mx.array([tokens]))
+    x = mx.array(np.asarray(embeddings, np.float32))[None]
     resid, mid, mlp_in = [np.array(x[0], np.float64)], [], []
     for layer, c in zip(model.layers, cache):
         h = x + layer.mix(x, c)
