@@ -634,6 +634,61 @@ def fold_constants(blocks: list[BasicBlock], consts: dict[str, int]) -> None:
         bb.items = [it for it in bb.items
                     if not (isinstance(it, LInstr) and it.dst in known and not it.writes_pred)]
     fold_address_offsets(blocks)
+    legalize_immediates(blocks)
+
+
+OFFSET_RANGE = (-512, 511)  # byte offsets a machine memory instruction can encode
+
+
+def legalize_immediates(blocks: list[BasicBlock]) -> None:
+    """Shape instructions so the ROM can encode them (both backends run the result).
+
+    A memory instruction's constant address becomes its offset on the zero register;
+    at most one non-zero 32-bit immediate per instruction (zero is register r0), the
+    others are moved into registers first; shfl's clamp and member mask must be
+    constants; memory offsets must fit ``OFFSET_RANGE``.
+    """
+    n = 0
+    for bb in blocks:
+        out = []
+        for it in bb.items:
+            if not isinstance(it, LInstr):
+                out.append(it)
+                continue
+            if it.op in (Op.LD, Op.ST, Op.ATOM_ADD):
+                base = it.srcs[0]
+                if isinstance(base, Imm):
+                    off = _signed(base.value) + it.offset
+                    it = replace(it, srcs=(Imm(0),) + it.srcs[1:], offset=off)
+                if not OFFSET_RANGE[0] <= it.offset <= OFFSET_RANGE[1]:
+                    n += 1
+                    t = f"%legal{n}"
+                    out.append(LInstr(Op.ADD, t, (it.srcs[0], Imm(it.offset & M32)), line=it.line, text=it.text))
+                    it = replace(it, srcs=(VReg(t),) + it.srcs[1:], offset=0)
+            fixed = range(len(it.srcs))
+            if it.op is Op.SHFL:
+                for k in (2, 3):
+                    if not isinstance(it.srcs[k], Imm):
+                        raise UnsupportedError(f"PTX line {it.line}: `{it.text.strip()}`: shfl's clamp and member "
+                                               f"mask must be constants")
+                fixed = range(2)
+            seen_imm = False
+            srcs = list(it.srcs)
+            for k in fixed:
+                s_ = srcs[k]
+                if isinstance(s_, Imm) and s_.value != 0:
+                    if seen_imm:
+                        n += 1
+                        t = f"%legal{n}"
+                        out.append(LInstr(Op.MOV, t, (s_,), line=it.line, text=it.text))
+                        srcs[k] = VReg(t)
+                    seen_imm = True
+            out.append(replace(it, srcs=tuple(srcs)))
+        bb.items = out
+
+
+def _signed(v: int) -> int:
+    return v - (1 << 32) if v >> 31 else v
 
 
 def fold_address_offsets(blocks: list[BasicBlock]) -> None:
@@ -677,6 +732,24 @@ class MBlock:
     term_pred: VPred | None = None  # the branch predicate, as a virtual predicate
 
 
+def block_fits(instrs: list, slots: int) -> bool:
+    """Whether instructions can share one machine block.
+
+    At most ``slots`` of them, and no memory read (``ld``, ``atom``) after a memory
+    write (``st``, ``atom``): in the model a block's loads see memory as it was when
+    the block started, so the two must be in different blocks (steps).
+    """
+    if len(instrs) > slots:
+        return False
+    wrote = False
+    for it in instrs:
+        if it.op in (Op.LD, Op.ATOM_ADD) and wrote:
+            return False
+        if it.op in (Op.ST, Op.ATOM_ADD):
+            wrote = True
+    return True
+
+
 def form_blocks(bbs: list[BasicBlock], slots: int) -> list[MBlock]:
     """Cut basic blocks into machine blocks and wire their terminators."""
     label_of: dict[str, int] = {}
@@ -692,7 +765,7 @@ def form_blocks(bbs: list[BasicBlock], slots: int) -> list[MBlock]:
                 n += 1
                 cur = []
             else:
-                if len(cur) == slots:
+                if not block_fits(cur + [it], slots):
                     group.append(MBlock(n, cur, Terminator(TermKind.JUMP, target=n + 1)))
                     n += 1
                     cur = []
@@ -780,7 +853,7 @@ def _simplify(blocks: list[MBlock], slots: int) -> list[MBlock]:
             if s == b.index or s == entry or preds.get(s) != 1:
                 continue
             nb = by[s]
-            if len(b.instrs) + len(nb.instrs) <= slots:
+            if block_fits(b.instrs + nb.instrs, slots):
                 b.instrs = b.instrs + nb.instrs
                 b.term, b.term_pred = nb.term, nb.term_pred
                 del by[s]

@@ -173,6 +173,8 @@ def allocate(blocks: list[MBlock], machine: MachineConfig, kernel: str):
     def opnd(s):
         if isinstance(s, VReg):
             return Reg(rmap[s.name])
+        if isinstance(s, Imm) and s.value == 0:
+            return Reg(0)  # zero is the zero register: the ROM's one immediate stays free
         assert isinstance(s, (Imm, Special)), s
         return s
 
@@ -186,7 +188,8 @@ def allocate(blocks: list[MBlock], machine: MachineConfig, kernel: str):
             dst = None
             if it.dst is not None:
                 dst = pmap[it.dst] if it.writes_pred else rmap[it.dst]
-            instrs.append(Instr(op=it.op, dst=dst, srcs=tuple(opnd(s) for s in it.srcs),
+            srcs = tuple(opnd(s) if not (it.op is Op.SHFL and k >= 2) else s for k, s in enumerate(it.srcs))
+            instrs.append(Instr(op=it.op, dst=dst, srcs=srcs,
                                 psrcs=tuple(pred(p) for p in it.psrcs), guard=pred(it.guard),
                                 signed=it.signed, cmp=it.cmp, mode=it.mode, offset=it.offset,
                                 space=it.space, pdst=None if it.pdst is None else pmap[it.pdst]))
