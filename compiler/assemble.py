@@ -53,6 +53,8 @@ class CircuitPlan:
     layers: list[LayerPlan] = field(default_factory=list)
     vocab: list[str] = field(default_factory=list)
     embedding: np.ndarray | None = None  # [vocab, hidden]
+    embedding_sparse: tuple | None = None  # (dims, [vocab, len(dims)]): the same, compact
+    final_norm_dims: list | None = None  # dims the final norm passes (None: all)
 
     def new_layer(self, role: str = "") -> int:
         self.layers.append(LayerPlan(role=role))
@@ -107,13 +109,21 @@ class CircuitPlan:
         if len(self.layers) < s.full_attention_interval:
             raise ValueError(f"mlx-lm needs at least {s.full_attention_interval} layers "
                              f"(num_hidden_layers < full_attention_interval raises there)")
+        if self.embedding is None and self.embedding_sparse is not None:
+            dims, Es = self.embedding_sparse
+            self.embedding = np.zeros((len(self.vocab), s.hidden), np.float32)
+            self.embedding[:, dims] = Es
         if self.embedding is None or self.embedding.shape != (len(self.vocab), s.hidden):
             raise ValueError("embedding table missing or of the wrong shape")
         H = s.hidden
         nw = np.full((H,), L.norm_weight(H), np.float32)
         pre = "language_model.model."
+        fnw = nw
+        if self.final_norm_dims is not None:
+            fnw = np.zeros((H,), np.float32)
+            fnw[np.asarray(self.final_norm_dims, dtype=np.int64)] = L.norm_weight(H)
         out: dict[str, np.ndarray] = {pre + "embed_tokens.weight": self.embedding.astype(np.float32),
-                                      pre + "norm.weight": nw}
+                                      pre + "norm.weight": fnw}
         for i, lp in enumerate(self.layers):
             p = f"{pre}layers.{i}."
             out[p + "input_layernorm.weight"] = nw

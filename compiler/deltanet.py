@@ -83,18 +83,47 @@ class DeltaNetBuilder:
         self.heads.append(h)
         return h
 
-    def weights(self, hidden: int) -> dict[str, np.ndarray]:
-        """Parameters of ``linear_attn`` (mlx-lm names, MLX layout)."""
+    def input_dims(self) -> np.ndarray:
+        """Residual dims any projection of this layer reads."""
+        dims = {self.layout.ONE}
+        for h in self.heads:
+            dims |= {d for _, d, _, _ in h.key_terms}
+            dims |= {d for _, d, _ in h.query_terms}
+            dims |= {d for _, d, _, _ in h.value_terms}
+        return np.array(sorted(dims), dtype=np.int64)
+
+    def output_dims(self) -> np.ndarray:
+        return np.array(sorted({d for h in self.heads for _, d, _ in h.read_terms}), dtype=np.int64)
+
+    def weights(self, hidden: int, *, compact: bool = False) -> dict[str, np.ndarray]:
+        """Parameters of ``linear_attn`` (mlx-lm names, MLX layout).
+
+        ``compact=True`` keeps only this layer's heads (in order) and only the residual
+        dims it reads (columns) and writes (rows of ``out_proj``): see ``input_dims`` /
+        ``output_dims``. The values are the same numbers.
+        """
         L = self.levels
-        H, Dk, Dv, K = self.H, self.Dk, self.Dv, L.K
-        one = self.layout.ONE
+        Dk, Dv, K = self.Dk, self.Dv, L.K
+        H = len(self.heads) if compact else self.H
+        slot = {h.index: (i if compact else h.index) for i, h in enumerate(self.heads)}
+        if compact:
+            ins, outs = self.input_dims(), self.output_dims()
+            col = {int(d): i for i, d in enumerate(ins)}
+            row = {int(d): i for i, d in enumerate(outs)}
+            ncol, nrow = len(ins), len(outs)
+        else:
+            col = row = None
+            ncol = nrow = hidden
+        C = (lambda d: col[d]) if compact else (lambda d: d)
+        R = (lambda d: row[d]) if compact else (lambda d: d)
+        one = C(self.layout.ONE)
         kd, vd = H * Dk, H * Dv
         conv_dim = 2 * kd + vd
-        qkv = np.zeros((conv_dim, hidden), np.float32)
+        qkv = np.zeros((conv_dim, ncol), np.float32)
         conv = np.zeros((conv_dim, 4, 1), np.float32)
-        z = np.zeros((vd, hidden), np.float32)
-        b = np.zeros((H, hidden), np.float32)
-        out = np.zeros((hidden, vd), np.float32)
+        z = np.zeros((vd, ncol), np.float32)
+        b = np.zeros((H, ncol), np.float32)
+        out = np.zeros((nrow, vd), np.float32)
         taps: dict[int, int] = {}
 
         def set_tap(ch, tap):
@@ -103,34 +132,35 @@ class DeltaNetBuilder:
             conv[ch, tap, 0] = 1.0
 
         for h in self.heads:
-            q0, k0, v0 = h.index * Dk, kd + h.index * Dk, 2 * kd + h.index * Dv
-            for row, dim, tap, w in h.key_terms:
-                qkv[k0 + row, dim] += L.key_level * w
-                set_tap(k0 + row, tap)
-            for row, dim, w in h.query_terms:
-                qkv[q0 + row, dim] += L.key_level * w
-                set_tap(q0 + row, CURRENT)
+            hi = slot[h.index]
+            q0, k0, v0 = hi * Dk, kd + hi * Dk, 2 * kd + hi * Dv
+            for r, dim, tap, w in h.key_terms:
+                qkv[k0 + r, C(dim)] += L.key_level * w
+                set_tap(k0 + r, tap)
+            for r, dim, w in h.query_terms:
+                qkv[q0 + r, C(dim)] += L.key_level * w
+                set_tap(q0 + r, CURRENT)
             for bit, dim, tap, w in h.value_terms:
-                qkv[v0 + 2 * bit, dim] += L.value_level * w  # b rail
-                qkv[v0 + 2 * bit + 1, dim] -= L.value_level * w  # 1-b rail = level (ONE/K - b)
+                qkv[v0 + 2 * bit, C(dim)] += L.value_level * w  # b rail
+                qkv[v0 + 2 * bit + 1, C(dim)] -= L.value_level * w  # 1-b rail = level (ONE/K - b)
                 set_tap(v0 + 2 * bit, tap)
                 set_tap(v0 + 2 * bit + 1, tap)
             for bit, tap in h.value_one:
                 qkv[v0 + 2 * bit + 1, one] += L.value_level / K
             if h.key_terms or h.query_terms:
-                b[h.index, one] = L.beta_logit / K
+                b[hi, one] = L.beta_logit / K
             if h.read_terms:
-                z[h.index * Dv:(h.index + 1) * Dv, one] = L.z_level / K
+                z[hi * Dv:(hi + 1) * Dv, one] = L.z_level / K
                 # a stored one reads back as sqrt(Dv / bits) after the gated RMSNorm
                 scale = 1.0 / ((Dv / h.bits) ** 0.5 * L.z_level)
                 for bit, dim, w in h.read_terms:
-                    out[dim, h.index * Dv + 2 * bit] += w * scale
+                    out[R(dim), hi * Dv + 2 * bit] += w * scale
         return {
             "in_proj_qkv.weight": qkv,
             "conv1d.weight": conv,
             "in_proj_z.weight": z,
             "in_proj_b.weight": b,
-            "in_proj_a.weight": np.zeros((H, hidden), np.float32),
+            "in_proj_a.weight": np.zeros((H, ncol), np.float32),
             "dt_bias": np.full((H,), L.dt_bias, np.float32),
             "A_log": np.zeros((H,), np.float32),
             "norm.weight": np.ones((Dv,), np.float32),

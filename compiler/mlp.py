@@ -65,27 +65,40 @@ class MLPBuilder:
     def copy(self, name, dim, outputs):
         return self.gate(name, [(dim, 1)], 1, outputs)
 
-    def weights(self, hidden: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(gate_proj [I, H], up_proj [I, H], down_proj [H, I]) for mlx-lm's MLP."""
+    def weights(self, hidden: int, *, compact: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(gate_proj [I, H], up_proj [I, H], down_proj [H, I]) for mlx-lm's MLP.
+
+        ``compact=True``: only the used units (rows), input dims (columns of gate/up:
+        ``used_inputs``) and output dims (rows of down: ``used_outputs``); same values.
+        """
         L = self.levels
         A, D, K = L.gain, L.delta, L.K
-        one = self.layout.ONE
-        Wg = np.zeros((self.intermediate, hidden), np.float32)
-        Wu = np.zeros((self.intermediate, hidden), np.float32)
-        Wd = np.zeros((hidden, self.intermediate), np.float32)
+        if compact:
+            col = {int(d): i for i, d in enumerate(self.used_inputs())}
+            row = {int(d): i for i, d in enumerate(self.used_outputs())}
+            I, ncol, nrow = self.units, len(col), len(row)
+        else:
+            col = row = None
+            I, ncol, nrow = self.intermediate, hidden, hidden
+        C = (lambda d: col[d]) if compact else (lambda d: d)
+        R = (lambda d: row[d]) if compact else (lambda d: d)
+        one = C(self.layout.ONE)
+        Wg = np.zeros((I, ncol), np.float32)
+        Wu = np.zeros((I, ncol), np.float32)
+        Wd = np.zeros((nrow, I), np.float32)
         for g in self.gates:
             u1, u2 = g.unit, g.unit + 1
             for d, w in g.terms:
-                Wg[u1, d] += A * w
-                Wg[u2, d] += A * w
+                Wg[u1, C(d)] += A * w
+                Wg[u2, C(d)] += A * w
             # g1 = A (s - theta + 1/2) + D/2 ; g2 = g1 - D ; both relative to ONE/K
             Wg[u1, one] += (-A * (g.theta - 0.5) + D / 2) / K
             Wg[u2, one] += (-A * (g.theta - 0.5) - D / 2) / K
             Wu[u1, one] = 1.0 / K
             Wu[u2, one] = 1.0 / K
             for d, w in g.outputs:
-                Wd[d, u1] += w / D
-                Wd[d, u2] -= w / D
+                Wd[R(d), u1] += w / D
+                Wd[R(d), u2] -= w / D
         return Wg, Wu, Wd
 
     def used_units(self) -> np.ndarray:

@@ -655,6 +655,7 @@ def legalize_immediates(blocks: list[BasicBlock]) -> None:
             if not isinstance(it, LInstr):
                 out.append(it)
                 continue
+            it = _strength_reduce(it)
             if it.op in (Op.LD, Op.ST, Op.ATOM_ADD):
                 base = it.srcs[0]
                 if isinstance(base, Imm):
@@ -685,6 +686,17 @@ def legalize_immediates(blocks: list[BasicBlock]) -> None:
                     seen_imm = True
             out.append(replace(it, srcs=tuple(srcs)))
         bb.items = out
+
+
+def _strength_reduce(it: LInstr) -> LInstr:
+    """``mul x, 2^k`` is ``shl x, k`` (index arithmetic: cheaper in the circuit)."""
+    if it.op is Op.MUL and len(it.srcs) == 2:
+        a, b = it.srcs
+        if isinstance(a, Imm) and not isinstance(b, Imm):
+            a, b = b, a
+        if isinstance(b, Imm) and b.value and b.value & (b.value - 1) == 0:
+            return replace(it, op=Op.SHL, srcs=(a, Imm(b.value.bit_length() - 1)))
+    return it
 
 
 def _signed(v: int) -> int:

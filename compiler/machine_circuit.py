@@ -1,0 +1,748 @@
+"""The whole SIMT machine as a Qwen3.5 circuit: fetch, slots, control, emission.
+
+Stages (docs/CIRCUIT.md, "Pass layout"), each a method of :class:`MachineCircuit`
+adding gates (MLPs) and memory heads (DeltaNet mixers) to a :class:`CircuitPlan`:
+
+``context``   the last EXEC (block, warp, mask), the launch geometry, the last record header
+``fetch``     ROM row of the block, field decoders, register and predicate reads
+``slot(s)``   operand mux, ALU families, memory read / atomics, guard merge
+``control``   branch outcome and the next EXEC (uniform control flow, one warp)
+``latch``     this step's results held in single-row heads for the emission passes
+``emit``      the next token: VAL / PVAL / MEM records, then EXEC or STOP
+
+Every pass runs every stage; only EXEC passes write latches, only record tokens write
+registers and memory, so the other passes' datapath values are harmless.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from qwengpu_mlx.encoding import (
+    CMPS, MODES, OPCODES, PSRC_FILE, PSRC_FWD, PSRC_NONE, SLOT_BITS, SLOT_FIELDS, SRC_FWD, SRC_IMM,
+    SRC_SPECIAL, TERM_FIELDS, TERM_KINDS, pfinal_piece, term_piece,
+)
+from qwengpu_mlx.isa import Op, TermKind
+from qwengpu_mlx.machine import DEFAULT_MACHINE, SPECIAL_REGISTERS, MachineConfig
+from qwengpu_mlx.vocab import CHUNK_BITS, CHUNK_SHIFT, vocab_for
+
+from .alu_add import build_add32, build_add_family
+from .alu_logic import build_logic_family
+from .alu_mul import build_multi_add, build_mul_family
+from .alu_shfl import build_shfl
+from .assemble import CircuitPlan, Shape
+from .deltanet import CURRENT
+from .levels import DEFAULT_LEVELS, Levels
+from .residual import ResidualLayout, Subspace
+from .tokens import KINDS, OUT_GAIN, TokenDims
+
+MAX_LAYERS = 45
+OPNDS = ("a", "b", "c", "d")
+PREDOPS = ("guard", "p0", "p1", "pold")
+
+
+def eq_terms(dims, value: int) -> tuple[list, int]:
+    """Terms and threshold of ``[bits(dims) == value]``."""
+    terms, ones = [], 0
+    for i, d in enumerate(dims):
+        if value >> i & 1:
+            terms.append((d, 1))
+            ones += 1
+        else:
+            terms.append((d, -1))
+    return terms, ones
+
+
+NARROW = Shape(hidden=1 << 17, intermediate=16384, linear_heads=80, key_dim=128, value_dim=64,
+               attn_heads=1, kv_heads=1, head_dim=64)
+
+
+@dataclass
+class SlotIO:
+    res: list  # per lane, 32-bit merged result
+    pres: list  # per lane, merged predicate result dim
+    executed: list  # per lane dim: active and guard true
+    mem_present: list  # per lane dim
+    mem_word: list  # per lane 7-bit word address Subspace
+    mem_value: list  # per lane 32-bit value Subspace
+    fault: int  # dim: a memory fault in this slot
+
+
+class MachineCircuit:
+    def __init__(self, machine: MachineConfig = DEFAULT_MACHINE, shape: Shape = NARROW,
+                 levels: Levels = DEFAULT_LEVELS):
+        self.m = machine
+        self.vocab = vocab_for(machine)
+        self.plan = CircuitPlan(shape, ResidualLayout(shape.hidden), levels)
+        self.lay = self.plan.layout
+        self.K = levels.K
+        self.t = TokenDims(self.lay, machine, self.vocab)
+        self.ONE = self.lay.ONE
+
+    # ------------------------------------------------------------------ helpers
+
+    def layer(self, i: int) -> int:
+        while len(self.plan.layers) <= i:
+            self.plan.new_layer()
+        return i
+
+    def linear_at_or_after(self, i: int) -> int:
+        while not self.plan.shape.is_linear(i):
+            i += 1
+        return self.layer(i)
+
+    def gate(self, layer: int, name: str, terms, theta, outputs):
+        self.layer(layer)
+        return self.plan.mlp(layer).gate(name, terms, theta, outputs)
+
+    def alloc(self, name: str, width: int) -> Subspace:
+        return self.lay.alloc(name, width)
+
+    def head(self, layer: int, name: str, rows: int, bits: int):
+        self.layer(layer)
+        return self.plan.mixer(layer).head(name, rows, bits)
+
+    def one_row_reader(self, h):
+        h.query(0, self.ONE, 1.0 / self.K)
+
+    # ------------------------------------------------------------------ stages
+
+    def build(self) -> CircuitPlan:
+        m = self.m
+        self.context(0)
+        self.fetch(1)
+        L = 2
+        slots = []
+        for s in range(m.slots_per_block):
+            io, L = self.slot(s, L, slots)
+            slots.append(io)
+        L = self.control(L, slots)
+        L = self.latch(L, slots)
+        L = self.emit(L)
+        if len(self.plan.layers) > MAX_LAYERS:
+            raise ValueError(f"circuit needs {len(self.plan.layers)} layers > {MAX_LAYERS}")
+        self.plan.vocab = self.vocab.names()
+        self.plan.embedding_sparse = self.t.sparse_matrix(self.ONE, self.K)
+        self.plan.final_norm_dims = self.t.out_dims
+        return self.plan
+
+    def context(self, L: int) -> None:
+        """Single-row heads: last EXEC, launch geometry, last record header."""
+        t, m = self.t, self.m
+        self.ctx_b = self.alloc("ctx.block", m.rom_blocks)
+        self.ctx_w = self.alloc("ctx.warp", m.max_warps)
+        self.ctx_m = self.alloc("ctx.mask", m.lanes)
+        self.ctx_ntid = self.alloc("ctx.ntid", 5)
+        self.ctx_mask0 = self.alloc("ctx.mask0", m.lanes)
+        S, N = m.slots_per_block, m.lanes
+        self.ctx_hdr_val = self.alloc("ctx.hdr.val", S * N)  # VAL(s, l) one-hot
+        self.ctx_hdr_mem = self.alloc("ctx.hdr.mem", self.vocab.input_item + 1)  # MEM item one-hot
+
+        def single(name, key_dims, sources, out):
+            h = self.head(L, name, 1, len(sources))
+            for d in key_dims:
+                h.key(0, d, CURRENT)
+            for i, d in enumerate(sources):
+                h.value_bit(i, d, CURRENT)
+                h.read_bit(i, out[i])
+            self.one_row_reader(h)
+
+        single("ctx.exec.block", [t.kind["EXEC"]], list(t.exec_b.dims), self.ctx_b)
+        single("ctx.exec.wm", [t.kind["EXEC"]], list(t.exec_w.dims) + list(t.exec_m.dims),
+               list(self.ctx_w.dims) + list(self.ctx_m.dims))
+        single("ctx.dims", [t.kind["DIMS"]], list(t.dims_ntid.dims) + list(t.dims_mask0.dims),
+               list(self.ctx_ntid.dims) + list(self.ctx_mask0.dims))
+        # VAL header: slot x lane one-hot is an AND: the head stores slot and lane, the
+        # fetch MLP combines them; MEM header: item one-hot
+        self.ctx_hdr_vs = self.alloc("ctx.hdr.val.slot", S)
+        self.ctx_hdr_vl = self.alloc("ctx.hdr.val.lane", N)
+        single("ctx.hdr", [t.kind["VAL"], t.kind["MEM"]],
+               list(t.val_slot.dims) + list(t.val_lane.dims) + list(t.mem_item.dims),
+               list(self.ctx_hdr_vs.dims) + list(self.ctx_hdr_vl.dims) + list(self.ctx_hdr_mem.dims))
+
+    def fetch(self, L: int) -> None:
+        """ROM read (query: ctx.block), field decoders, register/predicate write keys."""
+        m, t, v = self.m, self.t, self.vocab
+        P = v.pieces
+        self.rom = []
+        for p in range(P):
+            h = self.head(L, f"rom.piece{p}", m.rom_blocks, 32)
+            out = self.alloc(f"rom.piece{p}", 32)
+            for b in range(m.rom_blocks):
+                h.key(b, t.prog_bp[b * P + p], tap=0)
+                h.query(b, self.ctx_b[b])
+            for j in range(3):
+                for i in range(CHUNK_BITS[j]):
+                    h.value_bit(CHUNK_SHIFT[j] + i, t.chunk[j][i], tap=1 + j)
+            for i in range(32):
+                h.read_bit(i, out[i])
+            self.rom.append(out)
+        # raw field dims
+        self.f = []
+        for s in range(m.slots_per_block):
+            fields = {}
+            for name, (off, w) in SLOT_FIELDS.items():
+                dims = []
+                for i in range(w):
+                    pos = s * SLOT_BITS + off + i
+                    dims.append(self.rom[pos // 32][pos % 32])
+                fields[name] = dims
+            self.f.append(fields)
+        tb = term_piece(m)
+        self.tf = {name: [self.rom[tb][off + i] for i in range(w)] for name, (off, w) in TERM_FIELDS.items()}
+        pb = pfinal_piece(m)
+        self.pfinal = [[self.rom[pb][4 * p + i] for i in range(4)] for p in range(m.preds)]
+
+        # decoders (MLP of layer L): op one-hots, source one-hots, etc.
+        self.op = []
+        self.src = []
+        self.psrc = []
+        for s in range(m.slots_per_block):
+            f = self.f[s]
+            ops = {}
+            for code, op in enumerate(OPCODES):
+                if op is None:
+                    continue
+                d = self.alloc(f"dec.s{s}.op.{op.value}", 1)[0]
+                terms, th = eq_terms(f["op"], code)
+                self.gate(L, f"dec.s{s}.op{code}", terms, th, [(d, 1)])
+                ops[op] = d
+            for name, values in (("cmp", CMPS), ("mode", MODES)):
+                sp = self.alloc(f"dec.s{s}.{name}", len(values))
+                for code in range(len(values)):
+                    terms, th = eq_terms(f[name], code)
+                    self.gate(L, f"dec.s{s}.{name}{code}", terms, th, [(sp[code], 1)])
+                ops[name] = sp
+            self.op.append(ops)
+            srcs = {}
+            for X in OPNDS:
+                sp = self.alloc(f"dec.s{s}.src_{X}", 32)  # one-hot over the 5-bit code
+                for code in range(1, 26):
+                    terms, th = eq_terms(f[f"src_{X}"], code)
+                    self.gate(L, f"dec.s{s}.src_{X}{code}", terms, th, [(sp[code], 1)])
+                srcs[X] = sp
+            self.src.append(srcs)
+            ps = {}
+            for X in PREDOPS:
+                sp = self.alloc(f"dec.s{s}.{X}", 16)
+                for code in range(0, PSRC_FWD + m.slots_per_block):
+                    terms, th = eq_terms(f[X], code)
+                    self.gate(L, f"dec.s{s}.{X}{code}", terms, th, [(sp[code], 1)])
+                ps[X] = sp
+            self.psrc.append(ps)
+        # terminator and pfinal decoders
+        self.t_kind = {}
+        for code, kind in enumerate(TERM_KINDS):
+            d = self.alloc(f"dec.term.{kind.value}", 1)[0]
+            terms, th = eq_terms(self.tf["kind"], code)
+            self.gate(L, f"dec.term{code}", terms, th, [(d, 1)])
+            self.t_kind[kind] = d
+        self.t_pred = self.alloc("dec.term.pred", 16)
+        for code in range(0, PSRC_FWD + m.slots_per_block):
+            terms, th = eq_terms(self.tf["pred"], code)
+            self.gate(L, f"dec.term.pred{code}", terms, th, [(self.t_pred[code], 1)])
+        self.t_pfinal = []
+        for p in range(m.preds):
+            sp = self.alloc(f"dec.pfinal{p}", 16)
+            for code in range(0, PSRC_FWD + m.slots_per_block):
+                terms, th = eq_terms(self.pfinal[p], code)
+                self.gate(L, f"dec.pfinal{p}.{code}", terms, th, [(sp[code], 1)])
+            self.t_pfinal.append(sp)
+        # sign-extended memory offsets
+        self.off32 = []
+        for s in range(m.slots_per_block):
+            sp = self.alloc(f"dec.s{s}.offset32", 32)
+            bits = self.f[s]["offset"]
+            for i in range(32):
+                self.gate(L, f"dec.s{s}.off{i}", [(bits[min(i, 9)], 1)], 1, [(sp[i], 1)])
+            self.off32.append(sp)
+        # register-write keys: VAL(s, l) header -> row (w, dst of slot s) in lane l's heads
+        R = m.regs
+        self.regkey = [self.alloc(f"regkey.lane{lane}", m.max_warps * R) for lane in range(m.lanes)]
+        for s in range(m.slots_per_block):
+            for lane in range(m.lanes):
+                for w in range(m.max_warps):
+                    for r in range(1, R):
+                        terms, th = eq_terms(self.f[s]["dst"], r)
+                        terms += [(t.val_slot[s], 1), (t.val_lane[lane], 1), (self.ctx_w[w], 1)]
+                        self.gate(L, f"regkey.s{s}l{lane}w{w}r{r}", terms, th + 3,
+                                  [(self.regkey[lane][w * R + r], 1)])
+        # predicate-write keys: PVAL(l) -> row w in lane l's predicate heads
+        self.pkey = [self.alloc(f"pkey.lane{lane}", m.max_warps) for lane in range(m.lanes)]
+        for lane in range(m.lanes):
+            for w in range(m.max_warps):
+                self.gate(L, f"pkey.l{lane}w{w}", [(t.pval_lane[lane], 1), (self.ctx_w[w], 1)], 2,
+                          [(self.pkey[lane][w], 1)])
+        # register read queries: (w, r) one-hot per slot operand
+        self.readq = {}
+        for s in range(m.slots_per_block):
+            for X in OPNDS:
+                q = self.alloc(f"readq.s{s}.{X}", m.max_warps * R)
+                for w in range(m.max_warps):
+                    for r in range(1, R):
+                        terms, th = eq_terms(self.f[s][f"src_{X}"], r)
+                        terms.append((self.ctx_w[w], 1))
+                        self.gate(L, f"readq.s{s}{X}w{w}r{r}", terms, th + 1, [(q[w * R + r], 1)])
+                self.readq[(s, X)] = q
+        # VAL(s, l) header currently open (for emission): slot x lane one-hot
+        S = m.slots_per_block
+        for s in range(S):
+            for lane in range(m.lanes):
+                self.gate(L, f"hdr.val.s{s}l{lane}", [(self.ctx_hdr_vs[s], 1), (self.ctx_hdr_vl[lane], 1)], 2,
+                          [(self.ctx_hdr_val[s * m.lanes + lane], 1)])
+        # predicate file reads (layer L+1 mixer)
+        Lp = self.linear_at_or_after(L + 1)
+        self.pfile = []
+        for lane in range(m.lanes):
+            h = self.head(Lp, f"pfile.lane{lane}", m.max_warps, m.preds)
+            out = self.alloc(f"pfile.lane{lane}", m.preds)
+            for w in range(m.max_warps):
+                h.key(w, self.pkey[lane][w], CURRENT)
+                h.query(w, self.ctx_w[w])
+            for i in range(m.preds):
+                h.value_bit(i, t.pval_bits[i], CURRENT)
+                h.read_bit(i, out[i])
+            self.pfile.append(out)
+
+    def free_linear_layer(self, hi: int, need: int, lo: int = 2) -> int:
+        """The latest linear layer in [lo, hi] with ``need`` free heads."""
+        for L in range(hi, lo - 1, -1):
+            if self.plan.shape.is_linear(L):
+                self.layer(L)
+                mixer = self.plan.layers[L].mixer
+                used = len(mixer.heads) if mixer else 0
+                if used + need <= self.plan.shape.linear_heads:
+                    return L
+        raise ValueError(f"no linear layer in {lo}..{hi} has {need} free heads")
+
+    def register_reads(self, s: int, layer: int) -> dict:
+        """Lane heads holding the register file; read operands of slot s by ``layer``."""
+        m, t = self.m, self.t
+        R = m.regs
+        outs = {}
+        L = self.free_linear_layer(layer, len(OPNDS) * m.lanes)
+        for X in OPNDS:
+            for lane in range(m.lanes):
+                h = self.head(L, f"reg.s{s}.{X}.lane{lane}", m.max_warps * R, 32)
+                out = self.alloc(f"opnd.s{s}.{X}.lane{lane}", 32)
+                for row in range(m.max_warps * R):
+                    h.key(row, self.regkey[lane][row], tap=0)
+                    h.query(row, self.readq[(s, X)][row])
+                for j in range(3):
+                    for i in range(CHUNK_BITS[j]):
+                        h.value_bit(CHUNK_SHIFT[j] + i, t.chunk[j][i], tap=1 + j)
+                for i in range(32):
+                    h.read_bit(i, out[i])
+                outs[(X, lane)] = out
+        return outs
+
+    def special_bit(self, name: str, lane: int, bit: int) -> list:
+        """Terms giving bit ``bit`` of a special register for ``lane`` (linear in dims)."""
+        m = self.m
+        lb = m.lane_bits
+        if name == "laneid":
+            return [(self.ONE, 1.0 / self.K)] if lane >> bit & 1 else []
+        if name == "warpid":
+            return [(self.ctx_w[w], 1) for w in range(m.max_warps) if w >> bit & 1]
+        if name == "tid.x":
+            if bit < lb:
+                return [(self.ONE, 1.0 / self.K)] if lane >> bit & 1 else []
+            return [(self.ctx_w[w], 1) for w in range(m.max_warps) if w >> (bit - lb) & 1]
+        if name == "ntid.x":
+            return [(self.ctx_ntid[bit], 1)] if bit < 5 else []
+        if name == "nctaid.x":
+            return [(self.ONE, 1.0 / self.K)] if bit == 0 else []  # one thread block (M1)
+        if name == "ctaid.x":
+            return []
+        raise KeyError(name)
+
+    def slot(self, s: int, Lm: int, prev: list) -> tuple[SlotIO, int]:
+        m = self.m
+        N = m.lanes
+        f, op, src, psrc = self.f[s], self.op[s], self.src[s], self.psrc[s]
+        opnd = self.register_reads(s, Lm)
+        # ---- operand mux (MLP of Lm): immediates, specials, forwarded results
+        for (X, lane), out in opnd.items():
+            sel = src[X]
+            for i in range(32):
+                self.gate(Lm, f"mux.s{s}{X}l{lane}.imm{i}", [(sel[SRC_IMM], 1), (f["imm"][i], 1)], 2, [(out[i], 1)])
+                for k, name in enumerate(SPECIAL_REGISTERS):
+                    terms = self.special_bit(name, lane, i)
+                    if terms:
+                        self.gate(Lm, f"mux.s{s}{X}l{lane}.sp{k}b{i}", [(sel[SRC_SPECIAL + k], 1)] + terms, 2,
+                                  [(out[i], 1)])
+                for k, pv in enumerate(prev):
+                    self.gate(Lm, f"mux.s{s}{X}l{lane}.fwd{k}b{i}", [(sel[SRC_FWD + k], 1), (pv.res[lane][i], 1)], 2,
+                              [(out[i], 1)])
+        # predicate operands (value after negation)
+        pval = {}
+        for X in PREDOPS:
+            for lane in range(N):
+                d = self.alloc(f"pop.s{s}.{X}.lane{lane}", 1)[0]
+                sel = psrc[X]
+                neg = f.get(f"{X}_neg", [None])[0]
+                sources = [(PSRC_FILE + i, self.pfile[lane][i]) for i in range(m.preds)]
+                sources += [(PSRC_FWD + k, pv.pres[lane]) for k, pv in enumerate(prev)]
+                for code, dim in sources:
+                    if neg is None:
+                        self.gate(Lm, f"pop.s{s}{X}l{lane}c{code}", [(sel[code], 1), (dim, 1)], 2, [(d, 1)])
+                    else:
+                        self.gate(Lm, f"pop.s{s}{X}l{lane}c{code}p", [(sel[code], 1), (dim, 1), (neg, -1)], 2, [(d, 1)])
+                        self.gate(Lm, f"pop.s{s}{X}l{lane}c{code}n", [(sel[code], 1), (dim, -1), (neg, 1)], 2, [(d, 1)])
+                if X == "guard":  # no guard: true
+                    self.gate(Lm, f"pop.s{s}guard.none.l{lane}", [(sel[PSRC_NONE], 1)], 1, [(d, 1)])
+                pval[(X, lane)] = d
+        # ---- ALU (from Lm + 1)
+        A = Lm + 1
+        alu = [self.alloc(f"alu.s{s}.lane{lane}", 32) for lane in range(N)]
+        palu = [self.alloc(f"palu.s{s}.lane{lane}", 1)[0] for lane in range(N)]
+        ends = []
+        for lane in range(N):
+            a, b, c = opnd[("a", lane)], opnd[("b", lane)], opnd[("c", lane)]
+            ends.append(build_add_family(
+                self.plan, A, name=f"add.s{s}l{lane}", a=a, b=b,
+                op={"add": op[Op.ADD], "sub": op[Op.SUB], "neg": op[Op.NEG], "abs": op[Op.ABS],
+                    "min": op[Op.MIN], "max": op[Op.MAX], "setp": op[Op.SETP]},
+                signed=f["signed"][0], cmp={c_: op["cmp"][i] for i, c_ in enumerate(CMPS)},
+                out=alu[lane], pout=palu[lane]))
+            ends.append(build_mul_family(self.plan, A, name=f"mul.s{s}l{lane}", a=a, b=b, c=c,
+                                         op={"mul": op[Op.MUL], "mad": op[Op.MAD]}, out=alu[lane]))
+            ends.append(build_logic_family(
+                self.plan, A, name=f"logic.s{s}l{lane}", a=a, b=b, p=pval[("p0", lane)],
+                op={"mov": op[Op.MOV], "and": op[Op.AND], "or": op[Op.OR], "xor": op[Op.XOR],
+                    "not": op[Op.NOT], "shl": op[Op.SHL], "shr": op[Op.SHR], "selp": op[Op.SELP]},
+                signed=f["signed"][0], out=alu[lane]))
+            # predicate logic
+            p0, p1 = pval[("p0", lane)], pval[("p1", lane)]
+            self.gate(A, f"pand.s{s}l{lane}", [(op[Op.PAND], 1), (p0, 1), (p1, 1)], 3, [(palu[lane], 1)])
+            self.gate(A, f"por.s{s}l{lane}", [(op[Op.POR], 2), (p0, 1), (p1, 1)], 3, [(palu[lane], 1)])
+            self.gate(A, f"pxor1.s{s}l{lane}", [(op[Op.PXOR], 1), (p0, 1), (p1, -1)], 2, [(palu[lane], 1)])
+            self.gate(A, f"pxor2.s{s}l{lane}", [(op[Op.PXOR], 1), (p0, -1), (p1, 1)], 2, [(palu[lane], 1)])
+            self.gate(A, f"pnot.s{s}l{lane}", [(op[Op.PNOT], 1), (p0, -1)], 1, [(palu[lane], 1)])
+            self.gate(A, f"pmov.s{s}l{lane}", [(op[Op.PMOV], 1), (p0, 1)], 2, [(palu[lane], 1)])
+        # lanes that do not exist in this warp are never shuffle sources
+        member = self.alloc(f"shfl.member.s{s}", N)
+        for j in range(N):
+            self.gate(Lm, f"shfl.member.s{s}.{j}", [(f["member"][j], 1), (self.ctx_mask0[j], 1)], 2, [(member[j], 1)])
+        ends.append(build_shfl(
+            self.plan, A, name=f"shfl.s{s}", vals=[opnd[("a", lane)] for lane in range(N)],
+            b=[opnd[("b", lane)] for lane in range(N)], mode={mo: op["mode"][i] for i, mo in enumerate(MODES)},
+            clamp=self._bits_space(f["clamp"]), segmask=self._bits_space(f["segmask"]),
+            member=member, sel=op[Op.SHFL], outs=alu, pouts=palu))
+        # ---- memory: word one-hot straight from a + offset (one layer), read, atomics
+        # S = a[0:10] + offset (10-bit signed) is small and exact; the word is S / 4 when
+        # S is in range, aligned and a has no bits above bit 9 (else: a fault).
+        is_mem = self.alloc(f"ismem.s{s}", 1)[0]
+        self.gate(Lm, f"ismem.s{s}", [(op[Op.LD], 1), (op[Op.ST], 1), (op[Op.ATOM_ADD], 1)], 1, [(is_mem, 1)])
+        W = m.mem_words
+        onehot = [self.alloc(f"memq.s{s}.lane{lane}", W) for lane in range(N)]
+        word = [self.alloc(f"memw.s{s}.lane{lane}", 7) for lane in range(N)]
+        fault = self.alloc(f"fault.s{s}", 1)[0]
+        BIG = 4096
+        offb = f["offset"]
+        for lane in range(N):
+            a_ = opnd[("a", lane)]
+            S_terms = [(a_[i], 2 ** i) for i in range(10)] + [(offb[i], 2 ** i) for i in range(9)] + [(offb[9], -512)]
+            S_terms += [(a_[i], -2048) for i in range(10, 32)] + [(is_mem, BIG)]
+            for w_ in range(W):
+                self.gate(A, f"memq.s{s}l{lane}w{w_}.ge", S_terms, 4 * w_ + BIG,
+                          [(onehot[lane][w_], 1)] + [(word[lane][i], 1) for i in range(7) if w_ >> i & 1])
+                self.gate(A, f"memq.s{s}l{lane}w{w_}.gt", S_terms, 4 * w_ + 1 + BIG,
+                          [(onehot[lane][w_], -1)] + [(word[lane][i], -1) for i in range(7) if w_ >> i & 1])
+        La = max(ends)
+        # executed = active and guard
+        executed = [self.alloc(f"exec.s{s}.lane{lane}", 1)[0] for lane in range(N)]
+        for lane in range(N):
+            self.gate(A, f"executed.s{s}l{lane}", [(self.ctx_m[lane], 1), (pval[("guard", lane)], 1)], 2,
+                      [(executed[lane], 1)])
+        Lr = self.linear_at_or_after(A + 1)
+        memval = [self.alloc(f"memval.s{s}.lane{lane}", 32) for lane in range(N)]
+        for lane in range(N):
+            h = self.head(Lr, f"mem.s{s}.lane{lane}", W, 32)
+            for w_ in range(W):
+                h.key(w_, self.t.mem_addr[w_], tap=0)
+                h.query(w_, onehot[lane][w_])
+            for j in range(3):
+                for i in range(CHUNK_BITS[j]):
+                    h.value_bit(CHUNK_SHIFT[j] + i, self.t.chunk[j][i], tap=1 + j)
+            for i in range(32):
+                h.read_bit(i, memval[lane][i])
+            if s == 0 and lane == 0:
+                self.memory_head = (Lr, h.index)  # where the host reads memory from
+        for lane in range(N):  # an executed memory op whose address is no word of memory
+            self.gate(Lr, f"fault.s{s}l{lane}", [(executed[lane], 1), (is_mem, 1)] +
+                      [(onehot[lane][w_], -1) for w_ in range(W)], 2, [(fault, 1)])
+        # LD result
+        for lane in range(N):
+            for i in range(32):
+                self.gate(Lr, f"ld.s{s}l{lane}b{i}", [(op[Op.LD], 1), (memval[lane][i], 1)], 2, [(alu[lane][i], 1)])
+        # atomics: same-word earlier executed lanes contribute their b
+        eqm = {}
+        for lane in range(N):
+            for k in range(lane):
+                d = self.alloc(f"atom.eq.s{s}.{k}{lane}", 1)[0]
+                for w_ in range(W):
+                    self.gate(Lr, f"atom.eq.s{s}.{k}{lane}.w{w_}",
+                              [(onehot[k][w_], 1), (onehot[lane][w_], 1), (executed[k], 1), (op[Op.ATOM_ADD], 1)],
+                              4, [(d, 1)])
+                eqm[(k, lane)] = d
+        Lq = Lr + 1
+        old = [self.alloc(f"atom.old.s{s}.lane{lane}", 32) for lane in range(N)]
+        new = [self.alloc(f"atom.new.s{s}.lane{lane}", 32) for lane in range(N)]
+        is_atom = op[Op.ATOM_ADD]
+        qends = []
+        for lane in range(N):
+            terms = [(memval[lane], None)] + [(opnd[("b", k)], eqm[(k, lane)]) for k in range(lane)]
+            qends.append(build_multi_add(self.plan, Lq, name=f"atom.old.s{s}l{lane}", terms=terms,
+                                         out=old[lane], enable=is_atom))
+            qends.append(build_multi_add(self.plan, Lq, name=f"atom.new.s{s}l{lane}",
+                                         terms=terms + [(opnd[("b", lane)], None)], out=new[lane], enable=is_atom))
+        Lmg = max(qends + [La])
+        # ---- merge: result where the guard holds, the old value where it fails
+        res = [self.alloc(f"res.s{s}.lane{lane}", 32) for lane in range(N)]
+        pres = [self.alloc(f"pres.s{s}.lane{lane}", 1)[0] for lane in range(N)]
+        mem_present = [self.alloc(f"mem.present.s{s}.lane{lane}", 1)[0] for lane in range(N)]
+        mem_value = [self.alloc(f"mem.value.s{s}.lane{lane}", 32) for lane in range(N)]
+        for lane in range(N):
+            g = pval[("guard", lane)]
+            d_ = opnd[("d", lane)]
+            for i in range(32):
+                self.gate(Lmg, f"merge.s{s}l{lane}b{i}", [(alu[lane][i], 1), (g, 1)], 2, [(res[lane][i], 1)])
+                self.gate(Lmg, f"merge.s{s}l{lane}a{i}", [(old[lane][i], 1), (g, 1)], 2, [(res[lane][i], 1)])
+                self.gate(Lmg, f"keep.s{s}l{lane}b{i}", [(d_[i], 1), (g, -1)], 1, [(res[lane][i], 1)])
+                # memory item value: st stores b, atom stores the new value
+                self.gate(Lmg, f"stv.s{s}l{lane}b{i}", [(op[Op.ST], 1), (opnd[("b", lane)][i], 1)], 2,
+                          [(mem_value[lane][i], 1)])
+                self.gate(Lmg, f"atv.s{s}l{lane}b{i}", [(new[lane][i], 1)], 1, [(mem_value[lane][i], 1)])
+            self.gate(Lmg, f"pmerge.s{s}l{lane}", [(palu[lane], 1), (g, 1)], 2, [(pres[lane], 1)])
+            self.gate(Lmg, f"pkeep.s{s}l{lane}", [(pval[("pold", lane)], 1), (g, -1)], 1, [(pres[lane], 1)])
+            self.gate(Lmg, f"mempresent.s{s}l{lane}", [(op[Op.ST], 1), (op[Op.ATOM_ADD], 1), (executed[lane], 2)], 3,
+                      [(mem_present[lane], 1)])
+        io = SlotIO(res, pres, executed, mem_present, word, mem_value, fault)
+        return io, Lmg + 1
+
+    def _bits_space(self, dims: list[int]) -> Subspace:
+        """A Subspace view of consecutive field dims (fields are contiguous in a piece)."""
+        if list(dims) == list(range(dims[0], dims[0] + len(dims))):
+            return Subspace(f"field@{dims[0]}", dims[0], len(dims))
+        raise ValueError("field crosses a ROM piece boundary")
+
+    def control(self, L: int, slots: list) -> int:
+        """Branch outcome (uniform only) and the next EXEC token's fields, or STOP/FAULT."""
+        m = self.m
+        N = m.lanes
+        # final predicate file per lane and the branch predicate per lane
+        self.pfin = [self.alloc(f"pfin.lane{lane}", m.preds) for lane in range(N)]
+        bp = [self.alloc(f"bp.lane{lane}", 1)[0] for lane in range(N)]
+        neg = self.tf["pred_neg"][0]
+        for lane in range(N):
+            sources = [(PSRC_FILE + i, self.pfile[lane][i]) for i in range(m.preds)]
+            sources += [(PSRC_FWD + k, io.pres[lane]) for k, io in enumerate(slots)]
+            for p in range(m.preds):
+                for code, dim in sources:
+                    self.gate(L, f"pfin.l{lane}p{p}c{code}", [(self.t_pfinal[p][code], 1), (dim, 1)], 2,
+                              [(self.pfin[lane][p], 1)])
+            for code, dim in sources:
+                self.gate(L, f"bp.l{lane}c{code}p", [(self.t_pred[code], 1), (dim, 1), (neg, -1)], 2, [(bp[lane], 1)])
+                self.gate(L, f"bp.l{lane}c{code}n", [(self.t_pred[code], 1), (dim, -1), (neg, 1)], 2, [(bp[lane], 1)])
+        # taken / not-taken counts over active lanes, then as bits
+        L1 = L + 1
+        taken_n = self.alloc("ctl.taken_n", 1)[0]
+        fall_n = self.alloc("ctl.fall_n", 1)[0]
+        for lane in range(N):
+            self.gate(L1, f"ctl.taken.l{lane}", [(self.ctx_m[lane], 1), (bp[lane], 1)], 2, [(taken_n, 1)])
+            self.gate(L1, f"ctl.fall.l{lane}", [(self.ctx_m[lane], 1), (bp[lane], -1)], 1, [(fall_n, 1)])
+        L2 = L1 + 1
+        tb = self.alloc("ctl.taken_any", 1)[0]
+        fb = self.alloc("ctl.fall_any", 1)[0]
+        self.gate(L2, "ctl.tb", [(taken_n, 1)], 1, [(tb, 1)])
+        self.gate(L2, "ctl.fb", [(fall_n, 1)], 1, [(fb, 1)])
+        L2 = L2 + 1
+        br, jmp, bar, ext = (self.t_kind[TermKind.BRANCH], self.t_kind[TermKind.JUMP],
+                             self.t_kind[TermKind.BARRIER], self.t_kind[TermKind.EXIT])
+        go_target = self.alloc("ctl.go_target", 1)[0]
+        go_fall = self.alloc("ctl.go_fall", 1)[0]
+        diverge = self.alloc("ctl.diverge", 1)[0]
+        self.gate(L2, "ctl.jump", [(jmp, 1), (bar, 1)], 1, [(go_target, 1)])
+        self.gate(L2, "ctl.br.taken", [(br, 1), (tb, 1), (fb, -1)], 2, [(go_target, 1)])
+        self.gate(L2, "ctl.br.fall", [(br, 1), (fb, 1), (tb, -1)], 2, [(go_fall, 1)])
+        self.gate(L2, "ctl.br.div", [(br, 1), (fb, 1), (tb, 1)], 3, [(diverge, 1)])
+        # next block one-hot and the kind of the next token
+        L3 = L2 + 1
+        self.nxt_block = self.alloc("ctl.next.block", 5)
+        self.nxt_kind = {k: self.alloc(f"ctl.next.{k}", 1)[0] for k in ("EXEC", "STOP", "FAULT0", "FAULT1")}
+        faults = [io.fault for io in slots]
+        for i in range(5):
+            self.gate(L3, f"ctl.nb.t{i}", [(go_target, 1), (self.tf["target"][i], 1)], 2, [(self.nxt_block[i], 1)])
+            self.gate(L3, f"ctl.nb.f{i}", [(go_fall, 1), (self.tf["fallthrough"][i], 1)], 2, [(self.nxt_block[i], 1)])
+        anyfault = [(fd, 1) for fd in faults]
+        self.gate(L3, "ctl.k.exec", [(go_target, 1), (go_fall, 1)] + [(fd, -1) for fd in faults], 1,
+                  [(self.nxt_kind["EXEC"], 1)])
+        self.gate(L3, "ctl.k.stop", [(ext, 1)] + [(fd, -1) for fd in faults], 1, [(self.nxt_kind["STOP"], 1)])
+        self.gate(L3, "ctl.k.fault0", [(diverge, 1)] + [(fd, -1) for fd in faults], 1, [(self.nxt_kind["FAULT0"], 1)])
+        self.gate(L3, "ctl.k.fault1", anyfault, 1, [(self.nxt_kind["FAULT1"], 1)])
+        return L3 + 1
+
+    def latch(self, L: int, slots: list) -> int:
+        """Single-row heads written at EXEC passes, read at every pass."""
+        m, t = self.m, self.t
+        N, S = m.lanes, m.slots_per_block
+        L = self.linear_at_or_after(L)
+        self.l_res, self.l_mem_value, self.l_mem_meta = {}, {}, {}
+
+        def latch(name, sources):
+            nonlocal L
+            while True:
+                try:
+                    h = self.head(L, name, 1, len(sources))
+                    break
+                except ValueError:
+                    L = self.linear_at_or_after(L + 1)
+            out = self.alloc(name, len(sources))
+            h.key(0, t.kind["EXEC"], CURRENT)
+            for i, d in enumerate(sources):
+                h.value_bit(i, d, CURRENT)
+                h.read_bit(i, out[i])
+            self.one_row_reader(h)
+            return out
+
+        for s in range(S):
+            for lane in range(N):
+                io = slots[s]
+                self.l_res[(s, lane)] = latch(f"latch.res.s{s}l{lane}", list(io.res[lane].dims))
+                self.l_mem_value[(s, lane)] = latch(f"latch.memv.s{s}l{lane}", list(io.mem_value[lane].dims))
+                self.l_mem_meta[(s, lane)] = latch(f"latch.memm.s{s}l{lane}",
+                                                   list(io.mem_word[lane].dims) + [io.mem_present[lane]])
+        self.l_pfin = latch("latch.pfin", [d for lane in range(N) for d in self.pfin[lane].dims])
+        self.l_next = latch("latch.next", list(self.nxt_block.dims) + [self.nxt_kind[k] for k in
+                                                                        ("EXEC", "STOP", "FAULT0", "FAULT1")])
+        return L + 1
+
+    def emit(self, L: int) -> int:
+        """Choose the next token from the current one and the latches."""
+        m, t = self.m, self.t
+        N, S = m.lanes, m.slots_per_block
+        G = OUT_GAIN
+        emit_bits = [self.f[s]["emit"][0] for s in range(S)]
+        pemit = self.tf["pemit"][0]
+        # items in order: VAL (s, l), PVAL l, MEM (s, l)
+        items = [("VAL", s, lane) for s in range(S) for lane in range(N)]
+        items += [("PVAL", None, lane) for lane in range(N)]
+        items += [("MEM", s, lane) for s in range(S) for lane in range(N)]
+        n = len(items)
+        # E1: present bits, current position (index of the finished item), chunk continuation
+        E1 = L
+        present = self.alloc("emit.present", n)
+        cur = self.alloc("emit.cur", n)  # the item whose record just finished (C2 or PVAL)
+        start = self.alloc("emit.start", 1)[0]  # just after an EXEC token
+        for j, (kind, s, lane) in enumerate(items):
+            if kind == "VAL":
+                self.gate(E1, f"em.pr{j}", [(emit_bits[s], 1), (self.ctx_m[lane], 1)], 2, [(present[j], 1)])
+                self.gate(E1, f"em.cur{j}", [(t.kind["C2"], 1), (self.ctx_hdr_val[s * N + lane], 1),
+                                             (self.ctx_hdr_mem[self.vocab.input_item], 0)], 2, [(cur[j], 1)])
+            elif kind == "PVAL":
+                self.gate(E1, f"em.pr{j}", [(pemit, 1), (self.ctx_m[lane], 1)], 2, [(present[j], 1)])
+                self.gate(E1, f"em.cur{j}", [(t.kind["PVAL"], 1), (t.pval_lane[lane], 1)], 2, [(cur[j], 1)])
+            else:
+                meta = self.l_mem_meta[(s, lane)]
+                self.gate(E1, f"em.pr{j}", [(meta[7], 1)], 1, [(present[j], 1)])
+                self.gate(E1, f"em.cur{j}", [(t.kind["C2"], 1), (self.ctx_hdr_mem[s * N + lane], 1),
+                                             (t.kind["MEM"], 0)], 2, [(cur[j], 1)])
+        self.gate(E1, "em.start", [(t.kind["EXEC"], 1)], 1, [(start, 1)])
+        # E2: after_j = the position is before item j ; g_j = present_j and after_j
+        E2 = E1 + 1
+        g = self.alloc("emit.g", n)
+        for j in range(n):
+            terms = [(present[j], 1), (start, 1)] + [(cur[k], 1) for k in range(j)]
+            self.gate(E2, f"em.g{j}", terms, 2, [(g[j], 1)])
+        # "record in progress": the next token is a chunk (after a header, C0 or C1)
+        mid = self.alloc("emit.mid", 3)  # next is C0 / C1 / C2
+        self.gate(E2, "em.mid0", [(t.kind["VAL"], 1), (t.kind["MEM"], 1)], 1, [(mid[0], 1)])
+        self.gate(E2, "em.mid1", [(t.kind["C0"], 1)], 1, [(mid[1], 1)])
+        self.gate(E2, "em.mid2", [(t.kind["C1"], 1)], 1, [(mid[2], 1)])
+        live = self.alloc("emit.live", 1)[0]  # we are emitting (after an EXEC, inside its records)
+        self.gate(E2, "em.live", [(start, 1)] + [(cur[j], 1) for j in range(n)], 1, [(live, 1)])
+        # E3: sel_j = g_j and no earlier g; next = live and nothing selected and not mid
+        E3 = E2 + 1
+        sel = self.alloc("emit.sel", n)
+        for j in range(n):
+            self.gate(E3, f"em.sel{j}", [(g[j], 1)] + [(g[k], -1) for k in range(j)], 1, [(sel[j], 1)])
+        nxt = self.alloc("emit.next", 1)[0]
+        self.gate(E3, "em.next", [(live, 1)] + [(g[k], -1) for k in range(n)], 1, [(nxt, 1)])
+        go = self.alloc("emit.go", 1)[0]
+        self.gate(E3, "em.go", [(t.kind["GO"], 1)], 1, [(go, 1)])
+        # E4: output code
+        E4 = E3 + 1
+        oc, of = t.out_class, t.out_fields
+
+        def emit_class(name, kind, cond_terms, theta):
+            outs = [(oc[kind], G)]
+            for space in of.get(kind, {}).values():
+                outs += [(d, -G) for d in space.dims]
+            self.gate(E4, name, cond_terms, theta, outs)
+
+        def emit_field(name, kind, field, bit, cond_terms, theta):
+            self.gate(E4, name, cond_terms, theta, [(of[kind][field][bit], 2 * G)])
+
+        def const_field_bits(prefix, kind, field, value, cond):
+            for i in range(of[kind][field].width):
+                if value >> i & 1:
+                    emit_field(f"{prefix}.{field}{i}", kind, field, i, [(cond, 1)], 1)
+
+        for j, (kind, s, lane) in enumerate(items):
+            if kind == "VAL":
+                emit_class(f"em.o{j}", "VAL", [(sel[j], 1)], 1)
+                const_field_bits(f"em.o{j}", "VAL", "slot", s, sel[j])
+                const_field_bits(f"em.o{j}", "VAL", "lane", lane, sel[j])
+            elif kind == "PVAL":
+                emit_class(f"em.o{j}", "PVAL", [(sel[j], 1)], 1)
+                const_field_bits(f"em.o{j}", "PVAL", "lane", lane, sel[j])
+                for i in range(m.preds):
+                    emit_field(f"em.o{j}.bits{i}", "PVAL", "bits", i,
+                               [(sel[j], 1), (self.l_pfin[lane * m.preds + i], 1)], 2)
+            else:
+                emit_class(f"em.o{j}", "MEM", [(sel[j], 1)], 1)
+                const_field_bits(f"em.o{j}", "MEM", "item", s * N + lane, sel[j])
+                meta = self.l_mem_meta[(s, lane)]
+                for i in range(7):
+                    emit_field(f"em.o{j}.addr{i}", "MEM", "addr", i, [(sel[j], 1), (meta[i], 1)], 2)
+        # chunks of the open record
+        for c in range(3):
+            kind = f"C{c}"
+            emit_class(f"em.chunk{c}", kind, [(mid[c], 1)], 1)
+            for s in range(S):
+                for lane in range(N):
+                    hv = self.ctx_hdr_val[s * N + lane]
+                    hm = self.ctx_hdr_mem[s * N + lane]
+                    for i in range(CHUNK_BITS[c]):
+                        bit = CHUNK_SHIFT[c] + i
+                        emit_field(f"em.ch{c}.v.s{s}l{lane}b{i}", kind, "value", i,
+                                   [(mid[c], 1), (t.kind["MEM"], -1), (hv, 1), (self.l_res[(s, lane)][bit], 1)], 3)
+                        emit_field(f"em.ch{c}.m.s{s}l{lane}b{i}", kind, "value", i,
+                                   [(mid[c], 1), (t.kind["VAL"], -1), (hm, 1),
+                                    (self.l_mem_value[(s, lane)][bit], 1)], 3)
+        # after the last record: the latched next step
+        nk = self.l_next
+        kinds = ("EXEC", "STOP", "FAULT0", "FAULT1")
+        emit_class("em.exec", "EXEC", [(nxt, 1), (nk[5], 1)], 2)
+        for i in range(5):
+            emit_field(f"em.exec.b{i}", "EXEC", "block", i, [(nxt, 1), (nk[5], 1), (nk[i], 1)], 3)
+        for lane in range(N):
+            emit_field(f"em.exec.m{lane}", "EXEC", "mask", lane, [(nxt, 1), (nk[5], 1), (self.ctx_m[lane], 1)], 3)
+        emit_class("em.stop", "STOP", [(nxt, 1), (nk[6], 1)], 2)
+        emit_class("em.fault0", "FAULT", [(nxt, 1), (nk[7], 1), (nk[8], -1)], 2)
+        emit_class("em.fault1", "FAULT", [(nxt, 1), (nk[8], 1)], 2)
+        emit_field("em.fault1.code", "FAULT", "code", 0, [(nxt, 1), (nk[8], 1)], 2)
+        # GO: the first step
+        emit_class("em.first", "EXEC", [(go, 1)], 1)
+        for lane in range(N):
+            emit_field(f"em.first.m{lane}", "EXEC", "mask", lane, [(go, 1), (self.ctx_mask0[lane], 1)], 2)
+        return E4 + 1
+
+
+def build_machine_circuit(machine: MachineConfig = DEFAULT_MACHINE, shape: Shape = NARROW) -> MachineCircuit:
+    mc = MachineCircuit(machine, shape)
+    mc.build()
+    return mc

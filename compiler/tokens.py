@@ -1,0 +1,130 @@
+"""Token embeddings: what each launch token carries into the residual, and out of it.
+
+Every circuit token has ``ONE = K``, a class bit for its kind, and its fields as bits
+or one-hots in input dims the circuit reads. Because embeddings are tied, the same
+row also carries the token's output code: a bipolar class code and bipolar field
+bits in dims only the last layers write and only the final norm passes through.
+The circuit selects a token by writing ``G`` times that code (``OUT_GAIN``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from qwengpu_mlx.machine import MachineConfig
+from qwengpu_mlx.vocab import CHUNK_BITS, Vocab
+
+from .residual import ResidualLayout
+
+KINDS = ["PROG", "MEM", "C0", "C1", "C2", "DIMS", "GO", "EXEC", "VAL", "PVAL", "STOP", "FAULT"]
+OUT_GAIN = 64.0
+
+
+def _bits(n: int) -> int:
+    return max(1, (n - 1).bit_length())
+
+
+class TokenDims:
+    """Residual dims of token fields (inputs) and of output codes (OUT)."""
+
+    def __init__(self, lay: ResidualLayout, m: MachineConfig, vocab: Vocab):
+        self.m, self.vocab = m, vocab
+        P = vocab.pieces
+        self.kind = {k: lay.alloc(f"tok.{k}", 1)[0] for k in KINDS}
+        self.prog_bp = lay.alloc("tok.prog.block_piece", m.rom_blocks * P)
+        self.mem_addr = lay.alloc("tok.mem.addr", m.mem_words)
+        self.mem_item = lay.alloc("tok.mem.item", vocab.input_item + 1)
+        self.chunk = [lay.alloc(f"tok.c{j}.bits", CHUNK_BITS[j]) for j in range(3)]
+        self.dims_ntid = lay.alloc("tok.dims.ntid", 5)
+        self.dims_mask0 = lay.alloc("tok.dims.mask0", m.lanes)
+        self.exec_b = lay.alloc("tok.exec.block", m.rom_blocks)
+        self.exec_w = lay.alloc("tok.exec.warp", m.max_warps)
+        self.exec_m = lay.alloc("tok.exec.mask", m.lanes)
+        self.val_slot = lay.alloc("tok.val.slot", m.slots_per_block)
+        self.val_lane = lay.alloc("tok.val.lane", m.lanes)
+        self.pval_lane = lay.alloc("tok.pval.lane", m.lanes)
+        self.pval_bits = lay.alloc("tok.pval.bits", m.preds)
+        self.fault_code = lay.alloc("tok.fault.code", 2)
+        # output code
+        self.out_class = {k: lay.alloc(f"out.class.{k}", 1)[0] for k in KINDS}
+        self.out_fields: dict[str, dict[str, object]] = {}
+        spec = {
+            "PROG": [("block", _bits(m.rom_blocks)), ("piece", _bits(P))],
+            "MEM": [("item", _bits(vocab.input_item + 1)), ("addr", _bits(m.mem_words))],
+            "C0": [("value", CHUNK_BITS[0])], "C1": [("value", CHUNK_BITS[1])], "C2": [("value", CHUNK_BITS[2])],
+            "DIMS": [("ntid", 5)],
+            "EXEC": [("block", _bits(m.rom_blocks)), ("warp", _bits(m.max_warps)), ("mask", m.lanes)],
+            "VAL": [("slot", _bits(m.slots_per_block)), ("lane", _bits(m.lanes))],
+            "PVAL": [("lane", _bits(m.lanes)), ("bits", m.preds)],
+            "FAULT": [("code", 2)],
+        }
+        for kind, fields in spec.items():
+            self.out_fields[kind] = {name: lay.alloc(f"out.{kind}.{name}", w) for name, w in fields}
+        self.out_dims = sorted(list(self.out_class.values())
+                               + [d for f in self.out_fields.values() for s in f.values() for d in s.dims])
+
+    def embedding(self, K: float) -> np.ndarray:
+        m, v = self.m, self.vocab
+        H = None
+        rows = []
+        for tok in v.tokens:
+            f = dict(tok.fields)
+            x = {}
+            x[self.kind[tok.kind]] = 1.0
+            if tok.kind == "PROG":
+                x[self.prog_bp[f["block"] * v.pieces + f["piece"]]] = 1.0
+            elif tok.kind == "MEM":
+                x[self.mem_addr[f["addr"]]] = 1.0
+                x[self.mem_item[f["item"]]] = 1.0
+            elif tok.kind in ("C0", "C1", "C2"):
+                j = int(tok.kind[1])
+                for i in range(CHUNK_BITS[j]):
+                    if f["value"] >> i & 1:
+                        x[self.chunk[j][i]] = 1.0
+            elif tok.kind == "DIMS":
+                n = f["ntid"]
+                for i in range(5):
+                    if n >> i & 1:
+                        x[self.dims_ntid[i]] = 1.0
+                for lane in range(m.lanes):
+                    if lane < n:
+                        x[self.dims_mask0[lane]] = 1.0
+            elif tok.kind == "EXEC":
+                x[self.exec_b[f["block"]]] = 1.0
+                x[self.exec_w[f["warp"]]] = 1.0
+                for lane in range(m.lanes):
+                    if f["mask"] >> lane & 1:
+                        x[self.exec_m[lane]] = 1.0
+            elif tok.kind == "VAL":
+                x[self.val_slot[f["slot"]]] = 1.0
+                x[self.val_lane[f["lane"]]] = 1.0
+            elif tok.kind == "PVAL":
+                x[self.pval_lane[f["lane"]]] = 1.0
+                for i in range(m.preds):
+                    if f["bits"] >> i & 1:
+                        x[self.pval_bits[i]] = 1.0
+            elif tok.kind == "FAULT":
+                for i in range(2):
+                    if f["code"] >> i & 1:
+                        x[self.fault_code[i]] = 1.0
+            # output code (bipolar)
+            for k, d in self.out_class.items():
+                x[d] = 1.0 if k == tok.kind else -1.0
+            for name, space in self.out_fields.get(tok.kind, {}).items():
+                val = f[name]
+                for i in range(space.width):
+                    x[space[i]] = 1.0 if val >> i & 1 else -1.0
+            rows.append(x)
+        return rows
+
+    def sparse_matrix(self, one: int, K: float) -> tuple[np.ndarray, np.ndarray]:
+        """(dims, E [V, len(dims)]): the embedding restricted to the dims tokens use."""
+        rows = self.embedding(K)
+        dims = sorted({one} | {d for x in rows for d in x})
+        col = {d: i for i, d in enumerate(dims)}
+        E = np.zeros((len(rows), len(dims)), np.float32)
+        E[:, col[one]] = K
+        for i, x in enumerate(rows):
+            for d, val in x.items():
+                E[i, col[d]] = val
+        return np.array(dims, dtype=np.int64), E

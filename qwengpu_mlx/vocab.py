@@ -1,0 +1,128 @@
+"""The launch vocabulary: every token the circuit reads or writes, with its fields.
+
+One source of truth for host, compiler and dashboard. A token is a kind plus small
+integer fields; ids are dense and fixed by the machine definition. Records (a header
+and up to three 11-bit chunks) carry 32-bit payloads: the causal conv1d of the
+Gated DeltaNet combines a record's tokens into one state-row write (docs/CIRCUIT.md).
+
+=========  ===============================  ============================================
+kind       fields                           meaning
+=========  ===============================  ============================================
+PROG       block, piece                     header: ROM row ``block``, piece ``piece``
+MEM        item, addr                       header: memory word ``addr``; item 0..15 is
+                                            the (slot, lane) that wrote it, INPUT an input
+C0 C1 C2   value                            payload chunks: bits 0-10, 11-21, 22-31
+DIMS       ntid                             launch geometry (blockDim.x)
+GO         -                                end of the prompt
+EXEC       block, warp, mask                run ``block`` for ``warp`` on lanes ``mask``
+VAL        slot, lane                       header: register result of (slot, lane)
+PVAL       lane, bits                       predicate file of ``lane`` after the step
+STOP       -                                end of the launch
+FAULT      code                             the launch stopped: see FAULT_CODES
+=========  ===============================  ============================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .machine import DEFAULT_MACHINE, MachineConfig
+
+CHUNK_BITS = (11, 11, 10)
+CHUNK_SHIFT = (0, 11, 22)
+FAULT_CODES = {
+    0: "divergent branch (not yet supported by the model backend)",
+    1: "memory access out of range",
+    2: "unsupported launch",
+}
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str
+    fields: tuple[tuple[str, int], ...] = ()
+
+    def get(self, name: str) -> int:
+        return dict(self.fields)[name]
+
+    def __str__(self) -> str:
+        if not self.fields:
+            return self.kind
+        return f"{self.kind}(" + ", ".join(f"{v}" for _, v in self.fields) + ")"
+
+
+class Vocab:
+    """Token ids <-> tokens for one machine configuration."""
+
+    def __init__(self, machine: MachineConfig = DEFAULT_MACHINE):
+        m = machine
+        self.machine = m
+        self.pieces = pieces_per_block(m)
+        self.input_item = m.slots_per_block * m.lanes
+        toks: list[Token] = []
+
+        def add(kind, **fields):
+            toks.append(Token(kind, tuple(fields.items())))
+
+        for b in range(m.rom_blocks):
+            for p in range(self.pieces):
+                add("PROG", block=b, piece=p)
+        for item in range(self.input_item + 1):
+            for a in range(m.mem_words):
+                add("MEM", item=item, addr=a)
+        for j, bits in enumerate(CHUNK_BITS):
+            for v in range(1 << bits):
+                add(f"C{j}", value=v)
+        for n in range(1, m.max_block_dim + 1):
+            add("DIMS", ntid=n)
+        add("GO")
+        for b in range(m.rom_blocks):
+            for w in range(m.max_warps):
+                for mask in range(1, 1 << m.lanes):
+                    add("EXEC", block=b, warp=w, mask=mask)
+        for s in range(m.slots_per_block):
+            for lane in range(m.lanes):
+                add("VAL", slot=s, lane=lane)
+        for lane in range(m.lanes):
+            for bits in range(1 << m.preds):
+                add("PVAL", lane=lane, bits=bits)
+        add("STOP")
+        for code in FAULT_CODES:
+            add("FAULT", code=code)
+        self.tokens = toks
+        self.ids = {t: i for i, t in enumerate(toks)}
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def id(self, kind: str, **fields) -> int:
+        return self.ids[Token(kind, tuple(fields.items()))]
+
+    def __getitem__(self, token_id: int) -> Token:
+        return self.tokens[token_id]
+
+    def names(self) -> list[str]:
+        """Printable, unique token strings (the tokenizer's vocabulary)."""
+        return [f"<|{t}|>".replace(" ", "") for t in self.tokens]
+
+    def record(self, header_id: int, value: int) -> list[int]:
+        """A header followed by the three chunks of a 32-bit value."""
+        value &= 0xFFFFFFFF
+        return [header_id] + [self.id(f"C{j}", value=(value >> CHUNK_SHIFT[j]) & ((1 << CHUNK_BITS[j]) - 1))
+                              for j in range(3)]
+
+
+def pieces_per_block(machine: MachineConfig) -> int:
+    """ROM pieces (32-bit rows of separate heads) per block: 4 per slot, terminator, pfinal."""
+    return 4 * machine.slots_per_block + 2
+
+
+def chunk_value(tokens: list[Token]) -> int:
+    """The 32-bit value carried by three chunk tokens C0, C1, C2."""
+    return sum(t.get("value") << CHUNK_SHIFT[j] for j, t in enumerate(tokens))
+
+
+@lru_cache(maxsize=4)
+def vocab_for(machine: MachineConfig = DEFAULT_MACHINE) -> Vocab:
+    return Vocab(machine)
