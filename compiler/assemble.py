@@ -64,6 +64,8 @@ class CircuitPlan:
         if not self.shape.is_linear(layer):
             raise ValueError(f"layer {layer} is a full-attention layer in the Qwen3.5 pattern; "
                              f"it cannot hold a DeltaNet memory")
+        while len(self.layers) <= layer:
+            self.new_layer()
         lp = self.layers[layer]
         if lp.mixer is None:
             s = self.shape
@@ -73,6 +75,8 @@ class CircuitPlan:
         return lp.mixer
 
     def mlp(self, layer: int, name: str = "") -> MLPBuilder:
+        while len(self.layers) <= layer:
+            self.new_layer()
         lp = self.layers[layer]
         if lp.mlp is None:
             lp.mlp = MLPBuilder(self.layout, self.shape.intermediate, self.levels,

@@ -60,6 +60,10 @@ class CompactCircuit:
     final_norm: np.ndarray  # [H]
     out_dims: np.ndarray  # dims the final norm passes
     layers: list[CompactLayer]
+    one: int = 0  # the ONE dim
+    K: float = 1.0  # its level
+    gain: float = 1.0  # clamp-pair gain A and width delta (for margin measurement)
+    delta: float = 1.0
 
 
 def compact_mlp(builder, hidden: int) -> CompactMLP | None:
@@ -97,4 +101,5 @@ def compact(plan: CircuitPlan) -> CompactCircuit:
     else:
         edims = np.nonzero(np.any(plan.embedding != 0, axis=0))[0]
         E = plan.embedding[:, edims]
-    return CompactCircuit(H, 1e-6, edims, E.astype(np.float32), fnw, out_dims, layers)
+    return CompactCircuit(H, 1e-6, edims, E.astype(np.float32), fnw, out_dims, layers,
+                          plan.layout.ONE, L.K, L.gain, L.delta)

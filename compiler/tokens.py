@@ -12,11 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from qwengpu_mlx.machine import MachineConfig
-from qwengpu_mlx.vocab import CHUNK_BITS, Vocab
+from qwengpu_mlx.vocab import CHUNK_BITS, ENT_ITEMS, MAX_GRID, STACK_LEVELS, Vocab
 
 from .residual import ResidualLayout
 
-KINDS = ["PROG", "MEM", "C0", "C1", "C2", "DIMS", "GO", "EXEC", "VAL", "PVAL", "STOP", "FAULT"]
+KINDS = ["PROG", "MEM", "C0", "C1", "C2", "DIMS", "GRID", "GO", "CTA", "EXEC", "VAL", "PVAL", "ENT", "WST",
+         "STOP", "FAULT"]
 OUT_GAIN = 64.0
 
 
@@ -45,6 +46,11 @@ class TokenDims:
         self.pval_lane = lay.alloc("tok.pval.lane", m.lanes)
         self.pval_bits = lay.alloc("tok.pval.bits", m.preds)
         self.fault_code = lay.alloc("tok.fault.code", 2)
+        self.grid_n = lay.alloc("tok.grid.nctaid", MAX_GRID)  # one-hot of nctaid - 1
+        self.cta_c = lay.alloc("tok.cta.ctaid", MAX_GRID)  # one-hot
+        self.ent_item = lay.alloc("tok.ent.item", ENT_ITEMS)
+        self.ent_wl = lay.alloc("tok.ent.warp_level", m.max_warps * STACK_LEVELS)
+        self.wst_w = lay.alloc("tok.wst.warp", m.max_warps)
         # output code
         self.out_class = {k: lay.alloc(f"out.class.{k}", 1)[0] for k in KINDS}
         self.out_fields: dict[str, dict[str, object]] = {}
@@ -53,6 +59,10 @@ class TokenDims:
             "MEM": [("item", _bits(vocab.input_item + 1)), ("addr", _bits(m.mem_words))],
             "C0": [("value", CHUNK_BITS[0])], "C1": [("value", CHUNK_BITS[1])], "C2": [("value", CHUNK_BITS[2])],
             "DIMS": [("ntid", 5)],
+            "GRID": [("nctaid", _bits(MAX_GRID + 1))],
+            "CTA": [("ctaid", _bits(MAX_GRID))],
+            "ENT": [("item", _bits(ENT_ITEMS)), ("warp", _bits(m.max_warps)), ("level", _bits(STACK_LEVELS))],
+            "WST": [("warp", _bits(m.max_warps))],
             "EXEC": [("block", _bits(m.rom_blocks)), ("warp", _bits(m.max_warps)), ("mask", m.lanes)],
             "VAL": [("slot", _bits(m.slots_per_block)), ("lane", _bits(m.lanes))],
             "PVAL": [("lane", _bits(m.lanes)), ("bits", m.preds)],
@@ -103,6 +113,15 @@ class TokenDims:
                 for i in range(m.preds):
                     if f["bits"] >> i & 1:
                         x[self.pval_bits[i]] = 1.0
+            elif tok.kind == "GRID":
+                x[self.grid_n[f["nctaid"] - 1]] = 1.0
+            elif tok.kind == "CTA":
+                x[self.cta_c[f["ctaid"]]] = 1.0
+            elif tok.kind == "ENT":
+                x[self.ent_item[f["item"]]] = 1.0
+                x[self.ent_wl[f["warp"] * STACK_LEVELS + f["level"]]] = 1.0
+            elif tok.kind == "WST":
+                x[self.wst_w[f["warp"]]] = 1.0
             elif tok.kind == "FAULT":
                 for i in range(2):
                     if f["code"] >> i & 1:

@@ -49,11 +49,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run a kernel launch")
     common(r)
-    r.add_argument("--backend", choices=["reference"], default="reference")
+    r.add_argument("--backend", choices=["reference", "model"], default="reference",
+                   help="reference: the exact interpreter; model: the GPU compiled into the model's weights "
+                        "(one warp, uniform branches for now)")
+    r.add_argument("--check", action="store_true",
+                   help="model backend: replay every step against the reference interpreter")
     r.add_argument("--json", action="store_true", help="print exactly one JSON object")
     r.add_argument("--step-budget", type=int, default=None,
                    help=f"stop after this many EXEC steps (default {DEFAULT_MACHINE.step_budget})")
-    r.add_argument("--trace", action="store_true", help="print every step as it runs")
+    r.add_argument("--trace", action="store_true",
+                   help="print every step (reference) or every launch token (model) as it is produced")
 
     sub.add_parser("machine", help="print the machine's limits")
     return p
@@ -86,21 +91,62 @@ def cmd_compile(ns) -> int:
 
 def cmd_run(ns) -> int:
     from .host.launch import bind, compile_kernel, read_outputs
-    from .host.reference import format_step, run_program
 
     ck = compile_kernel(ns.source, ns.kernel, frontend=ns.frontend)
     prog = bind(ck, _collect_args(ns.arg), block=ns.block, grid=ns.grid)
-    on_step = (lambda rec: print(format_step(rec), file=sys.stderr if ns.json else sys.stdout)) if ns.trace else None
+    stream = sys.stderr if ns.json else sys.stdout
+    if ns.backend == "model":
+        return _run_model(ns, prog, stream)
+    from .host.reference import format_step, run_program
+
+    on_step = (lambda rec: print(format_step(rec), file=stream)) if ns.trace else None
     res = run_program(prog, DEFAULT_MACHINE, step_budget=ns.step_budget, trace=False, on_step=on_step)
     outputs = read_outputs(prog, res.memory)
     if ns.json:
         print(json.dumps({"kernel": prog.kernel, "backend": ns.backend, "outputs": outputs, "steps": res.steps}))
         return 0
-    print(f"kernel {prog.kernel} on the {ns.backend} backend: {res.steps} steps "
-          f"(block {prog.block_dim}, grid {prog.grid_dim}, {len(prog.blocks)} ROM blocks, {prog.regs_used} registers)")
+    _summary(prog, ns.backend, res.steps, outputs)
+    return 0
+
+
+def _summary(prog, backend, steps, outputs, extra=""):
+    print(f"kernel {prog.kernel} on the {backend} backend: {steps} steps "
+          f"(block {prog.block_dim}, grid {prog.grid_dim}, {len(prog.blocks)} ROM blocks, {prog.regs_used} registers)"
+          + extra)
     for name, vals in outputs.items():
         print(f"  {name} = {vals}")
-    return 0
+
+
+def _run_model(ns, prog, stream) -> int:
+    from .host.launch import read_outputs
+    from .host.model_backend import check_against_reference, circuit_for, run_model
+
+    def on_token(tok_id, tok):
+        print(f"{tok_id:6d}  {tok}", file=stream, flush=True)
+
+    mc, runner = circuit_for(DEFAULT_MACHINE)
+    runner.track_margins = bool(ns.check)
+    launch = run_model(prog, DEFAULT_MACHINE, step_budget=ns.step_budget, on_token=on_token if ns.trace else None)
+    outputs = read_outputs(prog, launch.memory)
+    info = {"tokens": len(launch.tokens), "launch_tokens": launch.tokens,
+            "tokens_per_s": round(len(launch.tokens) / launch.seconds, 2)}
+    problems = []
+    if ns.check:
+        problems = check_against_reference(prog, launch, DEFAULT_MACHINE)
+        info["exact"] = not problems
+        info["min_margin"] = round(min(runner.min_margin, launch.margin_bits), 6)
+    if ns.json:
+        print(json.dumps({"kernel": prog.kernel, "backend": "model", "outputs": outputs, "steps": launch.steps,
+                          **info}))
+    else:
+        extra = f"; {info['tokens']} tokens generated, {info['tokens_per_s']} tokens/s"
+        _summary(prog, "model", launch.steps, outputs, extra)
+        if ns.check:
+            print("  check: " + ("exact" if not problems else "MISMATCH") +
+                  f" (smallest gate margin {info['min_margin']} bits of 0.5)")
+    for p in problems:
+        print(f"check: {p}", file=sys.stderr)
+    return 0 if not problems else 1
 
 
 def cmd_machine(ns) -> int:

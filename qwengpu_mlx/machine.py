@@ -28,7 +28,7 @@ class MachineConfig:
     regs: int = 16  # register rows per lane; row 0 reads 0
     preds: int = 8  # predicate registers per lane
     rom_blocks: int = 32  # program ROM size, in machine blocks
-    slots_per_block: int = 4  # instructions per machine block (pipeline stages)
+    slots_per_block: int = 3  # instructions per machine block (pipeline stages)
     mem_words: int = 126  # 32-bit words for global arrays and __shared__ variables
     word_bits: int = 32
     step_budget: int = 4096  # EXEC steps per launch before the launch is stopped

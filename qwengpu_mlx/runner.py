@@ -65,11 +65,14 @@ class CircuitRunner:
         col = {int(d): i for i, d in enumerate(cc.embedding_dims)}
         self.emb_out = mx.array(cc.embedding[:, [col[int(d)] for d in cc.out_dims]].T.copy())  # [|out|, V]
         self.layers = [_Layer(cl) for cl in cc.layers]
+        self.one, self.K, self.gain, self.delta = cc.one, cc.K, cc.gain, cc.delta
+        self.track_margins = False
         self.reset()
 
     def reset(self) -> None:
         self.conv_state = [None] * len(self.layers)
         self.state = [None] * len(self.layers)
+        self.min_margin = float("inf")  # smallest gate margin seen, in bits (0.5 is ideal)
 
     # -- one layer
 
@@ -107,7 +110,13 @@ class CircuitRunner:
         ml = lay.mlp
         hn = mx.fast.rms_norm(h, lay.norm_post, self.eps)
         hi = mx.take(hn, ml["inputs"], axis=1)
-        y = nn.silu(hi @ ml["gate_t"]) * (hi @ ml["up_t"])
+        g = hi @ ml["gate_t"]
+        if self.track_margins:
+            # first unit of each clamp pair: g1 = A r (s - theta + 1/2) + D r / 2
+            r = hn[:, self.one:self.one + 1] / self.K
+            m = mx.abs((g[:, 0::2] - self.delta * r / 2) / (self.gain * r))
+            self._margins.append(mx.min(m))
+        y = nn.silu(g) * (hi @ ml["up_t"])
         return h.at[:, ml["outputs"]].add(y @ ml["down_t"])
 
     def forward(self, embeddings: mx.array, *, keep: bool = False):
@@ -135,9 +144,12 @@ class CircuitRunner:
     def step(self, tokens: list[int]) -> mx.array:
         """Feed tokens (prefill or one step); logits of the last one."""
         x = self.embed(tokens)
+        self._margins = []
         x = self.forward(x)
         lg = self.logits(x[-1:])
-        mx.eval(lg, *[s for s in self.state if s is not None])
+        mx.eval(lg, *[s for s in self.state if s is not None], *self._margins)
+        if self._margins:
+            self.min_margin = min(self.min_margin, min(float(v) for v in self._margins))
         return lg[0]
 
     def recurrent_state(self, layer: int, head: int) -> np.ndarray:

@@ -12,11 +12,16 @@ PROG       block, piece                     header: ROM row ``block``, piece ``p
 MEM        item, addr                       header: memory word ``addr``; item 0..15 is
                                             the (slot, lane) that wrote it, INPUT an input
 C0 C1 C2   value                            payload chunks: bits 0-10, 11-21, 22-31
-DIMS       ntid                             launch geometry (blockDim.x)
+DIMS       ntid                             launch geometry: blockDim.x
+GRID       nctaid                           launch geometry: gridDim.x
 GO         -                                end of the prompt
+CTA        ctaid                            start thread block ``ctaid``
 EXEC       block, warp, mask                run ``block`` for ``warp`` on lanes ``mask``
 VAL        slot, lane                       header: register result of (slot, lane)
 PVAL       lane, bits                       predicate file of ``lane`` after the step
+ENT        item, warp, level                header: SIMT stack entry (pc, rpc, mask)
+WST        warp                             header: warp status (state, depth, exited
+                                            lanes, resume block and mask)
 STOP       -                                end of the launch
 FAULT      code                             the launch stopped: see FAULT_CODES
 =========  ===============================  ============================================
@@ -32,10 +37,13 @@ from .machine import DEFAULT_MACHINE, MachineConfig
 CHUNK_BITS = (11, 11, 10)
 CHUNK_SHIFT = (0, 11, 22)
 FAULT_CODES = {
-    0: "divergent branch (not yet supported by the model backend)",
+    0: "SIMT stack overflow (branches nested too deep for the model's stack)",
     1: "memory access out of range",
-    2: "unsupported launch",
+    2: "barrier deadlock (a warp waits at __syncthreads while some of its lanes cannot reach it)",
 }
+MAX_GRID = 64  # gridDim.x the model backend runs (CTA tokens)
+STACK_LEVELS = 8  # SIMT stack entries per warp in the model
+ENT_ITEMS = 3  # stack entries one step can write
 
 
 @dataclass(frozen=True)
@@ -76,7 +84,11 @@ class Vocab:
                 add(f"C{j}", value=v)
         for n in range(1, m.max_block_dim + 1):
             add("DIMS", ntid=n)
+        for n in range(1, MAX_GRID + 1):
+            add("GRID", nctaid=n)
         add("GO")
+        for c in range(MAX_GRID):
+            add("CTA", ctaid=c)
         for b in range(m.rom_blocks):
             for w in range(m.max_warps):
                 for mask in range(1, 1 << m.lanes):
@@ -87,6 +99,12 @@ class Vocab:
         for lane in range(m.lanes):
             for bits in range(1 << m.preds):
                 add("PVAL", lane=lane, bits=bits)
+        for item in range(ENT_ITEMS):
+            for w in range(m.max_warps):
+                for level in range(STACK_LEVELS):
+                    add("ENT", item=item, warp=w, level=level)
+        for w in range(m.max_warps):
+            add("WST", warp=w)
         add("STOP")
         for code in FAULT_CODES:
             add("FAULT", code=code)

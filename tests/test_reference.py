@@ -10,9 +10,18 @@ import pytest
 
 from qwengpu_mlx import isa
 from qwengpu_mlx.errors import BarrierDeadlock, MemoryFault, ResourceError, StepBudgetExceeded
-from qwengpu_mlx.host.reference import RunResult, StepRecord, format_step, run_program
+from qwengpu_mlx.host.reference import RunResult, StepRecord, format_step
+from qwengpu_mlx.host.reference import run_program as _run_program
 from qwengpu_mlx.isa import Op, TermKind
-from qwengpu_mlx.machine import DEFAULT_MACHINE, MachineConfig
+from qwengpu_mlx.machine import MachineConfig
+
+# These hand-built programs use blocks of up to 4 instructions: the interpreter's
+# semantics do not depend on the block size, so they run on a 4-slot machine.
+DEFAULT_MACHINE = MachineConfig(slots_per_block=4)
+
+
+def run_program(program, machine=None, **kw):
+    return _run_program(program, machine or DEFAULT_MACHINE, **kw)
 
 MASK32 = 0xFFFFFFFF
 INT_MIN = 0x80000000
