@@ -9,7 +9,7 @@ Every 32-bit result here is ``(sum over n of Y_n 16^n) mod 2^32`` for eight *nib
 ``Y_n``, each a small non-negative integer that is linear in bits written by the first layer:
 
 * mul/mad: ``Y_n = sum_{t<4} 2^t C_{4n+t} (+ nibble n of c)``, where ``C_m`` is the column
-  sum of the partial products ``a_i b_j`` with ``i + j = m`` (``Y_n <= 60 n + 79``);
+  sum of the partial products ``a_i b_j`` with ``i + j = m`` (``Y_n <= 60 n + 64``);
 * multi-add: ``Y_n = sum over terms of the term's nibble n`` (``Y_n <= 15 x terms``).
 
 Layers (``L1`` at ``layer0``; all thresholds are integers, so every margin is 1/2 bit):
@@ -22,15 +22,16 @@ L1  products / masks.  One gate per partial product, ``[a_i + b_j + op_mul + op_
     at bit size, and sums stay exact dyadics).
 L2  nibble split.  Thermometer ``[Y_n >= 16 q]`` (q = 1 .. max Y_n / 16): each firing gate
     adds ``-16`` to ``nib[n]`` and ``+1`` to ``nib[n+1]`` (in place), leaving
-    ``nib[n] = Z_n = (Y_n mod 16) + floor(Y_{n-1} / 16)`` (<= 45 for mul), and still
+    ``nib[n] = Z_n = (Y_n mod 16) + floor(Y_{n-1} / 16)`` (<= 41 for mul), and still
     ``sum Z_n 16^n == sum Y_n 16^n`` (mod 2^32).
 L3  digits.  Full thermometer ``[Z_n >= j]`` (j = 1 .. max Z_n) over the single in-place dim;
     binary digit ``d_{n,s}`` of ``Z_n`` is ``sum_q (-1)^(q+1) [Z_n >= q 2^s]``, so each gate
     writes +-1 into the digits ``s`` with ``2^s | j``.  The digits sit at result positions
     ``4n + s``; the value of byte ``k`` before carries,
-    ``W_k = Z_2k + 16 (Z_2k+1 mod 16) + floor(Z_2k-1 / 16)``, is < 512 (<= 287 for mul),
+    ``W_k = Z_2k + 16 (Z_2k+1 mod 16) + floor(Z_2k-1 / 16)``, is < 512 (<= 279 for mul),
     so byte carries are single bits.  Digits that alone form a result bit (byte 0) are
-    written straight to ``out``.
+    written straight to ``out`` (so ``out`` bits 0-7 land at ``layer0+2``, the rest at
+    ``layer0+4``; read ``out`` from ``layer0+5`` on).
 L4  generate / propagate per byte, ``G_k = [W_k >= 256]``, ``P_k = [W_k >= 255]``, written as
     the look-ahead sums ``E_k = sum_{j<k} (G_j + P_j) 2^j`` (the carry into byte k is
     ``[E_k >= 2^k]``).
@@ -41,14 +42,16 @@ L5  result bits.  Bit t of byte k is bit t of ``x_t + c_k`` with ``x_t`` the byt
 Why nibbles: a gate's T=1 output carries float32 rounding of ``A * (its input sum)`` (A,
 the gate gain, is not a dyadic number), about ``S * 2^-23`` relative for input sums up to
 ``S`` bits, and a later gate multiplies it by the weight it reads it with.  Splitting
-limbs into nibbles keeps every (input sum x downstream weight) small: L2 sums <= 500 read
+limbs into nibbles keeps every (input sum x downstream weight) small: L2 sums <= 484 read
 back with weight 16; L3-L5 read only digits and single small dims.  Byte-wide splits save
-one layer but multiply outputs of sums of up to 8168 by 256 and lose exactness.
-Largest input sum of any gate: 500 (L2, mul); L5 sums <= 8 x 306.
+one layer (G/P straight from the byte remainders) but multiply the outputs of sums of up to
+8168 by 256, which float32 does not survive.  Largest input sum of any gate (bit units):
+L1 3, L2 484, L3 41, L4 262, L5 2104 (the carry fold ``8 x_t``), all < 2^12.
 
-Costs per instance (see ``tests/test_alu_mul.py``, which prints them): mul/mad 986 gates
-(L1 560, L2 134, L3 218, L4 5, L5 69) and 55 scratch dims; 5-term multi-add with masks and
-enable 420 gates and 45 scratch dims.
+Costs per instance (``tests/test_alu_mul.py`` prints them): mul/mad 974 gates = 1948 MLP
+units (L1 560, L2 134, L3 224, L4 3, L5 53) and 42 scratch dims (8 nibbles, 32 digits,
+2 carry sums); 5-term multi-add with masks and enable 393 gates (160, 32, 148, 3, 50) and
+40 scratch dims.
 
 Assumes every input (operands, op/mask/enable bits) is present at ``layer0``'s MLP input
 and holds 0/1 within ~1e-4 (L1 re-levels all of them).

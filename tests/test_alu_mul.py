@@ -29,6 +29,10 @@ M32 = 0xFFFFFFFF
 EDGES = [0, 1, 2, 3, 0xFF, 0x100, 0xFFFF, 0x10000, 0x7FFFFFFF, 0x80000000, 0x80000001,
          0xFFFFFFFE, M32, 0xAAAAAAAA, 0x55555555, 0x00FF00FF, 0xFF00FF00, 0xDEADBEEF]
 NTERMS = 5
+# Qwen3.5-2B width (the RMSNorm scale is then not exactly 1); the mixers are inert and kept
+# small, since the per-token recurrence dominates the run time.
+SHAPE = Shape(hidden=2048, intermediate=2048, linear_heads=1, key_dim=16, value_dim=16,
+              attn_heads=1, kv_heads=1, head_dim=16)
 
 
 def _ops(kind):
@@ -80,15 +84,15 @@ def _vectors(rng):
     pairs = []
     for kind in ("mul", "mad"):
         for x in EDGES:
-            for y in EDGES[::2] if kind == "mad" else EDGES:
+            for y in EDGES[::2]:
                 pairs.append((x, y, EDGES[(x + y) % len(EDGES)], kind))
         pairs += [(M32, M32, M32, kind), (0xFFFF, 0xFFFF, 0x1FFFE, kind), (0x10000, 0x10000, M32, kind)]
         for gen in (rnd32, dense, small):
-            for _ in range(60):
+            for _ in range(40):
                 pairs.append((gen(), gen(), gen(), kind))
-        for _ in range(30):
+        for _ in range(15):
             pairs.append((small(), rnd32(), rnd32(), kind))
-    for _ in range(300):
+    for _ in range(60):
         pairs.append((rnd32(), rnd32(), rnd32(), "none"))
     for i, (a, b, c, kind) in enumerate(pairs):
         style = i % 4
@@ -129,7 +133,7 @@ def _encode(plan, io, v):
 @pytest.fixture(scope="module")
 def bench():
     t0 = time.time()
-    plan, io, stats = _build(Shape(hidden=2048, intermediate=2048))
+    plan, io, stats = _build(SHAPE)
     vecs = _vectors(np.random.default_rng(7))
     res = harness.run(plan, [_encode(plan, io, v) for v in vecs])
     final = res["resid"][-1]
@@ -167,8 +171,8 @@ def test_no_op_writes_zero(bench):
     for v, ((val, err), _) in zip(bench["vecs"], bench["got"]):
         if v[3] == "none":
             n += 1
-            assert val == 0 and err < 1e-6
-    assert n >= 300
+            assert val == 0 and err == 0.0  # exactly 0: every gate is off (silu(g) = -0.0)
+    assert n >= 50
 
 
 def test_multi_add_exact(bench):
@@ -180,7 +184,7 @@ def test_multi_add_exact(bench):
             n_on += 1
         else:
             n_off += 1
-            assert err < 1e-6
+            assert err == 0.0
     assert n_on >= 300 and n_off >= 50
 
 
@@ -217,7 +221,7 @@ def _simulate(plan, rows):
 
 
 def test_logic_many_vectors():
-    plan, io, _ = _build(Shape(hidden=2048, intermediate=2048))
+    plan, io, _ = _build(SHAPE)
     rng = np.random.default_rng(11)
     vecs = []
     kinds = ["mul", "mad", "none"]
@@ -250,3 +254,35 @@ def test_instances_are_independent():
     names = [g.name for l in range(5) for g in plan.mlp(l).gates]
     assert len(names) == len(set(names))
     assert len(names) % 16 == 0
+
+
+@pytest.mark.parametrize("nterms", [1, 2, 3, 4, 5])
+def test_multi_add_term_counts(nterms):
+    """1-5 terms, mixed masked / unmasked, with and without enable (ideal gates)."""
+    rng = np.random.default_rng(nterms)
+    for use_enable in (False, True):
+        lay = ResidualLayout(1024)
+        words = [lay.alloc(f"w{j}", 32) for j in range(nterms)]
+        masks = lay.alloc("m", nterms)
+        en = lay.alloc("en", 1)[0]
+        out = lay.alloc("out", 32)
+        plan = CircuitPlan(Shape(hidden=1024, intermediate=4096), lay)
+        for _ in range(5):
+            plan.new_layer()
+        masked = [j % 2 == 1 for j in range(nterms)]
+        assert build_multi_add(plan, 0, name="s", out=out, enable=en if use_enable else None,
+                               terms=[(words[j], masks[j] if masked[j] else None)
+                                      for j in range(nterms)]) == 5
+        rows, want = [], []
+        for i in range(400):
+            vals = [int(rng.integers(0, 1 << 32)) if i % 3 else M32 for _ in range(nterms)]
+            ms = [int(rng.random() < 0.5) if masked[j] else 1 for j in range(nterms)]
+            e = int(rng.random() < 0.8) if use_enable else 1
+            enc = {words[j]: vals[j] for j in range(nterms)}
+            enc.update({masks[j]: ms[j] for j in range(nterms)})
+            enc[en] = e
+            rows.append(harness.encode(plan, enc))
+            want.append(sum(v for v, m in zip(vals, ms) if m) & M32 if e else 0)
+        x = _simulate(plan, rows)
+        for i in range(len(rows)):
+            assert harness.read_word(x[i], out) == (want[i], 0.0)
