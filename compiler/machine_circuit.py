@@ -36,7 +36,9 @@ from .assemble import CircuitPlan, Shape
 from .deltanet import CURRENT
 from .levels import DEFAULT_LEVELS, Levels
 from .residual import ResidualLayout, Subspace
+from .control import EN_BITS, ST_BITS, ST_DEPTH, ST_MASK, ST_READY, Control
 from .tokens import KINDS, OUT_GAIN, TokenDims
+from qwengpu_mlx.vocab import ENT_ITEMS, MAX_GRID, STACK_LEVELS
 
 MAX_LAYERS = 45
 OPNDS = ("a", "b", "c", "d")
@@ -111,14 +113,17 @@ class MachineCircuit:
 
     def build(self) -> CircuitPlan:
         m = self.m
+        self.ctl = Control(self)
         self.context(0)
         self.fetch(1)
+        self.ctl.heads(1)
+        self.ctl.early(2)
         L = 2
         slots = []
         for s in range(m.slots_per_block):
             io, L = self.slot(s, L, slots)
             slots.append(io)
-        L = self.control(L, slots)
+        L = self.ctl.late(L, slots)
         L = self.latch(L, slots)
         L = self.emit(L)
         if len(self.plan.layers) > MAX_LAYERS:
@@ -150,6 +155,17 @@ class MachineCircuit:
             self.one_row_reader(h)
 
         single("ctx.exec.block", [t.kind["EXEC"]], list(t.exec_b.dims), self.ctx_b)
+        self.ctx_cta = self.alloc("ctx.ctaid", MAX_GRID)
+        self.ctx_grid = self.alloc("ctx.nctaid", MAX_GRID)
+        half = MAX_GRID // 2
+        for k in range(2):
+            single(f"ctx.cta{k}", [t.kind["CTA"]], list(t.cta_c.dims)[k * half:(k + 1) * half],
+                   list(self.ctx_cta.dims)[k * half:(k + 1) * half])
+            single(f"ctx.grid{k}", [t.kind["GRID"]], list(t.grid_n.dims)[k * half:(k + 1) * half],
+                   list(self.ctx_grid.dims)[k * half:(k + 1) * half])
+        self.ctx_phase = self.alloc("ctx.phase_cta", 1)  # the last of EXEC/CTA was a CTA
+        single("ctx.phase", [t.kind["EXEC"], t.kind["CTA"]], [t.kind["CTA"]], list(self.ctx_phase.dims))
+        self.ctx_phase = self.ctx_phase[0]
         single("ctx.exec.wm", [t.kind["EXEC"]], list(t.exec_w.dims) + list(t.exec_m.dims),
                list(self.ctx_w.dims) + list(self.ctx_m.dims))
         single("ctx.dims", [t.kind["DIMS"]], list(t.dims_ntid.dims) + list(t.dims_mask0.dims),
@@ -158,9 +174,13 @@ class MachineCircuit:
         # fetch MLP combines them; MEM header: item one-hot
         self.ctx_hdr_vs = self.alloc("ctx.hdr.val.slot", S)
         self.ctx_hdr_vl = self.alloc("ctx.hdr.val.lane", N)
-        single("ctx.hdr", [t.kind["VAL"], t.kind["MEM"]],
-               list(t.val_slot.dims) + list(t.val_lane.dims) + list(t.mem_item.dims),
-               list(self.ctx_hdr_vs.dims) + list(self.ctx_hdr_vl.dims) + list(self.ctx_hdr_mem.dims))
+        self.ctx_hdr_ent = self.alloc("ctx.hdr.ent", ENT_ITEMS)
+        self.ctx_hdr_wst = self.alloc("ctx.hdr.wst", m.max_warps)
+        single("ctx.hdr", [t.kind["VAL"], t.kind["MEM"], t.kind["ENT"], t.kind["WST"]],
+               list(t.val_slot.dims) + list(t.val_lane.dims) + list(t.mem_item.dims) + list(t.ent_item.dims)
+               + list(t.wst_w.dims),
+               list(self.ctx_hdr_vs.dims) + list(self.ctx_hdr_vl.dims) + list(self.ctx_hdr_mem.dims)
+               + list(self.ctx_hdr_ent.dims) + list(self.ctx_hdr_wst.dims))
 
     def fetch(self, L: int) -> None:
         """ROM read (query: ctx.block), field decoders, register/predicate write keys."""
@@ -352,10 +372,10 @@ class MachineCircuit:
             return [(self.ctx_w[w], 1) for w in range(m.max_warps) if w >> (bit - lb) & 1]
         if name == "ntid.x":
             return [(self.ctx_ntid[bit], 1)] if bit < 5 else []
-        if name == "nctaid.x":
-            return [(self.ONE, 1.0 / self.K)] if bit == 0 else []  # one thread block (M1)
+        if name == "nctaid.x":  # grid one-hot holds nctaid - 1
+            return [(self.ctx_grid[j], 1) for j in range(MAX_GRID) if (j + 1) >> bit & 1]
         if name == "ctaid.x":
-            return []
+            return [(self.ctx_cta[j], 1) for j in range(MAX_GRID) if j >> bit & 1]
         raise KeyError(name)
 
     def slot(self, s: int, Lm: int, prev: list) -> tuple[SlotIO, int]:
@@ -425,7 +445,9 @@ class MachineCircuit:
         # lanes that do not exist in this warp are never shuffle sources
         member = self.alloc(f"shfl.member.s{s}", N)
         for j in range(N):
-            self.gate(Lm, f"shfl.member.s{s}.{j}", [(f["member"][j], 1), (self.ctx_mask0[j], 1)], 2, [(member[j], 1)])
+            for w in range(m.max_warps):
+                self.gate(Lm, f"shfl.member.s{s}.{j}.w{w}", [(f["member"][j], 1), (self.ctx_w[w], 1),
+                                                              (self.ctl.exist[w][j], 1)], 3, [(member[j], 1)])
         ends.append(build_shfl(
             self.plan, A, name=f"shfl.s{s}", vals=[opnd[("a", lane)] for lane in range(N)],
             b=[opnd[("b", lane)] for lane in range(N)], mode={mo: op["mode"][i] for i, mo in enumerate(MODES)},
@@ -529,65 +551,9 @@ class MachineCircuit:
             return Subspace(f"field@{dims[0]}", dims[0], len(dims))
         raise ValueError("field crosses a ROM piece boundary")
 
-    def control(self, L: int, slots: list) -> int:
-        """Branch outcome (uniform only) and the next EXEC token's fields, or STOP/FAULT."""
-        m = self.m
-        N = m.lanes
-        # final predicate file per lane and the branch predicate per lane
-        self.pfin = [self.alloc(f"pfin.lane{lane}", m.preds) for lane in range(N)]
-        bp = [self.alloc(f"bp.lane{lane}", 1)[0] for lane in range(N)]
-        neg = self.tf["pred_neg"][0]
-        for lane in range(N):
-            sources = [(PSRC_FILE + i, self.pfile[lane][i]) for i in range(m.preds)]
-            sources += [(PSRC_FWD + k, io.pres[lane]) for k, io in enumerate(slots)]
-            for p in range(m.preds):
-                for code, dim in sources:
-                    self.gate(L, f"pfin.l{lane}p{p}c{code}", [(self.t_pfinal[p][code], 1), (dim, 1)], 2,
-                              [(self.pfin[lane][p], 1)])
-            for code, dim in sources:
-                self.gate(L, f"bp.l{lane}c{code}p", [(self.t_pred[code], 1), (dim, 1), (neg, -1)], 2, [(bp[lane], 1)])
-                self.gate(L, f"bp.l{lane}c{code}n", [(self.t_pred[code], 1), (dim, -1), (neg, 1)], 2, [(bp[lane], 1)])
-        # taken / not-taken counts over active lanes, then as bits
-        L1 = L + 1
-        taken_n = self.alloc("ctl.taken_n", 1)[0]
-        fall_n = self.alloc("ctl.fall_n", 1)[0]
-        for lane in range(N):
-            self.gate(L1, f"ctl.taken.l{lane}", [(self.ctx_m[lane], 1), (bp[lane], 1)], 2, [(taken_n, 1)])
-            self.gate(L1, f"ctl.fall.l{lane}", [(self.ctx_m[lane], 1), (bp[lane], -1)], 1, [(fall_n, 1)])
-        L2 = L1 + 1
-        tb = self.alloc("ctl.taken_any", 1)[0]
-        fb = self.alloc("ctl.fall_any", 1)[0]
-        self.gate(L2, "ctl.tb", [(taken_n, 1)], 1, [(tb, 1)])
-        self.gate(L2, "ctl.fb", [(fall_n, 1)], 1, [(fb, 1)])
-        L2 = L2 + 1
-        br, jmp, bar, ext = (self.t_kind[TermKind.BRANCH], self.t_kind[TermKind.JUMP],
-                             self.t_kind[TermKind.BARRIER], self.t_kind[TermKind.EXIT])
-        go_target = self.alloc("ctl.go_target", 1)[0]
-        go_fall = self.alloc("ctl.go_fall", 1)[0]
-        diverge = self.alloc("ctl.diverge", 1)[0]
-        self.gate(L2, "ctl.jump", [(jmp, 1), (bar, 1)], 1, [(go_target, 1)])
-        self.gate(L2, "ctl.br.taken", [(br, 1), (tb, 1), (fb, -1)], 2, [(go_target, 1)])
-        self.gate(L2, "ctl.br.fall", [(br, 1), (fb, 1), (tb, -1)], 2, [(go_fall, 1)])
-        self.gate(L2, "ctl.br.div", [(br, 1), (fb, 1), (tb, 1)], 3, [(diverge, 1)])
-        # next block one-hot and the kind of the next token
-        L3 = L2 + 1
-        self.nxt_block = self.alloc("ctl.next.block", 5)
-        self.nxt_kind = {k: self.alloc(f"ctl.next.{k}", 1)[0] for k in ("EXEC", "STOP", "FAULT0", "FAULT1")}
-        faults = [io.fault for io in slots]
-        for i in range(5):
-            self.gate(L3, f"ctl.nb.t{i}", [(go_target, 1), (self.tf["target"][i], 1)], 2, [(self.nxt_block[i], 1)])
-            self.gate(L3, f"ctl.nb.f{i}", [(go_fall, 1), (self.tf["fallthrough"][i], 1)], 2, [(self.nxt_block[i], 1)])
-        anyfault = [(fd, 1) for fd in faults]
-        self.gate(L3, "ctl.k.exec", [(go_target, 1), (go_fall, 1)] + [(fd, -1) for fd in faults], 1,
-                  [(self.nxt_kind["EXEC"], 1)])
-        self.gate(L3, "ctl.k.stop", [(ext, 1)] + [(fd, -1) for fd in faults], 1, [(self.nxt_kind["STOP"], 1)])
-        self.gate(L3, "ctl.k.fault0", [(diverge, 1)] + [(fd, -1) for fd in faults], 1, [(self.nxt_kind["FAULT0"], 1)])
-        self.gate(L3, "ctl.k.fault1", anyfault, 1, [(self.nxt_kind["FAULT1"], 1)])
-        return L3 + 1
-
     def latch(self, L: int, slots: list) -> int:
         """Single-row heads written at EXEC passes, read at every pass."""
-        m, t = self.m, self.t
+        m, t, ctl = self.m, self.t, self.ctl
         N, S = m.lanes, m.slots_per_block
         L = self.linear_at_or_after(L)
         self.l_res, self.l_mem_value, self.l_mem_meta = {}, {}, {}
@@ -616,61 +582,90 @@ class MachineCircuit:
                 self.l_mem_meta[(s, lane)] = latch(f"latch.memm.s{s}l{lane}",
                                                    list(io.mem_word[lane].dims) + [io.mem_present[lane]])
         self.l_pfin = latch("latch.pfin", [d for lane in range(N) for d in self.pfin[lane].dims])
-        self.l_next = latch("latch.next", list(self.nxt_block.dims) + [self.nxt_kind[k] for k in
-                                                                        ("EXEC", "STOP", "FAULT0", "FAULT1")])
+        self.l_next = latch("latch.next", list(ctl.nb.dims) + list(ctl.nw.dims) + list(ctl.nm.dims)
+                            + [ctl.nk[k] for k in ("EXEC", "CTA", "STOP", "FAULT0", "FAULT1", "FAULT2")])
+        self.l_next_cta = latch("latch.next_cta", list(ctl.next_cta.dims))
+        self.l_wst = [latch(f"latch.wst.w{w}", list(ctl.wst[w].dims) + [ctl.wst_present[w]])
+                      for w in range(m.max_warps)]
+        self.l_ent = [latch(f"latch.ent{k}", list(ctl.ent[k].dims) + list(ctl.ent_level[k].dims)
+                            + [ctl.ent_present[k]]) for k in range(ENT_ITEMS)]
         return L + 1
 
     def emit(self, L: int) -> int:
-        """Choose the next token from the current one and the latches."""
-        m, t = self.m, self.t
-        N, S = m.lanes, m.slots_per_block
+        """Choose the next token from the current one and the latches (see module doc)."""
+        m, t, ctl = self.m, self.t, self.ctl
+        N, S, W = m.lanes, m.slots_per_block, m.max_warps
         G = OUT_GAIN
         emit_bits = [self.f[s]["emit"][0] for s in range(S)]
         pemit = self.tf["pemit"][0]
-        # items in order: VAL (s, l), PVAL l, MEM (s, l)
+        ph = self.ctx_phase
+        # items of an EXEC step, then of a thread block's start (CTA)
         items = [("VAL", s, lane) for s in range(S) for lane in range(N)]
         items += [("PVAL", None, lane) for lane in range(N)]
         items += [("MEM", s, lane) for s in range(S) for lane in range(N)]
+        items += [("ENT", k, None) for k in range(ENT_ITEMS)]
+        items += [("WST", w, None) for w in range(W)]
+        n_exec = len(items)
+        items += [("WSTI", w, None) for w in range(W)]
         n = len(items)
-        # E1: present bits, current position (index of the finished item), chunk continuation
         E1 = L
         present = self.alloc("emit.present", n)
-        cur = self.alloc("emit.cur", n)  # the item whose record just finished (C2 or PVAL)
-        start = self.alloc("emit.start", 1)[0]  # just after an EXEC token
-        for j, (kind, s, lane) in enumerate(items):
+        cur = self.alloc("emit.cur", n)
+        c2 = t.kind["C2"]
+        for j, (kind, a, b) in enumerate(items):
+            nph = [(ph, -1)]
             if kind == "VAL":
-                self.gate(E1, f"em.pr{j}", [(emit_bits[s], 1), (self.ctx_m[lane], 1)], 2, [(present[j], 1)])
-                self.gate(E1, f"em.cur{j}", [(t.kind["C2"], 1), (self.ctx_hdr_val[s * N + lane], 1),
-                                             (self.ctx_hdr_mem[self.vocab.input_item], 0)], 2, [(cur[j], 1)])
+                s, lane = a, b
+                self.gate(E1, f"em.pr{j}", [(emit_bits[s], 1), (self.ctx_m[lane], 1)] + nph, 2, [(present[j], 1)])
+                self.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx_hdr_val[s * N + lane], 1)], 2, [(cur[j], 1)])
             elif kind == "PVAL":
-                self.gate(E1, f"em.pr{j}", [(pemit, 1), (self.ctx_m[lane], 1)], 2, [(present[j], 1)])
+                lane = b
+                self.gate(E1, f"em.pr{j}", [(pemit, 1), (self.ctx_m[lane], 1)] + nph, 2, [(present[j], 1)])
                 self.gate(E1, f"em.cur{j}", [(t.kind["PVAL"], 1), (t.pval_lane[lane], 1)], 2, [(cur[j], 1)])
-            else:
+            elif kind == "MEM":
+                s, lane = a, b
                 meta = self.l_mem_meta[(s, lane)]
-                self.gate(E1, f"em.pr{j}", [(meta[7], 1)], 1, [(present[j], 1)])
-                self.gate(E1, f"em.cur{j}", [(t.kind["C2"], 1), (self.ctx_hdr_mem[s * N + lane], 1),
-                                             (t.kind["MEM"], 0)], 2, [(cur[j], 1)])
-        self.gate(E1, "em.start", [(t.kind["EXEC"], 1)], 1, [(start, 1)])
-        # E2: after_j = the position is before item j ; g_j = present_j and after_j
+                self.gate(E1, f"em.pr{j}", [(meta[7], 1)] + nph, 1, [(present[j], 1)])
+                self.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx_hdr_mem[s * N + lane], 1)], 2, [(cur[j], 1)])
+            elif kind == "ENT":
+                self.gate(E1, f"em.pr{j}", [(self.l_ent[a][EN_BITS + 3], 1)] + nph, 1, [(present[j], 1)])
+                self.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx_hdr_ent[a], 1)], 2, [(cur[j], 1)])
+            elif kind == "WST":
+                self.gate(E1, f"em.pr{j}", [(self.l_wst[a][ST_BITS], 1)] + nph, 1, [(present[j], 1)])
+                self.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx_hdr_wst[a], 1), (ph, -1)], 2, [(cur[j], 1)])
+            else:  # WSTI: a thread block starts: every existing warp's initial status
+                self.gate(E1, f"em.pr{j}", [(ctl.exist[a][0], 1), (ph, 1)], 2, [(present[j], 1)])
+                self.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx_hdr_wst[a], 1), (ph, 1)], 3, [(cur[j], 1)])
+        start_x = self.alloc("emit.start_exec", 1)[0]
+        start_c = self.alloc("emit.start_cta", 1)[0]
+        self.gate(E1, "em.start_x", [(t.kind["EXEC"], 1)], 1, [(start_x, 1)])
+        self.gate(E1, "em.start_c", [(t.kind["CTA"], 1)], 1, [(start_c, 1)])
+        # E2
         E2 = E1 + 1
         g = self.alloc("emit.g", n)
         for j in range(n):
-            terms = [(present[j], 1), (start, 1)] + [(cur[k], 1) for k in range(j)]
+            lo = 0 if j < n_exec else n_exec
+            start = start_x if j < n_exec else start_c
+            terms = [(present[j], 1), (start, 1)] + [(cur[k], 1) for k in range(lo, j)]
             self.gate(E2, f"em.g{j}", terms, 2, [(g[j], 1)])
-        # "record in progress": the next token is a chunk (after a header, C0 or C1)
-        mid = self.alloc("emit.mid", 3)  # next is C0 / C1 / C2
-        self.gate(E2, "em.mid0", [(t.kind["VAL"], 1), (t.kind["MEM"], 1)], 1, [(mid[0], 1)])
+        mid = self.alloc("emit.mid", 3)
+        self.gate(E2, "em.mid0", [(t.kind[k], 1) for k in ("VAL", "MEM", "ENT", "WST")], 1, [(mid[0], 1)])
         self.gate(E2, "em.mid1", [(t.kind["C0"], 1)], 1, [(mid[1], 1)])
         self.gate(E2, "em.mid2", [(t.kind["C1"], 1)], 1, [(mid[2], 1)])
-        live = self.alloc("emit.live", 1)[0]  # we are emitting (after an EXEC, inside its records)
-        self.gate(E2, "em.live", [(start, 1)] + [(cur[j], 1) for j in range(n)], 1, [(live, 1)])
-        # E3: sel_j = g_j and no earlier g; next = live and nothing selected and not mid
+        live_x = self.alloc("emit.live_exec", 1)[0]
+        live_c = self.alloc("emit.live_cta", 1)[0]
+        self.gate(E2, "em.live_x", [(start_x, 1)] + [(cur[j], 1) for j in range(n_exec)], 1, [(live_x, 1)])
+        self.gate(E2, "em.live_c", [(start_c, 1)] + [(cur[j], 1) for j in range(n_exec, n)], 1, [(live_c, 1)])
+        # E3
         E3 = E2 + 1
         sel = self.alloc("emit.sel", n)
         for j in range(n):
-            self.gate(E3, f"em.sel{j}", [(g[j], 1)] + [(g[k], -1) for k in range(j)], 1, [(sel[j], 1)])
-        nxt = self.alloc("emit.next", 1)[0]
-        self.gate(E3, "em.next", [(live, 1)] + [(g[k], -1) for k in range(n)], 1, [(nxt, 1)])
+            lo = 0 if j < n_exec else n_exec
+            self.gate(E3, f"em.sel{j}", [(g[j], 1)] + [(g[k], -1) for k in range(lo, j)], 1, [(sel[j], 1)])
+        nxt = self.alloc("emit.next", 1)[0]  # EXEC step finished: the latched next token
+        first = self.alloc("emit.first", 1)[0]  # thread block start finished: EXEC(0, 0, lanes of warp 0)
+        self.gate(E3, "em.next", [(live_x, 1)] + [(g[k], -1) for k in range(n_exec)], 1, [(nxt, 1)])
+        self.gate(E3, "em.first", [(live_c, 1)] + [(g[k], -1) for k in range(n_exec, n)], 1, [(first, 1)])
         go = self.alloc("emit.go", 1)[0]
         self.gate(E3, "em.go", [(t.kind["GO"], 1)], 1, [(go, 1)])
         # E4: output code
@@ -684,61 +679,99 @@ class MachineCircuit:
             self.gate(E4, name, cond_terms, theta, outs)
 
         def emit_field(name, kind, field, bit, cond_terms, theta):
-            self.gate(E4, name, cond_terms, theta, [(of[kind][field][bit], 2 * G)])
+            if bit < of[kind][field].width:
+                self.gate(E4, name, cond_terms, theta, [(of[kind][field][bit], 2 * G)])
 
         def const_field_bits(prefix, kind, field, value, cond):
             for i in range(of[kind][field].width):
                 if value >> i & 1:
                     emit_field(f"{prefix}.{field}{i}", kind, field, i, [(cond, 1)], 1)
 
-        for j, (kind, s, lane) in enumerate(items):
+        for j, (kind, a, b) in enumerate(items):
             if kind == "VAL":
                 emit_class(f"em.o{j}", "VAL", [(sel[j], 1)], 1)
-                const_field_bits(f"em.o{j}", "VAL", "slot", s, sel[j])
-                const_field_bits(f"em.o{j}", "VAL", "lane", lane, sel[j])
+                const_field_bits(f"em.o{j}", "VAL", "slot", a, sel[j])
+                const_field_bits(f"em.o{j}", "VAL", "lane", b, sel[j])
             elif kind == "PVAL":
                 emit_class(f"em.o{j}", "PVAL", [(sel[j], 1)], 1)
-                const_field_bits(f"em.o{j}", "PVAL", "lane", lane, sel[j])
+                const_field_bits(f"em.o{j}", "PVAL", "lane", b, sel[j])
                 for i in range(m.preds):
                     emit_field(f"em.o{j}.bits{i}", "PVAL", "bits", i,
-                               [(sel[j], 1), (self.l_pfin[lane * m.preds + i], 1)], 2)
-            else:
+                               [(sel[j], 1), (self.l_pfin[b * m.preds + i], 1)], 2)
+            elif kind == "MEM":
                 emit_class(f"em.o{j}", "MEM", [(sel[j], 1)], 1)
-                const_field_bits(f"em.o{j}", "MEM", "item", s * N + lane, sel[j])
-                meta = self.l_mem_meta[(s, lane)]
+                const_field_bits(f"em.o{j}", "MEM", "item", a * N + b, sel[j])
+                meta = self.l_mem_meta[(a, b)]
                 for i in range(7):
                     emit_field(f"em.o{j}.addr{i}", "MEM", "addr", i, [(sel[j], 1), (meta[i], 1)], 2)
-        # chunks of the open record
+            elif kind == "ENT":
+                emit_class(f"em.o{j}", "ENT", [(sel[j], 1)], 1)
+                const_field_bits(f"em.o{j}", "ENT", "item", a, sel[j])
+                for i in range(2):
+                    for w in range(W):
+                        if w >> i & 1:
+                            emit_field(f"em.o{j}.w{i}.{w}", "ENT", "warp", i, [(sel[j], 1), (self.ctx_w[w], 1)], 2)
+                for i in range(3):
+                    emit_field(f"em.o{j}.lv{i}", "ENT", "level", i, [(sel[j], 1), (self.l_ent[a][EN_BITS + i], 1)], 2)
+            else:  # WST / WSTI
+                emit_class(f"em.o{j}", "WST", [(sel[j], 1)], 1)
+                const_field_bits(f"em.o{j}", "WST", "warp", a, sel[j])
+        # chunks of the open record: value bit of the item named by the last header
+        ST_INIT = {0: [ST_READY, ST_DEPTH]}  # initial status bits set whatever the warp
+
+        def value_sources(bit):
+            """(header dim, extra condition terms, value term) per record kind for one payload bit."""
+            out = []
+            for s in range(S):
+                for lane in range(N):
+                    out.append((self.ctx_hdr_val[s * N + lane], [], (self.l_res[(s, lane)][bit], 1)))
+                    out.append((self.ctx_hdr_mem[s * N + lane], [], (self.l_mem_value[(s, lane)][bit], 1)))
+            for k in range(ENT_ITEMS):
+                if bit < EN_BITS:
+                    out.append((self.ctx_hdr_ent[k], [], (self.l_ent[k][bit], 1)))
+            for w in range(W):
+                if bit < ST_BITS:
+                    out.append((self.ctx_hdr_wst[w], [(ph, -1)], (self.l_wst[w][bit], 1)))
+                    if bit in (ST_READY, ST_DEPTH):
+                        out.append((self.ctx_hdr_wst[w], [(ph, 1)], (self.ONE, 1.0 / self.K)))
+                    elif ST_MASK <= bit < ST_MASK + N:
+                        out.append((self.ctx_hdr_wst[w], [(ph, 1)], (ctl.exist[w][bit - ST_MASK], 1)))
+            return out
+
         for c in range(3):
             kind = f"C{c}"
             emit_class(f"em.chunk{c}", kind, [(mid[c], 1)], 1)
-            for s in range(S):
-                for lane in range(N):
-                    hv = self.ctx_hdr_val[s * N + lane]
-                    hm = self.ctx_hdr_mem[s * N + lane]
-                    for i in range(CHUNK_BITS[c]):
-                        bit = CHUNK_SHIFT[c] + i
-                        emit_field(f"em.ch{c}.v.s{s}l{lane}b{i}", kind, "value", i,
-                                   [(mid[c], 1), (t.kind["MEM"], -1), (hv, 1), (self.l_res[(s, lane)][bit], 1)], 3)
-                        emit_field(f"em.ch{c}.m.s{s}l{lane}b{i}", kind, "value", i,
-                                   [(mid[c], 1), (t.kind["VAL"], -1), (hm, 1),
-                                    (self.l_mem_value[(s, lane)][bit], 1)], 3)
-        # after the last record: the latched next step
+            for i in range(CHUNK_BITS[c]):
+                bit = CHUNK_SHIFT[c] + i
+                for q, (hdr, extra, val) in enumerate(value_sources(bit)):
+                    terms = [(mid[c], 1), (hdr, 1), val] + extra
+                    th = 3 + sum(1 for _, w_ in extra if w_ > 0)
+                    emit_field(f"em.ch{c}.b{i}.{q}", kind, "value", i, terms, th)
+        # after the last record of an EXEC step: the latched next token
         nk = self.l_next
-        kinds = ("EXEC", "STOP", "FAULT0", "FAULT1")
-        emit_class("em.exec", "EXEC", [(nxt, 1), (nk[5], 1)], 2)
+        K_EXEC, K_CTA, K_STOP, K_F0, K_F1, K_F2 = (11 + i for i in range(6))
+        emit_class("em.exec", "EXEC", [(nxt, 1), (nk[K_EXEC], 1)], 2)
         for i in range(5):
-            emit_field(f"em.exec.b{i}", "EXEC", "block", i, [(nxt, 1), (nk[5], 1), (nk[i], 1)], 3)
+            emit_field(f"em.exec.b{i}", "EXEC", "block", i, [(nxt, 1), (nk[K_EXEC], 1), (nk[i], 1)], 3)
+        for i in range(2):
+            emit_field(f"em.exec.w{i}", "EXEC", "warp", i, [(nxt, 1), (nk[K_EXEC], 1), (nk[5 + i], 1)], 3)
         for lane in range(N):
-            emit_field(f"em.exec.m{lane}", "EXEC", "mask", lane, [(nxt, 1), (nk[5], 1), (self.ctx_m[lane], 1)], 3)
-        emit_class("em.stop", "STOP", [(nxt, 1), (nk[6], 1)], 2)
-        emit_class("em.fault0", "FAULT", [(nxt, 1), (nk[7], 1), (nk[8], -1)], 2)
-        emit_class("em.fault1", "FAULT", [(nxt, 1), (nk[8], 1)], 2)
-        emit_field("em.fault1.code", "FAULT", "code", 0, [(nxt, 1), (nk[8], 1)], 2)
-        # GO: the first step
-        emit_class("em.first", "EXEC", [(go, 1)], 1)
+            emit_field(f"em.exec.m{lane}", "EXEC", "mask", lane, [(nxt, 1), (nk[K_EXEC], 1), (nk[7 + lane], 1)], 3)
+        emit_class("em.cta", "CTA", [(nxt, 1), (nk[K_CTA], 1)], 2)
+        for i in range(6):
+            emit_field(f"em.cta.c{i}", "CTA", "ctaid", i, [(nxt, 1), (nk[K_CTA], 1), (self.l_next_cta[i], 1)], 3)
+        emit_class("em.stop", "STOP", [(nxt, 1), (nk[K_STOP], 1)], 2)
+        for code, k in ((0, K_F0), (1, K_F1), (2, K_F2)):
+            emit_class(f"em.fault{code}", "FAULT", [(nxt, 1), (nk[k], 1)], 2)
+            for i in range(2):
+                if code >> i & 1:
+                    emit_field(f"em.fault{code}.c{i}", "FAULT", "code", i, [(nxt, 1), (nk[k], 1)], 2)
+        # thread block start finished: warp 0 runs block 0 on its lanes
+        emit_class("em.first", "EXEC", [(first, 1)], 1)
         for lane in range(N):
-            emit_field(f"em.first.m{lane}", "EXEC", "mask", lane, [(go, 1), (self.ctx_mask0[lane], 1)], 2)
+            emit_field(f"em.first.m{lane}", "EXEC", "mask", lane, [(first, 1), (ctl.exist[0][lane], 1)], 2)
+        # GO: thread block 0 starts
+        emit_class("em.go", "CTA", [(go, 1)], 1)
         return E4 + 1
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from qwengpu_mlx.errors import ExecutionError, ResourceError, StepBudgetExceeded
+from qwengpu_mlx.errors import BarrierDeadlock, ExecutionError, MemoryFault, ResourceError, StepBudgetExceeded
 from qwengpu_mlx.isa import Program
 from qwengpu_mlx.machine import DEFAULT_MACHINE, MachineConfig, to_signed
 from qwengpu_mlx.vocab import CHUNK_BITS, FAULT_CODES, Token, chunk_value, vocab_for
@@ -39,7 +39,7 @@ def prompt_tokens(program: Program, machine: MachineConfig = DEFAULT_MACHINE) ->
     from qwengpu_mlx.encoding import encode_program
 
     v = vocab_for(machine)
-    toks = [v.id("DIMS", ntid=program.block_dim)]
+    toks = [v.id("DIMS", ntid=program.block_dim), v.id("GRID", nctaid=program.grid_dim)]
     for b, pieces in enumerate(encode_program(program, machine)):
         for p, value in enumerate(pieces):
             if value:
@@ -53,12 +53,11 @@ def prompt_tokens(program: Program, machine: MachineConfig = DEFAULT_MACHINE) ->
 
 def check_supported(program: Program, machine: MachineConfig) -> None:
     """Refuse, before any token, what this circuit does not run yet."""
-    if program.block_dim > machine.lanes:
-        raise ResourceError(f"the model backend runs one warp per launch for now: blockDim.x = "
-                            f"{program.block_dim} > warpSize {machine.lanes} (use --backend reference)")
-    if program.grid_dim != 1:
-        raise ResourceError(f"the model backend runs gridDim.x = 1 for now, not {program.grid_dim} "
-                            f"(use --backend reference)")
+    from qwengpu_mlx.vocab import MAX_GRID
+
+    if program.grid_dim > MAX_GRID:
+        raise ResourceError(f"the model backend runs grids of up to {MAX_GRID} thread blocks "
+                            f"(CTA tokens), not gridDim.x = {program.grid_dim}")
 
 
 @dataclass
@@ -133,8 +132,8 @@ def run_model(program: Program, machine: MachineConfig = DEFAULT_MACHINE, *, ste
     launch = ModelLaunch(prompt, out, memory, margin, logit_margin, seconds, steps, [v[i] for i in out])
     last = v[out[-1]]
     if last.kind == "FAULT":
-        raise ExecutionError(f"the model stopped the launch: {FAULT_CODES[last.get('code')]} "
-                             f"(after {steps} steps)")
+        cls = {1: MemoryFault, 2: BarrierDeadlock}.get(last.get("code"), ExecutionError)
+        raise cls(f"the model stopped the launch: {FAULT_CODES[last.get('code')]} (after {steps} steps)")
     if last.kind != "STOP":
         raise ExecutionError(f"the model's launch did not end with STOP after {len(out)} tokens")
     return launch
@@ -150,12 +149,12 @@ def decode_launch(tokens: list[Token]) -> list[dict]:
             steps.append({"block": t.get("block"), "warp": t.get("warp"), "mask": t.get("mask"),
                           "vals": [], "pvals": [], "mems": []})
             i += 1
-        elif t.kind in ("VAL", "MEM") and i + 3 < len(tokens) + 0:
+        elif t.kind in ("VAL", "MEM", "ENT", "WST") and i + 3 < len(tokens):
             value = chunk_value(tokens[i + 1:i + 4])
             if steps:
                 if t.kind == "VAL":
                     steps[-1]["vals"].append((t.get("slot"), t.get("lane"), value))
-                else:
+                elif t.kind == "MEM":
                     steps[-1]["mems"].append((t.get("item"), t.get("addr"), value))
             i += 4
         elif t.kind == "PVAL":

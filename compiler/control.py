@@ -1,0 +1,507 @@
+"""The control unit: SIMT stack, warp scheduling, barriers, thread blocks, emission.
+
+State lives in DeltaNet rows written by records the model itself emits:
+
+* warp status, one single-row head per warp (``WST(w)`` records): state one-hot
+  (ready, waiting, done), stack depth one-hot, exited lanes, resume block and mask;
+* SIMT stack entries, rows (warp, level) (``ENT(item, w, level)`` records): pc, rpc
+  (+ valid), mask. The running entry's pc and mask are in the EXEC token itself.
+
+Per EXEC pass (docs/CIRCUIT.md): the "early" half (layers beside the first slot)
+reads the stack and statuses and precomputes every candidate (pop targets, the next
+ready warp, push levels, reconvergence tests); the "late" half, after the last slot
+knows the branch predicate, picks the event (continue, pop, diverge, barrier, exit,
+warp done, thread block done) and writes the step's records into latches. The emit
+stage then walks the latched records, one token per pass.
+
+Semantics follow the reference interpreter (host/reference.py): IPDOM stack with
+GPGPU-Sim's compaction (no reconvergence entry when it equals the running entry's;
+no entry for a side that starts at the reconvergence point), lowest runnable warp
+first, barrier release when every live warp waits, deadlock when a waiting warp's
+mask is not all its live lanes.
+"""
+
+from __future__ import annotations
+
+from qwengpu_mlx.encoding import PSRC_FILE, PSRC_FWD
+from qwengpu_mlx.isa import TermKind
+from qwengpu_mlx.vocab import CHUNK_BITS, CHUNK_SHIFT, ENT_ITEMS, MAX_GRID, STACK_LEVELS
+
+from .deltanet import CURRENT
+from .tokens import OUT_GAIN
+
+D = STACK_LEVELS
+# status row bits
+ST_READY, ST_WAIT, ST_DONE = 0, 1, 2
+ST_DEPTH = 3  # .. 3 + D - 1
+ST_EXITED = 3 + D  # 4 lanes
+ST_PC = ST_EXITED + 4  # 5 bits
+ST_MASK = ST_PC + 5  # 4 lanes
+ST_BITS = ST_MASK + 4
+# stack entry bits
+EN_PC, EN_RPC, EN_RVALID, EN_MASK = 0, 5, 10, 11
+EN_BITS = 15
+
+
+class Control:
+    def __init__(self, mc):
+        self.mc = mc
+        self.m = mc.m
+        self.t = mc.t
+        self.W = mc.m.max_warps
+        self.N = mc.m.lanes
+
+    # small helpers
+    def g(self, L, name, terms, theta, outputs):
+        return self.mc.gate(L, name, terms, theta, outputs)
+
+    def a(self, name, w):
+        return self.mc.alloc(name, w)
+
+    def one(self):
+        return (self.mc.ONE, 1.0 / self.mc.K)
+
+    # ------------------------------------------------------------ state heads (layer 1)
+
+    def heads(self, L: int) -> None:
+        mc, t, W, N = self.mc, self.t, self.W, self.N
+        # warp status rows
+        self.status = []
+        for w in range(W):
+            h = mc.head(L, f"status.w{w}", 1, ST_BITS)
+            out = self.a(f"status.w{w}", ST_BITS)
+            h.key(0, t.wst_w[w], tap=0)
+            for i in range(ST_BITS):
+                j = next(j for j in range(3) if CHUNK_SHIFT[j] <= i < CHUNK_SHIFT[j] + CHUNK_BITS[j])
+                h.value_bit(i, t.chunk[j][i - CHUNK_SHIFT[j]], tap=1 + j)
+                h.read_bit(i, out[i])
+            mc.one_row_reader(h)
+            self.status.append(out)
+        # stack entries of the running warp, one head per level
+        self.entry = []
+        for k in range(D):
+            h = mc.head(L, f"stack.level{k}", W * D, EN_BITS)
+            out = self.a(f"stack.level{k}", EN_BITS)
+            for w in range(W):
+                for lev in range(D):
+                    h.key(w * D + lev, t.ent_wl[w * D + lev], tap=0)
+                h.query(w * D + k, mc.ctx_w[w])
+            for i in range(EN_BITS):
+                j = next(j for j in range(3) if CHUNK_SHIFT[j] <= i < CHUNK_SHIFT[j] + CHUNK_BITS[j])
+                h.value_bit(i, t.chunk[j][i - CHUNK_SHIFT[j]], tap=1 + j)
+                h.read_bit(i, out[i])
+            self.entry.append(out)
+        # lanes that exist in each warp: 4w + l < ntid
+        self.exist = []
+        for w in range(W):
+            sp = self.a(f"exist.w{w}", N)
+            for lane in range(N):
+                idx = w * N + lane
+                self.g(L, f"exist.w{w}l{lane}", [(mc.ctx_ntid[i], 2 ** i) for i in range(5)], idx + 1, [(sp[lane], 1)])
+            self.exist.append(sp)
+
+    # ------------------------------------------------------------ early half
+
+    def early(self, L: int) -> None:
+        mc, W, N = self.mc, self.W, self.N
+        st, en = self.status, self.entry
+        tf = mc.tf
+        w1 = mc.ctx_w
+        E0, E1, E2, E3, E4, E5, E6 = (L + i for i in range(7))
+        # E0: depth and exited lanes of the running warp; other warps' flags; xors
+        self.d = self.a("ctl.depth", D)
+        self.exw = self.a("ctl.exited", N)
+        for w in range(W):
+            for k in range(D):
+                self.g(E0, f"ctl.d.w{w}k{k}", [(w1[w], 1), (st[w][ST_DEPTH + k], 1)], 2, [(self.d[k], 1)])
+            for lane in range(N):
+                self.g(E0, f"ctl.ex.w{w}l{lane}", [(w1[w], 1), (st[w][ST_EXITED + lane], 1)], 2, [(self.exw[lane], 1)])
+        self.rdy_o = self.a("ctl.ready_other", W)
+        self.wait_o = self.a("ctl.wait_other", W)
+        for w in range(W):
+            self.g(E0, f"ctl.rdy.w{w}", [(st[w][ST_READY], 1), (self.exist[w][0], 1), (w1[w], -1)], 2,
+                   [(self.rdy_o[w], 1)])
+            self.g(E0, f"ctl.wt.w{w}", [(st[w][ST_WAIT], 1), (w1[w], -1)], 1, [(self.wait_o[w], 1)])
+
+        def xor(layer, name, x, y, out):
+            self.g(layer, name + ".a", [(x, 1), (y, -1)], 1, [(out, 1)])
+            self.g(layer, name + ".b", [(x, -1), (y, 1)], 1, [(out, 1)])
+
+        self.xpr = [self.a(f"ctl.xpr{k}", 5) for k in range(D)]
+        for k in range(D):
+            for i in range(5):
+                xor(E0, f"ctl.xpr{k}.{i}", en[k][EN_PC + i], en[k][EN_RPC + i], self.xpr[k][i])
+        xFR, xTR = self.a("ctl.xFR", 5), self.a("ctl.xTR", 5)
+        for i in range(5):
+            xor(E0, f"ctl.xFR{i}", tf["fallthrough"][i], tf["reconv"][i], xFR[i])
+            xor(E0, f"ctl.xTR{i}", tf["target"][i], tf["reconv"][i], xTR[i])
+        # waiting warps' masks versus their live lanes (deadlock test)
+        xdl = self.a("ctl.xdl", W * N)
+        for w in range(W):
+            for lane in range(N):
+                live = [(self.exist[w][lane], 1), (st[w][ST_EXITED + lane], -1)]
+                r = st[w][ST_MASK + lane]
+                self.g(E1, f"ctl.xdl{w}{lane}.a", [(r, 1)] + [(d, -c) for d, c in live], 1, [(xdl[w * N + lane], 1)])
+                self.g(E1, f"ctl.xdl{w}{lane}.b", [(r, -1)] + live, 1, [(xdl[w * N + lane], 1)])
+        # E1: top entry's rpc; lanes alive per level; pc==rpc per level; reconv tests
+        self.rpc = self.a("ctl.rpc_top", 5)
+        self.rval = self.a("ctl.rval_top", 1)[0]
+        for k in range(D):
+            for i in range(5):
+                self.g(E1, f"ctl.rpc{k}.{i}", [(self.d[k], 1), (en[k][EN_RPC + i], 1)], 2, [(self.rpc[i], 1)])
+            self.g(E1, f"ctl.rval{k}", [(self.d[k], 1), (en[k][EN_RVALID], 1)], 2, [(self.rval, 1)])
+        lm0 = [self.a(f"ctl.lm0.{k}", N) for k in range(D)]
+        lm1 = [self.a(f"ctl.lm1.{k}", N) for k in range(D)]
+        for k in range(D):
+            for lane in range(N):
+                mk = en[k][EN_MASK + lane]
+                self.g(E1, f"ctl.lm0.{k}{lane}", [(mk, 1), (self.exw[lane], -1)], 1, [(lm0[k][lane], 1)])
+                self.g(E1, f"ctl.lm1.{k}{lane}", [(mk, 1), (self.exw[lane], -1), (mc.ctx_m[lane], -1)], 1,
+                       [(lm1[k][lane], 1)])
+        pcrpc = self.a("ctl.pcrpc", D)
+        for k in range(D):
+            self.g(E1, f"ctl.pcrpc{k}", [(en[k][EN_RVALID], 1)] + [(x, -1) for x in self.xpr[k].dims], 1, [(pcrpc[k], 1)])
+        rv = tf["reconv_valid"][0]
+        self.fallIsR = self.a("ctl.fallIsR", 1)[0]
+        self.targIsR = self.a("ctl.targIsR", 1)[0]
+        self.g(E1, "ctl.fallIsR", [(rv, 1)] + [(x, -1) for x in xFR.dims], 1, [(self.fallIsR, 1)])
+        self.g(E1, "ctl.targIsR", [(rv, 1)] + [(x, -1) for x in xTR.dims], 1, [(self.targIsR, 1)])
+        self.other_ready = self.a("ctl.other_ready", 1)[0]
+        self.other_wait = self.a("ctl.other_wait", 1)[0]
+        self.g(E1, "ctl.other_ready", [(x, 1) for x in self.rdy_o.dims], 1, [(self.other_ready, 1)])
+        self.g(E1, "ctl.other_wait", [(x, 1) for x in self.wait_o.dims], 1, [(self.other_wait, 1)])
+        self.schedR = self.a("ctl.schedR", W)  # lowest ready warp other than the running one
+        self.schedW = self.a("ctl.schedW", W)  # lowest waiting warp other than the running one
+        self.relW = self.a("ctl.relW", W)  # lowest of {running warp} + waiting others
+        for w in range(W):
+            self.g(E1, f"ctl.schedR{w}", [(self.rdy_o[w], 1)] + [(self.rdy_o[v], -1) for v in range(w)], 1,
+                   [(self.schedR[w], 1)])
+            self.g(E1, f"ctl.schedW{w}", [(self.wait_o[w], 1)] + [(self.wait_o[v], -1) for v in range(w)], 1,
+                   [(self.schedW[w], 1)])
+            terms = [(w1[w], 1), (self.wait_o[w], 1)] + [(w1[v], -1) for v in range(w)] + \
+                    [(self.wait_o[v], -1) for v in range(w)]
+            self.g(E1, f"ctl.relW{w}", terms, 1, [(self.relW[w], 1)])
+        # E2: xor of the jump targets with the top rpc; live levels; bad waiting warps
+        xT, xF, xR = self.a("ctl.xT", 5), self.a("ctl.xF", 5), self.a("ctl.xR", 5)
+        xv = self.a("ctl.xv", 1)[0]
+        for i in range(5):
+            xor(E2, f"ctl.xT{i}", tf["target"][i], self.rpc[i], xT[i])
+            xor(E2, f"ctl.xF{i}", tf["fallthrough"][i], self.rpc[i], xF[i])
+            xor(E2, f"ctl.xR{i}", tf["reconv"][i], self.rpc[i], xR[i])
+        xor(E2, "ctl.xv", rv, self.rval, xv)
+        live0, live1 = self.a("ctl.live0", D), self.a("ctl.live1", D)
+        for k in range(D):
+            self.g(E2, f"ctl.live0.{k}", [(x, 1) for x in lm0[k].dims], 1, [(live0[k], 1)])
+            self.g(E2, f"ctl.live1.{k}", [(x, 1) for x in lm1[k].dims], 1, [(live1[k], 1)])
+        bad = self.a("ctl.bad_other", W)
+        for w in range(W):
+            self.g(E2, f"ctl.bad{w}", [(self.wait_o[w], N)] + [(xdl[w * N + lane], 1) for lane in range(N)], N + 1,
+                   [(bad[w], 1)])
+        # running warp at a barrier: is its mask all its live lanes?
+        existme = self.a("ctl.exist_me", N)
+        for lane in range(N):
+            for w in range(W):
+                self.g(E1, f"ctl.existme{lane}.w{w}", [(w1[w], 1), (self.exist[w][lane], 1)], 2, [(existme[lane], 1)])
+        xme = self.a("ctl.xme", N)
+        for lane in range(N):  # a live lane outside the mask
+            self.g(E2, f"ctl.xme{lane}", [(existme[lane], 1), (self.exw[lane], -1), (mc.ctx_m[lane], -1)], 1,
+                   [(xme[lane], 1)])
+        # E3: reach tests, reconvergence equality, valid pop levels, deadlock flags
+        self.reachT, self.reachF, self.eqR = (self.a("ctl.reachT", 1)[0], self.a("ctl.reachF", 1)[0],
+                                              self.a("ctl.eqR", 1)[0])
+        self.g(E3, "ctl.reachT", [(self.rval, 1)] + [(x, -1) for x in xT.dims], 1, [(self.reachT, 1)])
+        self.g(E3, "ctl.reachF", [(self.rval, 1)] + [(x, -1) for x in xF.dims], 1, [(self.reachF, 1)])
+        self.g(E3, "ctl.eqR", [(x, -1) for x in xR.dims] + [(xv, -1)], 0, [(self.eqR, 1)])
+        valid0, valid1 = self.a("ctl.valid0", D), self.a("ctl.valid1", D)
+        for k in range(D):
+            self.g(E3, f"ctl.valid0.{k}", [(live0[k], 1), (pcrpc[k], -1)], 1, [(valid0[k], 1)])
+            self.g(E3, f"ctl.valid1.{k}", [(live1[k], 1), (pcrpc[k], -1)], 1, [(valid1[k], 1)])
+        self.dead_other = self.a("ctl.dead_other", 1)[0]
+        self.dead_me = self.a("ctl.dead_me", 1)[0]
+        self.g(E3, "ctl.dead_other", [(x, 1) for x in bad.dims], 1, [(self.dead_other, 1)])
+        self.g(E3, "ctl.dead_me", [(x, 1) for x in xme.dims], 1, [(self.dead_me, 1)])
+        # E4: candidates below the top; push levels
+        g0, g1 = self.a("ctl.g0", D), self.a("ctl.g1", D)
+        for k in range(D):
+            above = [(self.d[j], 1) for j in range(k + 1, D)]
+            self.g(E4, f"ctl.g0.{k}", [(valid0[k], 1)] + above, 2, [(g0[k], 1)])
+            self.g(E4, f"ctl.g1.{k}", [(valid1[k], 1)] + above, 2, [(g1[k], 1)])
+        self.base = self.a("ctl.base", D + 1)
+        for k in range(D + 1):
+            if k < D:
+                self.g(E4, f"ctl.base.same{k}", [(self.d[k], 1), (self.eqR, 1)], 2, [(self.base[k], 1)])
+            if k >= 1:
+                self.g(E4, f"ctl.base.up{k}", [(self.d[k - 1], 1), (self.eqR, -1)], 1, [(self.base[k], 1)])
+        # E5: pop selections; taken level
+        self.pop0, self.pop1 = self.a("ctl.pop0", D), self.a("ctl.pop1", D)
+        self.pop0none, self.pop1none = self.a("ctl.pop0none", 1)[0], self.a("ctl.pop1none", 1)[0]
+        for k in range(D):
+            self.g(E5, f"ctl.pop0.{k}", [(g0[k], 1)] + [(g0[j], -1) for j in range(k + 1, D)], 1, [(self.pop0[k], 1)])
+            self.g(E5, f"ctl.pop1.{k}", [(g1[k], 1)] + [(g1[j], -1) for j in range(k + 1, D)], 1, [(self.pop1[k], 1)])
+        self.g(E5, "ctl.pop0none", [(x, -1) for x in g0.dims], 0, [(self.pop0none, 1)])
+        self.g(E5, "ctl.pop1none", [(x, -1) for x in g1.dims], 0, [(self.pop1none, 1)])
+        self.lvl_t = self.a("ctl.level_taken", D + 2)
+        for k in range(D + 2):
+            if k < D + 1:
+                self.g(E5, f"ctl.lt.same{k}", [(self.base[k], 1), (self.fallIsR, 1)], 2, [(self.lvl_t[k], 1)])
+            if k >= 1:
+                self.g(E5, f"ctl.lt.up{k}", [(self.base[k - 1], 1), (self.fallIsR, -1)], 1, [(self.lvl_t[k], 1)])
+        # E6: what a pop (without / with this step's exit) resumes
+        self.popPC = [self.a(f"ctl.popPC{v}", 5) for v in range(2)]
+        self.popMask = [self.a(f"ctl.popMask{v}", N) for v in range(2)]
+        for v, sel in enumerate((self.pop0, self.pop1)):
+            for k in range(D):
+                for i in range(5):
+                    self.g(E6, f"ctl.popPC{v}.{k}.{i}", [(sel[k], 1), (en[k][EN_PC + i], 1)], 2, [(self.popPC[v][i], 1)])
+                for lane in range(N):
+                    terms = [(sel[k], 1), (en[k][EN_MASK + lane], 1), (self.exw[lane], -1)]
+                    if v == 1:
+                        terms.append((mc.ctx_m[lane], -1))
+                    self.g(E6, f"ctl.popMask{v}.{k}.{lane}", terms, 2, [(self.popMask[v][lane], 1)])
+        self.early_end = E6 + 1
+
+    # ------------------------------------------------------------ late half
+
+    def late(self, L: int, slots: list) -> int:
+        mc, m, W, N = self.mc, self.m, self.W, self.N
+        tf = mc.tf
+        w1 = mc.ctx_w
+        L = max(L, self.early_end)
+        # branch predicate per lane and the final predicate file
+        mc.pfin = [self.a(f"pfin.lane{lane}", m.preds) for lane in range(N)]
+        bp = [self.a(f"bp.lane{lane}", 1)[0] for lane in range(N)]
+        neg = tf["pred_neg"][0]
+        for lane in range(N):
+            sources = [(PSRC_FILE + i, mc.pfile[lane][i]) for i in range(m.preds)]
+            sources += [(PSRC_FWD + k, io.pres[lane]) for k, io in enumerate(slots)]
+            for p in range(m.preds):
+                for code, dim in sources:
+                    self.g(L, f"pfin.l{lane}p{p}c{code}", [(mc.t_pfinal[p][code], 1), (dim, 1)], 2,
+                           [(mc.pfin[lane][p], 1)])
+            for code, dim in sources:
+                self.g(L, f"bp.l{lane}c{code}p", [(mc.t_pred[code], 1), (dim, 1), (neg, -1)], 2, [(bp[lane], 1)])
+                self.g(L, f"bp.l{lane}c{code}n", [(mc.t_pred[code], 1), (dim, -1), (neg, 1)], 2, [(bp[lane], 1)])
+        C1, C2, C3, C4, C5 = (L + 1 + i for i in range(5))
+        # C1: taken / not-taken lanes
+        taken_n, fall_n = self.a("ctl.taken_n", 1)[0], self.a("ctl.fall_n", 1)[0]
+        self.m_t, self.m_nt = self.a("ctl.mask_taken", N), self.a("ctl.mask_fall", N)
+        for lane in range(N):
+            self.g(C1, f"ctl.mt{lane}", [(mc.ctx_m[lane], 1), (bp[lane], 1)], 2, [(self.m_t[lane], 1), (taken_n, 1)])
+            self.g(C1, f"ctl.mnt{lane}", [(mc.ctx_m[lane], 1), (bp[lane], -1)], 1, [(self.m_nt[lane], 1), (fall_n, 1)])
+        # C2: any taken / any not taken
+        tb, fb = self.a("ctl.tb", 1)[0], self.a("ctl.fb", 1)[0]
+        self.g(C2, "ctl.tb", [(taken_n, 1)], 1, [(tb, 1)])
+        self.g(C2, "ctl.fb", [(fall_n, 1)], 1, [(fb, 1)])
+        # C3: events
+        K = mc.t_kind
+        br, jmp, bar, ext = K[TermKind.BRANCH], K[TermKind.JUMP], K[TermKind.BARRIER], K[TermKind.EXIT]
+        go_t, go_f = self.a("ctl.go_t", 1)[0], self.a("ctl.go_f", 1)[0]
+        reach, cont, div = self.a("ctl.reach", 1)[0], self.a("ctl.cont", 1)[0], self.a("ctl.div", 1)[0]
+        self.g(C3, "ctl.go_t.j", [(jmp, 1), (bar, 1)], 1, [(go_t, 1)])
+        self.g(C3, "ctl.go_t.b", [(br, 1), (tb, 1), (fb, -1)], 2, [(go_t, 1)])
+        self.g(C3, "ctl.go_f", [(br, 1), (fb, 1), (tb, -1)], 2, [(go_f, 1)])
+        self.g(C3, "ctl.reach.j", [(jmp, 1), (self.reachT, 1)], 2, [(reach, 1)])
+        self.g(C3, "ctl.reach.t", [(br, 1), (tb, 1), (fb, -1), (self.reachT, 1)], 3, [(reach, 1)])
+        self.g(C3, "ctl.reach.f", [(br, 1), (fb, 1), (tb, -1), (self.reachF, 1)], 3, [(reach, 1)])
+        self.g(C3, "ctl.cont.j", [(jmp, 1), (self.reachT, -1)], 1, [(cont, 1)])
+        self.g(C3, "ctl.cont.t", [(br, 1), (tb, 1), (fb, -1), (self.reachT, -1)], 2, [(cont, 1)])
+        self.g(C3, "ctl.cont.f", [(br, 1), (fb, 1), (tb, -1), (self.reachF, -1)], 2, [(cont, 1)])
+        self.g(C3, "ctl.div", [(br, 1), (tb, 1), (fb, 1)], 3, [(div, 1)])
+        # C4: actions
+        A = {k: self.a(f"ctl.A.{k}", 1)[0] for k in
+             ("cont", "pop0", "pop1", "done", "bar", "div", "sched", "release", "ctadone", "dead", "ovf")}
+        self.g(C4, "ctl.A.cont", [(cont, 1)], 1, [(A["cont"], 1)])
+        self.g(C4, "ctl.A.pop0", [(reach, 1), (self.pop0none, -1)], 1, [(A["pop0"], 1)])
+        self.g(C4, "ctl.A.pop1", [(ext, 1), (self.pop1none, -1)], 1, [(A["pop1"], 1)])
+        self.g(C4, "ctl.A.done.r", [(reach, 1), (self.pop0none, 1)], 2, [(A["done"], 1)])
+        self.g(C4, "ctl.A.done.e", [(ext, 1), (self.pop1none, 1)], 2, [(A["done"], 1)])
+        self.g(C4, "ctl.A.bar", [(bar, 1)], 1, [(A["bar"], 1)])
+        self.g(C4, "ctl.A.div", [(div, 1)], 1, [(A["div"], 1)])
+        # overflow of the stack on divergence
+        self.g(C4, "ctl.ovf.a", [(div, 1), (self.d[D - 1], 1), (self.eqR, -1)], 2, [(A["ovf"], 1)])
+        self.g(C4, "ctl.ovf.b", [(div, 1), (self.base[D], 1), (self.targIsR, -1)], 2, [(A["ovf"], 1)])
+        self.g(C4, "ctl.ovf.c", [(div, 1), (self.lvl_t[D], 1), (self.targIsR, -1)], 2, [(A["ovf"], 1)])
+        self.g(C4, "ctl.ovf.d", [(div, 1), (self.lvl_t[D + 1], 1), (self.targIsR, -1)], 2, [(A["ovf"], 1)])
+        # next block when continuing
+        jt = self.a("ctl.jt", 5)
+        for i in range(5):
+            self.g(C4, f"ctl.jt.t{i}", [(go_t, 1), (tf["target"][i], 1)], 2, [(jt[i], 1)])
+            self.g(C4, f"ctl.jt.f{i}", [(go_f, 1), (tf["fallthrough"][i], 1)], 2, [(jt[i], 1)])
+        # C5: scheduling decisions after a stop
+        self.g(C5, "ctl.A.sched", [(A["bar"], 1), (A["done"], 1), (self.other_ready, 1)], 2, [(A["sched"], 1)])
+        self.g(C5, "ctl.A.release.b", [(A["bar"], 1), (self.other_ready, -1)], 1, [(A["release"], 1)])
+        self.g(C5, "ctl.A.release.d", [(A["done"], 1), (self.other_ready, -1), (self.other_wait, 1)], 2,
+               [(A["release"], 1)])
+        self.g(C5, "ctl.A.ctadone", [(A["done"], 1), (self.other_ready, -1), (self.other_wait, -1)], 1,
+               [(A["ctadone"], 1)])
+        self.g(C5, "ctl.A.dead.b", [(A["bar"], 1), (self.other_ready, -1), (self.dead_other, 1)], 2, [(A["dead"], 1)])
+        self.g(C5, "ctl.A.dead.m", [(A["bar"], 1), (self.other_ready, -1), (self.dead_me, 1)], 2, [(A["dead"], 1)])
+        self.g(C5, "ctl.A.dead.d", [(A["done"], 1), (self.other_ready, -1), (self.dead_other, 1)], 2, [(A["dead"], 1)])
+        self.A, self.jt = A, jt
+        return self.outputs(C5 + 1, slots)
+
+    def outputs(self, L: int, slots: list) -> int:
+        """Next EXEC / CTA / STOP / FAULT and the records of this step (WST, ENT)."""
+        mc, m, W, N = self.mc, self.m, self.W, self.N
+        tf, A, st, w1 = mc.tf, self.A, self.status, mc.ctx_w
+        O1, O2 = L, L + 1
+        # which warp runs next and from where (O1): relW only when the release includes the runner
+        self.nb = self.a("ctl.next.block", 5)
+        self.nw = self.a("ctl.next.warp", 2)
+        self.nm = self.a("ctl.next.mask", N)
+        nb, nw, nm = self.nb, self.nw, self.nm
+
+        def put(name, cond, bits_b=None, warp_terms=None, mask_b=None):
+            """cond: list of terms all needed (threshold = len)."""
+            th = sum(c for _, c in cond if c > 0)
+            if bits_b is not None:
+                for i in range(5):
+                    self.g(O1, f"{name}.b{i}", cond + [(bits_b[i], 1)], th + 1, [(nb[i], 1)])
+            if mask_b is not None:
+                for lane in range(N):
+                    self.g(O1, f"{name}.m{lane}", cond + [(mask_b[lane], 1)], th + 1, [(nm[lane], 1)])
+            if warp_terms is not None:
+                for i in range(2):
+                    for w in range(W):
+                        if w >> i & 1:
+                            self.g(O1, f"{name}.w{i}.{w}", cond + [(warp_terms[w], 1)], th + 1, [(nw[i], 1)])
+
+        # continue / pop: same warp
+        put("nx.cont", [(A["cont"], 1)], self.jt, w1, mc.ctx_m)
+        put("nx.pop0", [(A["pop0"], 1)], self.popPC[0], w1, self.popMask[0])
+        put("nx.pop1", [(A["pop1"], 1)], self.popPC[1], w1, self.popMask[1])
+        # divergence: the taken side if it is not the reconvergence point, else the other side
+        put("nx.div.t", [(A["div"], 1), (self.targIsR, -1)], tf["target"], w1, self.m_t)
+        for i in range(5):
+            self.g(O1, f"nx.div.f.b{i}", [(A["div"], 1), (self.targIsR, 1), (tf["fallthrough"][i], 1)], 3, [(nb[i], 1)])
+        for lane in range(N):
+            self.g(O1, f"nx.div.f.m{lane}", [(A["div"], 1), (self.targIsR, 1), (self.m_nt[lane], 1)], 3, [(nm[lane], 1)])
+        for i in range(2):
+            for w in range(W):
+                if w >> i & 1:
+                    self.g(O1, f"nx.div.f.w{i}.{w}", [(A["div"], 1), (self.targIsR, 1), (w1[w], 1)], 3, [(nw[i], 1)])
+        # switch to the lowest ready warp
+        for w in range(W):
+            cond = [(A["sched"], 1), (self.schedR[w], 1)]
+            put(f"nx.sched{w}", cond, [st[w][ST_PC + i] for i in range(5)], None,
+                [st[w][ST_MASK + lane] for lane in range(N)])
+            for i in range(2):
+                if w >> i & 1:
+                    self.g(O1, f"nx.sched{w}.w{i}", cond, 2, [(nw[i], 1)])
+        # release after a barrier: the lowest of the runner and the waiting warps
+        for w in range(W):
+            # the runner itself resumes at the barrier's target with its mask
+            cond = [(A["release"], 1), (A["bar"], 1), (self.relW[w], 1), (w1[w], 1)]
+            put(f"nx.relme{w}", cond, tf["target"], None, mc.ctx_m)
+            cond_o = [(A["release"], 1), (A["bar"], 1), (self.relW[w], 1), (w1[w], -1)]
+            th = 3
+            for i in range(5):
+                self.g(O1, f"nx.relo{w}.b{i}", cond_o + [(st[w][ST_PC + i], 1)], th + 1, [(nb[i], 1)])
+            for lane in range(N):
+                self.g(O1, f"nx.relo{w}.m{lane}", cond_o + [(st[w][ST_MASK + lane], 1)], th + 1, [(nm[lane], 1)])
+            for i in range(2):
+                if w >> i & 1:
+                    self.g(O1, f"nx.rel{w}.w{i}", [(A["release"], 1), (A["bar"], 1), (self.relW[w], 1)], 3, [(nw[i], 1)])
+            # release after the runner finished: the lowest waiting warp
+            cond_d = [(A["release"], 1), (A["done"], 1), (self.schedW[w], 1)]
+            put(f"nx.reld{w}", cond_d, [st[w][ST_PC + i] for i in range(5)], None,
+                [st[w][ST_MASK + lane] for lane in range(N)])
+            for i in range(2):
+                if w >> i & 1:
+                    self.g(O1, f"nx.reld{w}.w{i}", cond_d, 3, [(nw[i], 1)])
+        # next kind
+        self.nk = {k: self.a(f"ctl.next.{k}", 1)[0] for k in ("EXEC", "CTA", "STOP", "FAULT0", "FAULT1", "FAULT2")}
+        nk = self.nk
+        faults = [io.fault for io in slots]
+        fterms = [(f_, -4) for f_ in faults]
+        self.g(O1, "nk.fault1", [(f_, 1) for f_ in faults], 1, [(nk["FAULT1"], 1)])
+        self.g(O1, "nk.fault0", [(A["ovf"], 1)] + fterms, 1, [(nk["FAULT0"], 1)])
+        self.g(O1, "nk.fault2", [(A["dead"], 1), (A["ovf"], -4)] + fterms, 1, [(nk["FAULT2"], 1)])
+        self.g(O1, "nk.exec", [(A["cont"], 1), (A["pop0"], 1), (A["pop1"], 1), (A["div"], 1), (A["sched"], 1),
+                               (A["release"], 1), (A["dead"], -4), (A["ovf"], -4)] + fterms, 1, [(nk["EXEC"], 1)])
+        # thread block done: the next one, or the end of the launch
+        last = self.a("ctl.cta_last", 1)[0]
+        for c in range(MAX_GRID):
+            self.g(L - 1, f"ctl.last{c}", [(mc.ctx_cta[c], 1), (mc.ctx_grid[c], 1)], 2, [(last, 1)])
+        self.g(O1, "nk.cta", [(A["ctadone"], 1), (last, -1), (A["dead"], -4)] + fterms, 1, [(nk["CTA"], 1)])
+        self.g(O1, "nk.stop", [(A["ctadone"], 1), (last, 1), (A["dead"], -4)] + fterms, 2, [(nk["STOP"], 1)])
+        self.next_cta = self.a("ctl.next.cta", 6)
+        for c in range(MAX_GRID - 1):
+            for i in range(6):
+                if (c + 1) >> i & 1:
+                    self.g(O1, f"ctl.ncta{c}.{i}", [(mc.ctx_cta[c], 1)], 1, [(self.next_cta[i], 1)])
+        # ---- records: WST for every warp, ENT for the pushes (O1)
+        self.wst = [self.a(f"ctl.wst.w{w}", ST_BITS) for w in range(W)]
+        self.wst_present = self.a("ctl.wst.present", W)
+        for w in range(W):
+            me = (w1[w], 1)
+            o = self.wst[w]
+            pr = self.wst_present[w]
+            # the running warp's own record: on pop, divergence, barrier, done
+            for act in ("pop0", "pop1", "div", "bar", "done"):
+                self.g(O1, f"wst{w}.pr.{act}", [me, (A[act], 1)], 2, [(pr, 1)])
+            # ready unless waiting (barrier without release) or done
+            self.g(O1, f"wst{w}.ready", [me, (A["pop0"], 1), (A["pop1"], 1), (A["div"], 1), (A["release"], 1),
+                                         (A["done"], -4)], 2, [(o[ST_READY], 1)])
+            self.g(O1, f"wst{w}.wait", [me, (A["bar"], 1), (A["release"], -1)], 2, [(o[ST_WAIT], 1)])
+            self.g(O1, f"wst{w}.done", [me, (A["done"], 1)], 2, [(o[ST_DONE], 1)])
+            # depth
+            for k in range(D):
+                self.g(O1, f"wst{w}.d.pop0.{k}", [me, (A["pop0"], 1), (self.pop0[k], 1)], 3, [(o[ST_DEPTH + k], 1)])
+                self.g(O1, f"wst{w}.d.pop1.{k}", [me, (A["pop1"], 1), (self.pop1[k], 1)], 3, [(o[ST_DEPTH + k], 1)])
+                self.g(O1, f"wst{w}.d.bar.{k}", [me, (A["bar"], 1), (self.d[k], 1)], 3, [(o[ST_DEPTH + k], 1)])
+                # divergence: the top is the taken level, or the base if only the other side runs
+                self.g(O1, f"wst{w}.d.divt.{k}", [me, (A["div"], 1), (self.targIsR, -1), (self.lvl_t[k], 1)], 3,
+                       [(o[ST_DEPTH + k], 1)])
+                self.g(O1, f"wst{w}.d.divf.{k}", [me, (A["div"], 1), (self.targIsR, 1), (self.base[k], 1)], 4,
+                       [(o[ST_DEPTH + k], 1)])
+            # exited lanes (this step's exit adds the mask)
+            for lane in range(N):
+                self.g(O1, f"wst{w}.ex.{lane}", [me, (self.exw[lane], 1)], 2, [(o[ST_EXITED + lane], 1)])
+                self.g(O1, f"wst{w}.exm.{lane}", [me, (mc.t_kind[TermKind.EXIT], 1), (mc.ctx_m[lane], 1),
+                                                 (self.exw[lane], -1)], 3, [(o[ST_EXITED + lane], 1)])
+            # resume point after a barrier
+            for i in range(5):
+                self.g(O1, f"wst{w}.pc.{i}", [me, (A["bar"], 1), (tf["target"][i], 1)], 3, [(o[ST_PC + i], 1)])
+            for lane in range(N):
+                self.g(O1, f"wst{w}.mk.{lane}", [me, (A["bar"], 1), (mc.ctx_m[lane], 1)], 3, [(o[ST_MASK + lane], 1)])
+            # other warps: released from a barrier (state ready, the rest unchanged)
+            rel = [(w1[w], -1), (A["release"], 1), (self.wait_o[w], 1)]
+            self.g(O1, f"wst{w}.rel.pr", rel, 2, [(pr, 1), (o[ST_READY], 1)])
+            for i in list(range(ST_DEPTH, ST_BITS)):
+                self.g(O1, f"wst{w}.rel.{i}", rel + [(st[w][i], 1)], 3, [(o[i], 1)])
+        # ENT records: e0 reconvergence entry (level d), e1 other side (base), e2 taken (level_t)
+        self.ent = [self.a(f"ctl.ent{k}", EN_BITS) for k in range(ENT_ITEMS)]
+        self.ent_level = [self.a(f"ctl.ent{k}.level", 3) for k in range(ENT_ITEMS)]
+        self.ent_present = self.a("ctl.ent.present", ENT_ITEMS)
+        dv = [(A["div"], 1)]
+        rv = tf["reconv_valid"][0]
+        self.g(O1, "ent0.pr", dv + [(self.eqR, -1)], 1, [(self.ent_present[0], 1)])
+        self.g(O1, "ent1.pr", dv + [(self.fallIsR, -1)], 1, [(self.ent_present[1], 1)])
+        self.g(O1, "ent2.pr", dv + [(self.targIsR, -1)], 1, [(self.ent_present[2], 1)])
+
+        def level_bits(name, onehot, out, extra):
+            for k in range(min(D, onehot.width)):
+                for i in range(3):
+                    if k >> i & 1:
+                        self.g(O1, f"{name}.{k}.{i}", extra + [(onehot[k], 1)], len(extra) + 1, [(out[i], 1)])
+
+        level_bits("ent0.lv", self.d, self.ent_level[0], dv)
+        level_bits("ent1.lv", self.base, self.ent_level[1], dv)
+        level_bits("ent2.lv", self.lvl_t, self.ent_level[2], dv)
+        e0, e1, e2 = self.ent
+        for i in range(5):
+            self.g(O1, f"ent0.pc{i}", dv + [(tf["reconv"][i], 1)], 2, [(e0[EN_PC + i], 1)])
+            self.g(O1, f"ent0.rpc{i}", dv + [(self.rpc[i], 1)], 2, [(e0[EN_RPC + i], 1)])
+            self.g(O1, f"ent1.pc{i}", dv + [(tf["fallthrough"][i], 1)], 2, [(e1[EN_PC + i], 1)])
+            self.g(O1, f"ent2.pc{i}", dv + [(tf["target"][i], 1)], 2, [(e2[EN_PC + i], 1)])
+            for e in (e1, e2):
+                self.g(O1, f"ent.R{i}.{e.name}", dv + [(tf["reconv"][i], 1)], 2, [(e[EN_RPC + i], 1)])
+        self.g(O1, "ent0.rv", dv + [(self.rval, 1)], 2, [(e0[EN_RVALID], 1)])
+        for e in (e1, e2):
+            self.g(O1, f"ent.rv.{e.name}", dv + [(rv, 1)], 2, [(e[EN_RVALID], 1)])
+        for lane in range(N):
+            self.g(O1, f"ent0.m{lane}", dv + [(mc.ctx_m[lane], 1)], 2, [(e0[EN_MASK + lane], 1)])
+            self.g(O1, f"ent1.m{lane}", dv + [(self.m_nt[lane], 1)], 2, [(e1[EN_MASK + lane], 1)])
+            self.g(O1, f"ent2.m{lane}", dv + [(self.m_t[lane], 1)], 2, [(e2[EN_MASK + lane], 1)])
+        return O2
