@@ -464,22 +464,27 @@ class MachineCircuit:
         fault = self.alloc(f"fault.s{s}", 1)[0]
         BIG = 4096
         offb = f["offset"]
+        # layer A: thermometer [S >= 4w] and [S >= 4w + 1] (clean clamp outputs); layer A+1:
+        # word w = the first without the second. A query must be exactly 0 when there is no
+        # word (l2-normalisation would blow up any residue), hence no differences of gates.
+        therm = [self.alloc(f"memt.s{s}.lane{lane}", 2 * W) for lane in range(N)]
         for lane in range(N):
             a_ = opnd[("a", lane)]
             S_terms = [(a_[i], 2 ** i) for i in range(10)] + [(offb[i], 2 ** i) for i in range(9)] + [(offb[9], -512)]
             S_terms += [(a_[i], -2048) for i in range(10, 32)] + [(is_mem, BIG)]
             for w_ in range(W):
-                self.gate(A, f"memq.s{s}l{lane}w{w_}.ge", S_terms, 4 * w_ + BIG,
+                self.gate(A, f"memt.s{s}l{lane}w{w_}.ge", S_terms, 4 * w_ + BIG, [(therm[lane][2 * w_], 1)])
+                self.gate(A, f"memt.s{s}l{lane}w{w_}.gt", S_terms, 4 * w_ + 1 + BIG, [(therm[lane][2 * w_ + 1], 1)])
+            for w_ in range(W):
+                self.gate(A + 1, f"memq.s{s}l{lane}w{w_}", [(therm[lane][2 * w_], 1), (therm[lane][2 * w_ + 1], -1)], 1,
                           [(onehot[lane][w_], 1)] + [(word[lane][i], 1) for i in range(7) if w_ >> i & 1])
-                self.gate(A, f"memq.s{s}l{lane}w{w_}.gt", S_terms, 4 * w_ + 1 + BIG,
-                          [(onehot[lane][w_], -1)] + [(word[lane][i], -1) for i in range(7) if w_ >> i & 1])
         La = max(ends)
         # executed = active and guard
         executed = [self.alloc(f"exec.s{s}.lane{lane}", 1)[0] for lane in range(N)]
         for lane in range(N):
             self.gate(A, f"executed.s{s}l{lane}", [(self.ctx_m[lane], 1), (pval[("guard", lane)], 1)], 2,
                       [(executed[lane], 1)])
-        Lr = self.linear_at_or_after(A + 1)
+        Lr = self.linear_at_or_after(A + 2)
         memval = [self.alloc(f"memval.s{s}.lane{lane}", 32) for lane in range(N)]
         for lane in range(N):
             h = self.head(Lr, f"mem.s{s}.lane{lane}", W, 32)
