@@ -43,10 +43,16 @@ class _Layer:
         self.mlp = None
         if cl.mlp is not None:
             ml = cl.mlp
+            # the circuit's up projection reads one dim (ONE) with one weight for every unit:
+            # then up(x) is that dim times the weight, exactly (the other terms are 0 * x)
+            nz_cols = np.nonzero(np.any(ml.up != 0, axis=0))[0]
+            vals = np.unique(ml.up[:, nz_cols[0]]) if len(nz_cols) == 1 else None
             self.mlp = {
                 "inputs": mx.array(ml.inputs.astype(np.int32)),
                 "gate_t": mx.array(ml.gate.T.copy()),
                 "up_t": mx.array(ml.up.T.copy()),
+                "up_col": int(nz_cols[0]) if vals is not None and len(vals) == 1 else None,
+                "up_val": float(vals[0]) if vals is not None and len(vals) == 1 else None,
                 "outputs": mx.array(ml.outputs.astype(np.int32)),
                 "down_t": mx.array(ml.down.T.copy()),
             }
@@ -116,7 +122,11 @@ class CircuitRunner:
             r = hn[:, self.one:self.one + 1] / self.K
             m = mx.abs((g[:, 0::2] - self.delta * r / 2) / (self.gain * r))
             self._margins.append(mx.min(m))
-        y = nn.silu(g) * (hi @ ml["up_t"])
+        if ml["up_col"] is not None:
+            up = hi[:, ml["up_col"]:ml["up_col"] + 1] * ml["up_val"]
+        else:
+            up = hi @ ml["up_t"]
+        y = nn.silu(g) * up
         return h.at[:, ml["outputs"]].add(y @ ml["down_t"])
 
     def forward(self, embeddings: mx.array, *, keep: bool = False):
