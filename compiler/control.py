@@ -438,8 +438,10 @@ class Control:
             o = self.wst[w]
             pr = self.wst_present[w]
             # the running warp's own record: on pop, divergence, barrier, done
-            for act in ("pop0", "pop1", "div", "bar", "done"):
+            for act in ("pop0", "pop1", "div", "bar"):
                 self.g(O1, f"wst{w}.pr.{act}", [me, (A[act], 1)], 2, [(pr, 1)])
+            # a finished warp's record matters only if the thread block goes on
+            self.g(O1, f"wst{w}.pr.done", [me, (A["done"], 1), (A["ctadone"], -1)], 2, [(pr, 1)])
             # ready unless waiting (barrier without release) or done
             self.g(O1, f"wst{w}.ready", [me, (A["pop0"], 1), (A["pop1"], 1), (A["div"], 1), (A["release"], 1),
                                          (A["done"], -4)], 2, [(o[ST_READY], 1)])

@@ -516,6 +516,11 @@ class MachineCircuit:
                               4, [(d, 1)])
                 eqm[(k, lane)] = d
         Lq = Lr + 1
+        later = [self.alloc(f"atom.later.s{s}.lane{lane}", 1)[0] for lane in range(N)]
+        for lane in range(N):
+            for k in range(lane + 1, N):
+                self.gate(Lq, f"atom.later.s{s}.{lane}{k}", [(eqm[(lane, k)], 1), (executed[k], 1)], 2,
+                          [(later[lane], 1)])
         old = [self.alloc(f"atom.old.s{s}.lane{lane}", 32) for lane in range(N)]
         new = [self.alloc(f"atom.new.s{s}.lane{lane}", 32) for lane in range(N)]
         is_atom = op[Op.ATOM_ADD]
@@ -545,8 +550,9 @@ class MachineCircuit:
                 self.gate(Lmg, f"atv.s{s}l{lane}b{i}", [(new[lane][i], 1)], 1, [(mem_value[lane][i], 1)])
             self.gate(Lmg, f"pmerge.s{s}l{lane}", [(palu[lane], 1), (g, 1)], 2, [(pres[lane], 1)])
             self.gate(Lmg, f"pkeep.s{s}l{lane}", [(pval[("pold", lane)], 1), (g, -1)], 1, [(pres[lane], 1)])
-            self.gate(Lmg, f"mempresent.s{s}l{lane}", [(op[Op.ST], 1), (op[Op.ATOM_ADD], 1), (executed[lane], 2)], 3,
-                      [(mem_present[lane], 1)])
+            # an atomic's word goes back down once, from the last lane that added to it
+            self.gate(Lmg, f"mempresent.s{s}l{lane}", [(op[Op.ST], 1), (op[Op.ATOM_ADD], 1), (executed[lane], 2),
+                                                       (later[lane], -4)], 3, [(mem_present[lane], 1)])
         io = SlotIO(res, pres, executed, mem_present, word, mem_value, fault)
         return io, Lmg + 1
 

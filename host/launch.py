@@ -107,4 +107,11 @@ def run(program: Program, *, backend: str = "reference", machine: MachineConfig 
 
         res = run_program(program, machine, step_budget=step_budget, trace=False)
         return LaunchResult(program.kernel, "reference", read_outputs(program, res.memory), res.steps, program)
-    raise LaunchError(f"unknown backend `{backend}` (available: reference)")
+    if backend == "model":
+        from .model_backend import run_model
+
+        ml = run_model(program, machine, step_budget=step_budget, **backend_options)
+        return LaunchResult(program.kernel, "model", read_outputs(program, ml.memory), ml.steps, program,
+                            {"tokens": len(ml.tokens), "launch_tokens": ml.tokens,
+                             "tokens_per_s": round(len(ml.tokens) / ml.seconds, 2)})
+    raise LaunchError(f"unknown backend `{backend}` (available: model, reference)")

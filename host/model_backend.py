@@ -192,10 +192,12 @@ def check_against_reference(program: Program, launch: ModelLaunch, machine: Mach
             if exp is not None and exp != value:
                 problems.append(f"step {i} B{rec.block} w{rec.warp} lane {lane} r{reg}: model {to_signed(value)} "
                                 f"!= reference {to_signed(exp)}")
-        mem_model = [(addr, value) for _, addr, value in st["mems"]]
-        if mem_model != list(rec.mem_writes):
-            problems.append(f"step {i} B{rec.block} w{rec.warp}: memory writes {mem_model} != reference "
-                            f"{list(rec.mem_writes)}")
+        # each word's value after the step (an atomic's word comes back once, final)
+        mem_model = dict((addr, value) for _, addr, value in st["mems"])
+        mem_ref = dict(rec.mem_writes)
+        if mem_model != mem_ref:
+            problems.append(f"step {i} B{rec.block} w{rec.warp}: memory after the step {sorted(mem_model.items())} "
+                            f"!= reference {sorted(mem_ref.items())}")
     if len(steps) > len(ref.trace):
         problems.append(f"the model ran {len(steps)} steps, the reference {len(ref.trace)}")
     for w, (a, b) in enumerate(zip(launch.memory, ref.memory)):

@@ -34,8 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="qwengpu-mlx", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
 
-    def common(sp):
-        sp.add_argument("source", metavar="KERNEL", help="a .cu file (compiled with clang) or a .ptx file")
+    def common(sp, optional=False):
+        sp.add_argument("source", metavar="KERNEL", nargs="?" if optional else None,
+                        help="a .cu file (compiled with clang) or a .ptx file")
         sp.add_argument("--kernel", help="kernel name (unmangled); needed when the file has several")
         sp.add_argument("--frontend", choices=["clang", "nvcc"], default="clang", help="PTX producer (default clang)")
         sp.add_argument("--arg", action="append", metavar="NAME=VALUES",
@@ -43,15 +44,17 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--block", type=int, default=4, help="blockDim.x (default 4, at most %d)" % DEFAULT_MACHINE.max_block_dim)
         sp.add_argument("--grid", type=int, default=1, help="gridDim.x (default 1)")
 
-    c = sub.add_parser("compile", help="show a kernel's PTX or machine blocks")
-    common(c)
-    c.add_argument("--emit", choices=["ptx", "blocks"], default="blocks")
+    c = sub.add_parser("compile", help="show a kernel's PTX, machine blocks, launch prompt, or the circuit layout")
+    common(c, optional=True)
+    c.add_argument("--emit", choices=["ptx", "blocks", "tokens", "layout"], default="blocks",
+                   help="ptx; blocks (the machine program); tokens (the model's launch prompt, JSON ids); "
+                        "layout (the circuit's residual, heads and state rows, per layer)")
 
     r = sub.add_parser("run", help="run a kernel launch")
     common(r)
-    r.add_argument("--backend", choices=["reference", "model"], default="reference",
-                   help="reference: the exact interpreter; model: the GPU compiled into the model's weights "
-                        "(one warp, uniform branches for now)")
+    r.add_argument("--backend", choices=["model", "reference"], default="model",
+                   help="model (default): the GPU compiled into the weights of the embedded circuit-only "
+                        "Qwen3.5 model writes the launch; reference: the exact interpreter")
     r.add_argument("--check", action="store_true",
                    help="model backend: replay every step against the reference interpreter")
     r.add_argument("--json", action="store_true", help="print exactly one JSON object")
@@ -67,7 +70,20 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_compile(ns) -> int:
     from .host.launch import bind, compile_kernel, placeholder_args
 
+    if ns.emit == "layout":
+        from .host.model_backend import circuit_for
+
+        print(circuit_layout(circuit_for(DEFAULT_MACHINE)[0]))
+        return 0
+    if ns.source is None:
+        raise LaunchError("compile needs a KERNEL file (only --emit layout works without one)")
     ck = compile_kernel(ns.source, ns.kernel, frontend=ns.frontend)
+    if ns.emit == "tokens":
+        from .host.model_backend import prompt_tokens
+
+        prog = bind(ck, _collect_args(ns.arg), block=ns.block, grid=ns.grid)
+        print(json.dumps(prompt_tokens(prog, DEFAULT_MACHINE)))
+        return 0
     if ns.emit == "ptx":
         print(ck.ptx)
         return 0
@@ -147,6 +163,23 @@ def _run_model(ns, prog, stream) -> int:
     for p in problems:
         print(f"check: {p}", file=sys.stderr)
     return 0 if not problems else 1
+
+
+def circuit_layout(mc) -> str:
+    """Which layer does what, which heads hold which state, which residual dims hold what."""
+    plan = mc.plan
+    lines = [f"# circuit: {len(plan.layers)} layers, hidden {plan.shape.hidden} "
+             f"({plan.layout.used} dims used), linear heads {plan.shape.linear_heads} x "
+             f"(Dk {plan.shape.key_dim}, Dv {plan.shape.value_dim}); vocabulary {len(plan.vocab)} tokens",
+             "# layer  kind       heads  mlp-units  mlp-inputs  state heads"]
+    for row in plan.usage():
+        lp = plan.layers[row["layer"]]
+        heads = ", ".join(f"{h.name}[{h.index}]" for h in lp.mixer.heads) if lp.mixer else ""
+        lines.append(f"{row['layer']:6d}  {row['kind'][:9]:9s}  {len(row['heads']):5d}  {row['mlp_units']:9d}  "
+                     f"{row['mlp_inputs']:10d}  {heads}")
+    lines.append("# residual subspaces (start..end  name)")
+    lines.append(plan.layout.describe())
+    return "\n".join(lines)
 
 
 def cmd_machine(ns) -> int:

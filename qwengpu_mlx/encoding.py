@@ -113,6 +113,41 @@ def live_out_registers(blocks: list[Block]) -> dict[int, set[int]]:
     return live_out
 
 
+def live_out_predicates(blocks: list[Block]) -> dict[int, set[int]]:
+    """Predicates each block's successors may read before writing them."""
+    succ = {b.index: _successors(b) for b in blocks}
+    use, kill = {}, {}
+    for b in blocks:
+        u, k = set(), set()
+        for ins in b.instrs:
+            reads = {p.index for p in ins.psrcs} | ({ins.guard.index} if ins.guard is not None else set())
+            u |= reads - k
+            writes = set()
+            if ins.writes_pred and ins.dst is not None:
+                writes.add(ins.dst)
+            if ins.pdst is not None:
+                writes.add(ins.pdst)
+            if ins.guard is not None:
+                u |= writes - k
+            else:
+                k |= writes
+        if b.term.pred is not None and b.term.pred.index not in k:
+            u.add(b.term.pred.index)
+        use[b.index], kill[b.index] = u, k
+    live_in = {b.index: set() for b in blocks}
+    live_out = {b.index: set() for b in blocks}
+    changed = True
+    while changed:
+        changed = False
+        for b in reversed(blocks):
+            out = set().union(*(live_in[s] for s in succ[b.index])) if succ[b.index] else set()
+            inn = use[b.index] | (out - kill[b.index])
+            if out != live_out[b.index] or inn != live_in[b.index]:
+                live_out[b.index], live_in[b.index] = out, inn
+                changed = True
+    return live_out
+
+
 def _successors(b: Block) -> list[int]:
     t = b.term
     if t.kind is TermKind.EXIT:
@@ -122,7 +157,8 @@ def _successors(b: Block) -> list[int]:
     return [t.target]
 
 
-def encode_block(block: Block, live_out: set[int], machine: MachineConfig = DEFAULT_MACHINE) -> list[int]:
+def encode_block(block: Block, live_out: set[int], machine: MachineConfig = DEFAULT_MACHINE,
+                 live_preds: set[int] | None = None) -> list[int]:
     """The block's ROM pieces as 32-bit integers."""
     S = machine.slots_per_block
     if len(block.instrs) > S:
@@ -216,7 +252,8 @@ def encode_block(block: Block, live_out: set[int], machine: MachineConfig = DEFA
     tf["pred"], tf["pred_neg"] = pred_code(t.pred)
     tf["reconv"] = t.reconv or 0
     tf["reconv_valid"] = int(t.reconv is not None)
-    tf["pemit"] = int(bool(last_pred))
+    # the predicate file goes back down only when a predicate it wrote is read later
+    tf["pemit"] = int(bool(set(last_pred) & (live_preds if live_preds is not None else set(last_pred))))
     tbase = term_piece(machine) * 32
     for name, (off, w) in TERM_FIELDS.items():
         _put(bits, tbase + off, w, tf[name])
@@ -229,4 +266,5 @@ def encode_block(block: Block, live_out: set[int], machine: MachineConfig = DEFA
 def encode_program(program: Program, machine: MachineConfig = DEFAULT_MACHINE) -> list[list[int]]:
     """ROM pieces of every block (a list per block)."""
     live = live_out_registers(program.blocks)
-    return [encode_block(b, live[b.index], machine) for b in program.blocks]
+    plive = live_out_predicates(program.blocks)
+    return [encode_block(b, live[b.index], machine, plive[b.index]) for b in program.blocks]

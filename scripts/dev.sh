@@ -38,7 +38,7 @@ ensure_clang
 ensure_venv
 case "$cmd" in
   demo)
-    exec "$VENV/bin/qwengpu-mlx" run examples/kernels/dot.cu \
+    exec "$VENV/bin/qwengpu-mlx" run examples/kernels/dot.cu --check \
       --arg a=1,2,3 --arg b=4,5,6 --arg out=0 --arg n=3 "$@" ;;
   test)
     exec "$VENV/bin/python" -m pytest -q "$@" ;;

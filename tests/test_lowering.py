@@ -60,7 +60,16 @@ def cu(tmp_path: Path, code: str, name: str = "kernel.cu") -> Path:
     return path
 
 
+def _reference(argv):
+    """These tests are about the machine and its front end: run them on the reference backend."""
+    argv = list(argv)
+    if argv and argv[0] == "run" and "--backend" not in argv:
+        argv += ["--backend", "reference"]
+    return argv
+
+
 def cli(*argv) -> subprocess.CompletedProcess:
+    argv = _reference(argv)
     proc = subprocess.run([sys.executable, "-m", "qwengpu_mlx.cli", *map(str, argv)],
                           capture_output=True, text=True, cwd=REPO, timeout=120)
     return proc

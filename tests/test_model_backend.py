@@ -1,0 +1,120 @@
+"""Launches written by the compiled circuit: exact against NumPy oracles and the reference.
+
+Each kernel runs on the model (the circuit built once, the same weights for every
+program), its outputs are read from the recurrent state and compared with the
+kernel's NumPy oracle (tests/oracles.py), and every step is replayed against the
+reference interpreter's trace. The whole suite through the model is a benchmark
+(bench/model_suite.py); here a representative subset keeps CI fast.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from qwengpu_mlx.errors import MemoryFault, ResourceError, StepBudgetExceeded
+from qwengpu_mlx.host import model_backend as mb
+from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs
+from qwengpu_mlx.machine import DEFAULT_MACHINE
+
+try:
+    from oracles import ORACLES
+except ImportError:  # pragma: no cover - run from the repository root
+    from tests.oracles import ORACLES
+
+ROOT = Path(__file__).resolve().parents[1]
+KERNELS = ROOT / "examples" / "kernels"
+
+
+@pytest.fixture(scope="module")
+def circuit():
+    mc, runner = mb.circuit_for(DEFAULT_MACHINE)
+    runner.track_margins = True
+    return mc, runner
+
+
+def program_for(name: str, **override):
+    spec = json.loads((KERNELS / f"{name}.json").read_text())
+    spec.update(override)
+    ck = compile_kernel(KERNELS / f"{name}.cu", spec["kernel"])
+    return spec, bind(ck, spec["args"], block=spec["block"], grid=spec["grid"])
+
+
+# divergence + atomics under contention; divergent early exit; warp shuffle butterfly;
+# a 4-warp shared-memory tree reduction with barriers; a multi-block grid
+SUBSET = ["dot", "early_return", "shfl_xor_allreduce", "reduce_shared_tree", "grid_index"]
+
+
+@pytest.mark.parametrize("name", SUBSET)
+def test_kernel_through_model_matches_oracle_and_reference(circuit, name):
+    mc, runner = circuit
+    runner.min_margin = float("inf")
+    spec, prog = program_for(name)
+    launch = mb.run_model(prog, DEFAULT_MACHINE)
+    assert read_outputs(prog, launch.memory) == ORACLES[name](spec)
+    assert mb.check_against_reference(prog, launch, DEFAULT_MACHINE) == []
+    # every gate decided with a margin (0.5 bits is perfect; exactness needs > 0.28)
+    assert runner.min_margin > 0.4
+    assert launch.margin_bits > 0.9  # memory words read back from the state are clean
+
+
+def test_dot_product_launch_shape(circuit):
+    spec, prog = program_for("dot")
+    launch = mb.run_model(prog, DEFAULT_MACHINE)
+    kinds = [t.kind for t in launch.decoded]
+    assert kinds[0] == "CTA" and kinds[-1] == "STOP"
+    assert kinds.count("EXEC") == launch.steps == 6
+    assert read_outputs(prog, launch.memory)["out"] == [32]
+
+
+def test_same_weights_run_every_program(circuit):
+    mc, runner = circuit
+    before = [float(lay.mlp["gate_t"].sum()) if lay.mlp else 0.0 for lay in runner.layers]
+    for name in ("partial_warp3", "avg_floor_signed"):
+        spec, prog = program_for(name)
+        launch = mb.run_model(prog, DEFAULT_MACHINE)
+        assert read_outputs(prog, launch.memory) == ORACLES[name](spec)
+    assert mb.circuit_for(DEFAULT_MACHINE)[1] is runner  # one circuit, built once
+    after = [float(lay.mlp["gate_t"].sum()) if lay.mlp else 0.0 for lay in runner.layers]
+    assert before == after
+
+
+def test_infinite_loop_stops_at_step_budget(circuit, tmp_path):
+    src = tmp_path / "spin.cu"
+    src.write_text("__global__ void spin(volatile int *x) { while (x[0] == 0) { } }\n")
+    prog = bind(compile_kernel(src), {"x": [0]}, block=1)
+    with pytest.raises(StepBudgetExceeded, match="step budget"):
+        mb.run_model(prog, DEFAULT_MACHINE, step_budget=20)
+
+
+def test_launch_refused_before_any_token(circuit):
+    spec, prog = program_for("grid_index")
+    prog.grid_dim = 65
+    seen = []
+    with pytest.raises(ResourceError, match="64 thread blocks"):
+        mb.run_model(prog, DEFAULT_MACHINE, on_token=lambda i, t: seen.append(t))
+    assert seen == []
+
+
+def test_memory_fault_reported_by_the_model(circuit, tmp_path):
+    src = tmp_path / "oob.cu"
+    src.write_text("__global__ void oob(int *a, int k) { a[threadIdx.x + k] = 1; }\n")
+    prog = bind(compile_kernel(src), {"a": [0, 0], "k": 200}, block=2)
+    with pytest.raises(MemoryFault, match="out of range"):
+        mb.run_model(prog, DEFAULT_MACHINE)
+
+
+def test_cli_model_backend_json_with_check():
+    out = subprocess.run(
+        [sys.executable, "-m", "qwengpu_mlx.cli", "run", str(KERNELS / "dot.cu"), "--backend", "model",
+         "--arg", "a=1,2,3", "--arg", "b=4,5,6", "--arg", "out=0", "--arg", "n=3", "--check", "--json"],
+        capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert out.returncode == 0, out.stderr
+    obj = json.loads(out.stdout)
+    assert obj["outputs"]["out"] == [32] and obj["backend"] == "model"
+    assert obj["exact"] is True and obj["min_margin"] > 0.4
+    assert obj["tokens"] == len(obj["launch_tokens"]) and obj["tokens_per_s"] > 0

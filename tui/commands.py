@@ -1,0 +1,167 @@
+"""Chat-input commands: ``/run``, ``/check``, ``/kernels``, ``/help``.
+
+Parsing only (no UI): the screen turns a line of input into a :class:`Command`.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+HELP = """\
+commands
+  /run KERNEL.cu NAME=v1,v2 NAME=v ... [--block N] [--grid G] [--kernel NAME]
+        run a launch on the GPU compiled into the model; tokens stream live
+        e.g. /run examples/kernels/dot.cu a=1,2,3 b=4,5,6 out=0 n=3
+        KERNEL may be a name from /kernels; without NAME=... the kernel's .json arguments are used
+  /check on|off   replay each launch against the reference interpreter (now: {check})
+  /kernels        list examples/kernels/*.cu with their descriptions
+  /help           this text
+keys
+  ctrl+r rerun the last launch   escape / ctrl+c cancel a running launch
+  ctrl+l clear the panes         ctrl+q quit
+plain text is sent to the chat model (needs a Qwen3.5 checkpoint: --model DIR|REPO)"""
+
+
+class CommandError(ValueError):
+    pass
+
+
+@dataclass
+class RunRequest:
+    source: Path
+    args: dict
+    block: int = 4
+    grid: int = 1
+    kernel: str | None = None
+    text: str = ""  # the command as typed
+
+    def describe(self) -> str:
+        args = " ".join(f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in self.args.items())
+        extra = "" if (self.block, self.grid) == (4, 1) else f" --block {self.block} --grid {self.grid}"
+        return f"{self.source.name} {args}{extra}".strip()
+
+
+@dataclass
+class Command:
+    name: str  # "run", "check", "kernels", "help", "chat"
+    run: RunRequest | None = None
+    flag: bool | None = None
+    text: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+def examples_dir(base: Path | None = None) -> Path:
+    for root in ([base] if base else []) + [Path.cwd(), REPO_ROOT]:
+        d = root / "examples" / "kernels" if (root / "examples").is_dir() else root
+        if d.is_dir() and any(d.glob("*.cu")):
+            return d
+    return REPO_ROOT / "examples" / "kernels"
+
+
+def resolve_source(text: str, kernels: Path | None = None) -> Path:
+    """A path (relative to the working directory or the repository) or a kernel name."""
+    p = Path(text).expanduser()
+    candidates = [p, REPO_ROOT / p]
+    if p.suffix == "" or not p.parent.parts:
+        k = kernels or examples_dir()
+        candidates += [k / p.name, k / (p.name + ".cu")]
+    for c in candidates:
+        if c.is_file():
+            return c
+    raise CommandError(f"{text}: no such kernel file (try /kernels)")
+
+
+def _parse_value(name: str, text: str):
+    return text  # the host binds strings as the CLI does: "1,2,3" or "7"
+
+
+def parse_run(rest: str, kernels: Path | None = None, full: str = "") -> RunRequest:
+    try:
+        words = shlex.split(rest)
+    except ValueError as e:
+        raise CommandError(f"/run: {e}") from None
+    if not words:
+        raise CommandError("/run needs a kernel: /run KERNEL.cu NAME=values ... (see /kernels)")
+    source = resolve_source(words[0], kernels)
+    args: dict = {}
+    opts: dict = {}
+    i = 1
+    while i < len(words):
+        w = words[i]
+        if w.startswith("--"):
+            key, _, val = w[2:].partition("=")
+            if key not in ("block", "grid", "kernel"):
+                raise CommandError(f"/run: unknown option --{key} (use --block N, --grid G, --kernel NAME)")
+            if not val:
+                i += 1
+                if i >= len(words):
+                    raise CommandError(f"/run: --{key} needs a value")
+                val = words[i]
+            if key == "kernel":
+                opts[key] = val
+            else:
+                try:
+                    opts[key] = int(val, 0)
+                except ValueError:
+                    raise CommandError(f"/run: --{key} {val!r} is not an integer") from None
+        elif "=" in w:
+            name, _, value = w.partition("=")
+            name = name.strip()
+            if name in args:
+                raise CommandError(f"/run: argument {name} given twice")
+            args[name] = _parse_value(name, value.strip())
+        else:
+            raise CommandError(f"/run: {w!r}: expected NAME=v1,v2,... or NAME=v")
+        i += 1
+    desc = kernel_description(source)
+    if not args and desc is not None:  # the kernel's own launch arguments
+        args = dict(desc.get("args", {}))
+        opts.setdefault("block", desc.get("block", 4))
+        opts.setdefault("grid", desc.get("grid", 1))
+        opts.setdefault("kernel", desc.get("kernel"))
+    return RunRequest(source, args, opts.get("block", 4), opts.get("grid", 1), opts.get("kernel"), full)
+
+
+def kernel_description(source: Path) -> dict | None:
+    j = source.with_suffix(".json")
+    if not j.is_file():
+        return None
+    try:
+        return json.loads(j.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def list_kernels(kernels: Path | None = None) -> list[tuple[str, str]]:
+    """(file name, description) for every examples/kernels/*.cu."""
+    d = kernels or examples_dir()
+    out = []
+    for cu in sorted(d.glob("*.cu")):
+        desc = kernel_description(cu) or {}
+        out.append((cu.name, desc.get("description", "")))
+    return out
+
+
+def parse(text: str, kernels: Path | None = None) -> Command:
+    text = text.strip()
+    if not text.startswith("/"):
+        return Command("chat", text=text)
+    head, _, rest = text[1:].partition(" ")
+    head = head.lower()
+    if head == "run":
+        return Command("run", run=parse_run(rest, kernels, text), text=text)
+    if head == "check":
+        arg = rest.strip().lower()
+        if arg in ("on", "off"):
+            return Command("check", flag=arg == "on", text=text)
+        if arg == "":
+            return Command("check", flag=None, text=text)
+        raise CommandError("/check on|off")
+    if head in ("kernels", "help"):
+        return Command(head, text=text)
+    raise CommandError(f"unknown command /{head} (try /help)")

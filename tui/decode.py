@@ -1,0 +1,328 @@
+"""Streaming decoder: launch tokens -> readable lines and the machine state they imply.
+
+Pure Python (no Textual, no MLX), so it can be tested and reused on its own. The
+dashboard feeds it every generated token as the model writes it:
+
+* ``EXEC(b, w, mask)`` sets the current step (block, warp, active lanes);
+* ``VAL(slot, lane)`` + ``C0 C1 C2`` writes register
+  ``program.blocks[b].instrs[slot].dst`` of lane ``lane`` of the current warp;
+* ``PVAL(lane, bits)`` is the predicate file of ``lane`` of the current warp;
+* ``MEM(item, addr)`` + chunks writes memory word ``addr``;
+* ``ENT``/``WST`` + chunks are SIMT stack entries and warp statuses (decoded with the
+  control unit's bit layout);
+* ``CTA(c)`` starts thread block ``c``; ``STOP``/``FAULT`` end the launch.
+
+A record's header opens a line; its chunks complete the same line (``replace``).
+Masks are written lane 0 first (``1110`` = lanes 0, 1, 2), as in the reference trace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from qwengpu_mlx.isa import Program
+from qwengpu_mlx.machine import DEFAULT_MACHINE, MachineConfig, to_signed
+from qwengpu_mlx.vocab import FAULT_CODES, Token, chunk_value, vocab_for
+
+RECORD_KINDS = ("VAL", "MEM", "ENT", "WST", "PROG")
+CHUNK_KINDS = ("C0", "C1", "C2")
+
+# Bit layout of the control unit's records (compiler/control.py: ST_*, EN_*).
+_ST_READY, _ST_WAIT, _ST_DONE = 0, 1, 2
+_ST_DEPTH = 3
+try:  # keep in step with the compiler when it is importable
+    from qwengpu_mlx.compiler.control import (EN_MASK, EN_PC, EN_RPC, EN_RVALID, ST_DEPTH, ST_EXITED, ST_MASK,
+                                              ST_PC)
+except Exception:  # pragma: no cover - the compiler is part of this package
+    from qwengpu_mlx.vocab import STACK_LEVELS as _D
+
+    ST_DEPTH, ST_EXITED = 3, 3 + _D
+    ST_PC, ST_MASK = ST_EXITED + 4, ST_EXITED + 9
+    EN_PC, EN_RPC, EN_RVALID, EN_MASK = 0, 5, 10, 11
+
+
+def mask_bits(mask: int, lanes: int = 4) -> str:
+    """Lane 0 first: ``1110`` means lanes 0, 1 and 2."""
+    return "".join("1" if mask >> lane & 1 else "0" for lane in range(lanes))
+
+
+def lane_list(mask: int, lanes: int = 4) -> str:
+    return ",".join(str(lane) for lane in range(lanes) if mask >> lane & 1) or "none"
+
+
+def _bits(value: int, start: int, width: int) -> int:
+    return (value >> start) & ((1 << width) - 1)
+
+
+def _onehot(value: int, start: int, width: int) -> int | None:
+    for i in range(width):
+        if value >> (start + i) & 1:
+            return i
+    return None
+
+
+def describe_wst(value: int, lanes: int = 4) -> str:
+    state = [name for bit, name in ((_ST_READY, "ready"), (_ST_WAIT, "waiting"), (_ST_DONE, "done"))
+             if value >> bit & 1]
+    depth = _onehot(value, ST_DEPTH, ST_EXITED - ST_DEPTH)
+    exited = _bits(value, ST_EXITED, lanes)
+    pc = _bits(value, ST_PC, 5)
+    mask = _bits(value, ST_MASK, lanes)
+    return (f"{'/'.join(state) or 'idle'}, depth {depth if depth is not None else '-'}, "
+            f"exited {mask_bits(exited, lanes)}, resume B{pc} mask {mask_bits(mask, lanes)}")
+
+
+def describe_ent(value: int, lanes: int = 4) -> str:
+    pc = _bits(value, EN_PC, 5)
+    rpc = _bits(value, EN_RPC, 5)
+    valid = value >> EN_RVALID & 1
+    mask = _bits(value, EN_MASK, lanes)
+    return f"pc B{pc}, reconverge {'B' + str(rpc) if valid else 'at exit'}, mask {mask_bits(mask, lanes)}"
+
+
+@dataclass
+class Line:
+    """One line of the launch pane: ``style`` names the token kind (see app.tcss/launch pane)."""
+
+    index: int  # position of the (header) token among the generated tokens; -1 for prompt lines
+    token_id: int | None
+    text: str  # the token, e.g. "EXEC(3, 0, 7)"
+    meaning: str
+    kind: str
+    chunks: tuple[int, ...] = ()  # chunk values received so far (records)
+    value: int | None = None  # the joined 32-bit value once complete
+
+
+@dataclass
+class MachineState:
+    """What the streamed records say about the machine (per thread block)."""
+
+    program: Program
+    machine: MachineConfig = DEFAULT_MACHINE
+    ctaid: int = 0
+    block: int | None = None
+    warp: int | None = None
+    mask: int = 0
+    regs: dict = field(default_factory=dict)  # (warp, lane, reg) -> value
+    preds: dict = field(default_factory=dict)  # (warp, lane) -> predicate bits
+    memory: list[int] = field(default_factory=list)
+    memory_source: str = "program (inputs)"
+    warp_status: dict = field(default_factory=dict)  # warp -> text
+    changed_regs: set = field(default_factory=set)
+    changed_preds: set = field(default_factory=set)
+    changed_words: set = field(default_factory=set)
+    written_words: set = field(default_factory=set)
+    stream_memory: list[int] | None = None  # memory as decoded from MEM records, kept after the launch
+    finished: str | None = None  # "STOP" / "FAULT ..."
+
+    def __post_init__(self):
+        if not self.memory:
+            mem = list(self.program.memory)
+            self.memory = mem + [0] * (self.machine.mem_words - len(mem))
+
+    @property
+    def warps(self) -> int:
+        lanes = self.machine.lanes
+        return max(1, (self.program.block_dim + lanes - 1) // lanes)
+
+    def registers_used(self) -> list[int]:
+        """Register indices the program writes (the rows a VAL record can fill)."""
+        used = {i.dst for b in self.program.blocks for i in b.instrs
+                if i.dst is not None and not i.writes_pred and i.dst != 0}
+        return sorted(used)
+
+    def preds_used(self) -> int:
+        return max(1, self.program.preds_used)
+
+    def word_names(self) -> dict[int, str]:
+        names: dict[int, str] = {}
+        for a in self.program.arrays:
+            for i in range(a.length):
+                names[a.base + i] = f"{a.name}[{i}]"
+        for s in self.program.shared:
+            for i in range(s.length):
+                names[s.base + i] = f"{s.name}[{i}]"
+        return names
+
+
+class LaunchDecoder:
+    """Feeds on tokens, yields (new or replaced) lines and keeps the :class:`MachineState`."""
+
+    def __init__(self, program: Program, machine: MachineConfig = DEFAULT_MACHINE):
+        self.program = program
+        self.machine = machine
+        self.vocab = vocab_for(machine)
+        self.state = MachineState(program, machine)
+        self.lines: list[Line] = []
+        self.count = 0  # generated tokens seen
+        self.kinds: dict[str, int] = {}
+        self._open: Line | None = None  # record awaiting chunks
+        self._open_token: Token | None = None
+        self._chunks: list[Token] = []
+
+    # ------------------------------------------------------------------ prompt
+    def prompt_lines(self, prompt: list[int]) -> list[Line]:
+        """The prompt, summarized: geometry, ROM records, input records, GO."""
+        v = self.vocab
+        toks = [v[i] for i in prompt]
+        dims = next((t for t in toks if t.kind == "DIMS"), None)
+        grid = next((t for t in toks if t.kind == "GRID"), None)
+        prog = [t for t in toks if t.kind == "PROG"]
+        mems = [t for t in toks if t.kind == "MEM"]
+        blocks = sorted({t.get("block") for t in prog})
+        names = self.state.word_names()
+        inputs = ", ".join(f"{names.get(t.get('addr'), 'w' + str(t.get('addr')))}" for t in mems[:8])
+        if len(mems) > 8:
+            inputs += ", ..."
+        lines = [
+            Line(-1, None, f"prompt: {len(prompt)} tokens", "the program and inputs, fed to the model", "PROMPT"),
+            Line(-1, None, f"  {dims} {grid}", f"blockDim.x {dims.get('ntid') if dims else '?'}, "
+                 f"gridDim.x {grid.get('nctaid') if grid else '?'}", "PROMPT"),
+            Line(-1, None, f"  {len(prog)} PROG records", f"ROM: {len(blocks)} blocks x {v.pieces} pieces "
+                 f"({len(prog) * 4} tokens)", "PROMPT"),
+            Line(-1, None, f"  {len(mems)} MEM records", f"inputs: {inputs or 'none (all zero)'}", "PROMPT"),
+            Line(-1, None, "  GO", "end of the prompt; the model writes the launch from here", "PROMPT"),
+        ]
+        self.lines.extend(lines)
+        return lines
+
+    # ------------------------------------------------------------------ tokens
+    def feed(self, token_id: int, tok: Token) -> tuple[str, Line | None]:
+        """One generated token -> ("new", line), ("replace", line) or ("none", None)."""
+        idx = self.count
+        self.count += 1
+        self.kinds[tok.kind] = self.kinds.get(tok.kind, 0) + 1
+        st = self.state
+        lanes = self.machine.lanes
+        if tok.kind in CHUNK_KINDS and self._open is not None:
+            self._chunks.append(tok)
+            line = self._open
+            line.chunks = line.chunks + (tok.get("value"),)
+            if len(self._chunks) == 3:
+                value = chunk_value(self._chunks)
+                line.value = value
+                line.meaning = self._complete(self._open_token, value)
+                self._open = self._open_token = None
+                self._chunks = []
+            else:
+                line.meaning = self._pending(self._open_token, line.chunks)
+            return "replace", line
+        # anything else closes an unfinished record
+        self._open = self._open_token = None
+        self._chunks = []
+        if tok.kind in ("EXEC", "CTA"):  # highlights show what the current step wrote
+            st.changed_regs.clear()
+            st.changed_preds.clear()
+            st.changed_words.clear()
+        if tok.kind == "EXEC":
+            st.block, st.warp, st.mask = tok.get("block"), tok.get("warp"), tok.get("mask")
+            blk = self.program.blocks[st.block] if st.block < len(self.program.blocks) else None
+            body = "; ".join(str(i) for i in blk.instrs) if blk is not None else "?"
+            meaning = (f"B{st.block} w{st.warp} mask {mask_bits(st.mask, lanes)} (lanes {lane_list(st.mask, lanes)})"
+                       f"  {body}")
+        elif tok.kind in RECORD_KINDS:
+            line = Line(idx, token_id, str(tok), self._pending(tok, ()), tok.kind)
+            self._open, self._open_token = line, tok
+            self.lines.append(line)
+            return "new", line
+        elif tok.kind == "PVAL":
+            lane, bits = tok.get("lane"), tok.get("bits")
+            w = st.warp if st.warp is not None else 0
+            st.preds[(w, lane)] = bits
+            st.changed_preds.add((w, lane))
+            n = self.state.preds_used()
+            meaning = (f"w{w} lane {lane}: " + " ".join(f"p{p}={'T' if bits >> p & 1 else 'F'}" for p in range(n)))
+        elif tok.kind == "CTA":
+            st.ctaid = tok.get("ctaid")
+            st.regs.clear()
+            st.preds.clear()
+            st.block = st.warp = None
+            st.mask = 0
+            meaning = f"thread block {st.ctaid} starts (ctaid.x = {st.ctaid})"
+        elif tok.kind == "STOP":
+            st.finished = "STOP"
+            meaning = "end of the launch"
+        elif tok.kind == "FAULT":
+            st.finished = f"FAULT {tok.get('code')}"
+            meaning = FAULT_CODES.get(tok.get("code"), "fault")
+        elif tok.kind in CHUNK_KINDS:
+            meaning = f"chunk {tok.get('value')} outside a record"
+        else:
+            meaning = ""
+        line = Line(idx, token_id, str(tok), meaning, tok.kind)
+        self.lines.append(line)
+        return "new", line
+
+    def _pending(self, tok: Token, chunks: tuple[int, ...]) -> str:
+        head = self._header_meaning(tok)
+        got = " ".join(f"C{j}={c}" for j, c in enumerate(chunks))
+        return f"{head}  {got} ..." if got else f"{head} ..."
+
+    def _header_meaning(self, tok: Token) -> str:
+        st = self.state
+        w = st.warp if st.warp is not None else 0
+        if tok.kind == "VAL":
+            slot, lane = tok.get("slot"), tok.get("lane")
+            reg = self._val_reg(slot)
+            return f"slot {slot} lane {lane}: r{reg if reg is not None else '?'} of w{w}"
+        if tok.kind == "MEM":
+            addr, item = tok.get("addr"), tok.get("item")
+            who = "input" if item == self.vocab.input_item else \
+                f"slot {item // self.machine.lanes} lane {item % self.machine.lanes}"
+            name = st.word_names().get(addr, f"w{addr}")
+            return f"mem[{addr}] {name} ({who})"
+        if tok.kind == "ENT":
+            return f"w{tok.get('warp')} stack[{tok.get('level')}] (item {tok.get('item')})"
+        if tok.kind == "WST":
+            return f"w{tok.get('warp')} status"
+        if tok.kind == "PROG":
+            return f"ROM B{tok.get('block')} piece {tok.get('piece')}"
+        return ""
+
+    def _val_reg(self, slot: int) -> int | None:
+        st = self.state
+        if st.block is None or st.block >= len(self.program.blocks):
+            return None
+        instrs = self.program.blocks[st.block].instrs
+        if slot >= len(instrs):
+            return None
+        ins = instrs[slot]
+        return None if ins.dst is None or ins.writes_pred else ins.dst
+
+    def _complete(self, tok: Token, value: int) -> str:
+        st = self.state
+        lanes = self.machine.lanes
+        head = self._header_meaning(tok)
+        joined = f"= {to_signed(value)}" + (f" (0x{value:08x})" if value > 0xFFFF else "")
+        if tok.kind == "VAL":
+            reg = self._val_reg(tok.get("slot"))
+            w = st.warp if st.warp is not None else 0
+            if reg is not None:
+                st.regs[(w, tok.get("lane"), reg)] = value
+                st.changed_regs.add((w, tok.get("lane"), reg))
+            return f"{head} {joined}"
+        if tok.kind == "MEM":
+            addr = tok.get("addr")
+            if 0 <= addr < len(st.memory):
+                st.memory[addr] = value
+                st.changed_words.add(addr)
+                st.written_words.add(addr)
+            return f"{head} {joined}"
+        if tok.kind == "ENT":
+            return f"{head}: {describe_ent(value, lanes)}"
+        if tok.kind == "WST":
+            text = describe_wst(value, lanes)
+            st.warp_status[tok.get("warp")] = text
+            return f"{head}: {text}"
+        return f"{head} {joined}"
+
+    # ------------------------------------------------------------------ end
+    def finish(self, memory: list[int]) -> None:
+        """After the launch: memory as read from the model's recurrent state."""
+        st = self.state
+        st.stream_memory = list(st.memory)
+        st.memory = list(memory) + [0] * (self.machine.mem_words - len(memory))
+        st.memory_source = "recurrent state"
+        st.changed_regs.clear()
+        st.changed_preds.clear()
+        st.changed_words.clear()
