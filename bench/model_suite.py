@@ -69,15 +69,15 @@ def main(names: list[str]) -> int:
                     block=spec["block"], grid=spec["grid"])
         runner.min_margin = float("inf")
         t = time.perf_counter()
-        try:
-            launch = mb.run_model(prog, DEFAULT_MACHINE)
+        ref = run_program(prog, DEFAULT_MACHINE, trace=False)
+        t_ref += time.perf_counter() - t
+        t = time.perf_counter()
+        try:  # a wrong launch could loop: bound it by a generous multiple of the steps it needs
+            launch = mb.run_model(prog, DEFAULT_MACHINE, step_budget=2 * ref.steps + 8)
         except Exception as e:  # report and go on
             print(f"{name:24s} ERROR {type(e).__name__}: {e}", flush=True)
             continue
         t_model += time.perf_counter() - t
-        t = time.perf_counter()
-        run_program(prog, DEFAULT_MACHINE, trace=False)
-        t_ref += time.perf_counter() - t
         ok = read_outputs(prog, launch.memory) == ORACLES[name](spec)
         problems = mb.check_against_reference(prog, launch, DEFAULT_MACHINE)
         exact += ok and not problems

@@ -27,8 +27,6 @@ from qwengpu_mlx.encoding import PSRC_FILE, PSRC_FWD
 from qwengpu_mlx.isa import TermKind
 from qwengpu_mlx.vocab import CHUNK_BITS, CHUNK_SHIFT, ENT_ITEMS, MAX_GRID, STACK_LEVELS
 
-from .deltanet import CURRENT
-from .tokens import OUT_GAIN
 
 D = STACK_LEVELS
 # status row bits
@@ -263,9 +261,8 @@ class Control:
     # ------------------------------------------------------------ late half
 
     def late(self, L: int, slots: list) -> int:
-        mc, m, W, N = self.mc, self.m, self.W, self.N
+        mc, m, N = self.mc, self.m, self.N
         tf = mc.tf
-        w1 = mc.ctx_w
         L = max(L, self.early_end)
         # branch predicate per lane and the final predicate file
         mc.pfin = [self.a(f"pfin.lane{lane}", m.preds) for lane in range(N)]
@@ -342,7 +339,7 @@ class Control:
 
     def outputs(self, L: int, slots: list) -> int:
         """Next EXEC / CTA / STOP / FAULT and the records of this step (WST, ENT)."""
-        mc, m, W, N = self.mc, self.m, self.W, self.N
+        mc, W, N = self.mc, self.W, self.N
         tf, A, st, w1 = mc.tf, self.A, self.status, mc.ctx_w
         O1, O2 = L, L + 1
         # which warp runs next and from where (O1): relW only when the release includes the runner

@@ -9,7 +9,6 @@ distance of any bit from its exact 0/1 level, for margin reports).
 
 from __future__ import annotations
 
-import mlx.core as mx
 import numpy as np
 
 from .residual import Subspace

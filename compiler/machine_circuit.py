@@ -18,17 +18,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 
 from qwengpu_mlx.encoding import (
     CMPS, MODES, OPCODES, PSRC_FILE, PSRC_FWD, PSRC_NONE, SLOT_BITS, SLOT_FIELDS, SRC_FWD, SRC_IMM,
     SRC_SPECIAL, TERM_FIELDS, TERM_KINDS, pfinal_piece, term_piece,
 )
-from qwengpu_mlx.isa import Op, TermKind
+from qwengpu_mlx.isa import Op
 from qwengpu_mlx.machine import DEFAULT_MACHINE, SPECIAL_REGISTERS, MachineConfig
 from qwengpu_mlx.vocab import CHUNK_BITS, CHUNK_SHIFT, vocab_for
 
-from .alu_add import build_add32, build_add_family
+from .alu_add import build_add_family
 from .alu_logic import build_logic_family
 from .alu_mul import build_multi_add, build_mul_family
 from .alu_shfl import build_shfl
@@ -37,8 +36,8 @@ from .deltanet import CURRENT
 from .levels import DEFAULT_LEVELS, Levels
 from .residual import ResidualLayout, Subspace
 from .control import EN_BITS, ST_BITS, ST_DEPTH, ST_MASK, ST_READY, Control
-from .tokens import KINDS, OUT_GAIN, TokenDims
-from qwengpu_mlx.vocab import ENT_ITEMS, MAX_GRID, STACK_LEVELS
+from .tokens import OUT_GAIN, TokenDims
+from qwengpu_mlx.vocab import ENT_ITEMS, MAX_GRID
 
 MAX_LAYERS = 45
 OPNDS = ("a", "b", "c", "d")
@@ -728,7 +727,6 @@ class MachineCircuit:
                 emit_class(f"em.o{j}", "WST", [(sel[j], 1)], 1)
                 const_field_bits(f"em.o{j}", "WST", "warp", a, sel[j])
         # chunks of the open record: value bit of the item named by the last header
-        ST_INIT = {0: [ST_READY, ST_DEPTH]}  # initial status bits set whatever the warp
 
         def value_sources(bit):
             """(header dim, extra condition terms, value term) per record kind for one payload bit."""

@@ -75,7 +75,6 @@ class TokenDims:
 
     def embedding(self, K: float) -> np.ndarray:
         m, v = self.m, self.vocab
-        H = None
         rows = []
         for tok in v.tokens:
             f = dict(tok.fields)

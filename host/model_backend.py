@@ -17,7 +17,7 @@ import numpy as np
 from qwengpu_mlx.errors import BarrierDeadlock, ExecutionError, MemoryFault, ResourceError, StepBudgetExceeded
 from qwengpu_mlx.isa import Program
 from qwengpu_mlx.machine import DEFAULT_MACHINE, MachineConfig, to_signed
-from qwengpu_mlx.vocab import CHUNK_BITS, FAULT_CODES, Token, chunk_value, vocab_for
+from qwengpu_mlx.vocab import FAULT_CODES, Token, chunk_value, vocab_for
 
 _CIRCUITS: dict = {}
 

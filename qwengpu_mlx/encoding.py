@@ -9,7 +9,7 @@ the compiler reads the same table to wire the decoder. One table, both sides.
 
 from __future__ import annotations
 
-from .isa import Block, Imm, Instr, Op, Pred, Program, Reg, Special, TermKind
+from .isa import Block, Imm, Op, Pred, Program, Reg, Special, TermKind
 from .machine import DEFAULT_MACHINE, SPECIAL_REGISTERS, MachineConfig
 from .vocab import pieces_per_block
 

@@ -217,9 +217,9 @@ class LaunchDecoder:
         if tok.kind == "EXEC":
             st.block, st.warp, st.mask = tok.get("block"), tok.get("warp"), tok.get("mask")
             blk = self.program.blocks[st.block] if st.block < len(self.program.blocks) else None
-            body = "; ".join(str(i) for i in blk.instrs) if blk is not None else "?"
+            body = "; ".join([str(i) for i in blk.instrs] + [str(blk.term)]) if blk is not None else "?"
             meaning = (f"B{st.block} w{st.warp} mask {mask_bits(st.mask, lanes)} (lanes {lane_list(st.mask, lanes)})"
-                       f"  {body}")
+                       f"  | {body}")
         elif tok.kind in RECORD_KINDS:
             line = Line(idx, token_id, str(tok), self._pending(tok, ()), tok.kind)
             self._open, self._open_token = line, tok

@@ -1,0 +1,226 @@
+"""The Textual dashboard (``qwengpu-mlx tui``), driven by Textual's Pilot.
+
+Launches run on the embedded circuit (no download); one dot-product launch takes about
+20 s on the CI CPU, so each test that needs one runs it once. The snapshot is taken
+with ``show_timing=False`` (no tokens/s or durations) and a fixed terminal size;
+after an intended change of the layout or of the launch tokens, refresh it with
+``pytest tests/test_tui.py --snapshot-update`` and look at the new SVG.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("textual")
+
+from qwengpu_mlx.tui.app import DashboardApp  # noqa: E402
+from qwengpu_mlx.tui.chat import NEEDS_CHECKPOINT, ChatBackend, NoChat, chat_backend  # noqa: E402
+from qwengpu_mlx.tui.commands import CommandError, parse  # noqa: E402
+from textual.widgets import Input  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DOT = "/run examples/kernels/dot.cu a=1,2,3 b=4,5,6 out=0 n=3"
+SIZE = (160, 48)
+LAUNCH_TIMEOUT = 120.0
+
+
+def run_async(coro):
+    return asyncio.run(coro)
+
+
+async def type_command(pilot, text: str) -> None:
+    """Type a line into the chat input, key by key, and press enter."""
+    await pilot.click("#prompt")
+    await pilot.press(*[("space" if c == " " else c) for c in text])
+    await pilot.press("enter")
+
+
+async def wait_until(pilot, cond, timeout: float = LAUNCH_TIMEOUT, what: str = "condition") -> None:
+    t0 = time.monotonic()
+    while not cond():
+        if time.monotonic() - t0 > timeout:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        await pilot.pause(0.2)
+
+
+def launch_finished(screen) -> bool:
+    return screen.last_outcome is not None and not screen.running
+
+
+def mlx_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("qwengpu-mlx")]
+
+
+# --------------------------------------------------------------------------- pure parts
+
+
+def test_command_parsing():
+    cmd = parse("/run examples/kernels/dot.cu a=1,2,3 b=4,5,6 out=0 n=3 --block 8 --grid 2")
+    assert cmd.name == "run"
+    req = cmd.run
+    assert req.source.name == "dot.cu" and req.source.is_file()
+    assert req.args == {"a": "1,2,3", "b": "4,5,6", "out": "0", "n": "3"}
+    assert (req.block, req.grid) == (8, 2)
+    # a bare kernel name takes the kernel's .json arguments and geometry
+    req = parse("/run grid_shared_reduce").run
+    assert req.source.name == "grid_shared_reduce.cu" and (req.block, req.grid) == (8, 2)
+    assert req.args["out"] == [0, 0]
+    assert parse("/check off").flag is False and parse("/check on").flag is True
+    assert parse("hello there").name == "chat"
+    for bad in ("/run", "/run nosuchkernel.cu", "/run dot x", "/run dot --blk 2", "/check maybe", "/frobnicate"):
+        with pytest.raises(CommandError):
+            parse(bad)
+
+
+def test_chat_seam():
+    backend = chat_backend(None)
+    assert isinstance(backend, NoChat) and isinstance(backend, ChatBackend)
+    assert not backend.available
+    assert "".join(backend.reply([])) == NEEDS_CHECKPOINT
+
+
+# --------------------------------------------------------------------------- the app
+
+
+def test_dot_launch_streams_tokens_and_machine_state():
+    async def go():
+        app = DashboardApp(show_timing=False)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.main
+            await type_command(pilot, DOT)
+            await wait_until(pilot, lambda: launch_finished(screen), what="the dot launch")
+            await pilot.pause()
+            out = screen.last_outcome
+            assert out.status == "done", out.error
+            text = screen.launch_pane.plain_text()
+            # the prompt summarized, then the launch as the model wrote it, with meanings
+            assert "prompt:" in text and "PROG records" in text and "GO" in text
+            assert "EXEC(0, 0, 15)" in text and "B0 w0 mask 1111 (lanes 0,1,2,3)" in text
+            assert "STOP" in text.splitlines()[-1]
+            kinds = screen.decoder.kinds
+            assert kinds["EXEC"] >= 4 and kinds["VAL"] >= 3 and kinds["MEM"] >= 1 and kinds["STOP"] == 1
+            assert "mem[6] out[0]" in text and "= 32" in text  # a MEM record, joined from its chunks
+            assert "r1 of w0 = 18" in text  # a VAL record: lane 2's a[2]*b[2]
+            # machine pane: registers from VAL, the mask from EXEC, memory from the recurrent state
+            st = screen.machine_pane.state
+            assert st.memory_source == "recurrent state"
+            assert st.memory[6] == 32 and st.memory[:6] == [1, 2, 3, 4, 5, 6]
+            assert [st.regs.get((0, lane, 1)) for lane in range(4)] == [4, 10, 18, None]
+            assert st.mask == 0b0111
+            mem_lines = [ln.split() for ln in screen.machine_pane.memory_text().splitlines()]
+            assert ["6", "out[0]", "32"] in mem_lines
+            assert "w0 r1" in screen.machine_pane.registers_text()
+            status = screen.status_bar.plain()
+            assert "embedded circuit (narrow)" in status and "check: exact" in status
+            assert f"tokens: {out.tokens}" in status and "tok/s" not in status
+            assert any("out = [32]" in t for _, t in screen.transcript.entries)
+        assert not mlx_threads()
+
+    run_async(go())
+
+
+def test_commands_kernels_help_check_and_chat():
+    async def go():
+        app = DashboardApp(show_timing=False)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.main
+            tr = screen.transcript
+            await type_command(pilot, "/kernels")
+            kernels = [t for k, t in tr.entries if t.startswith("  ")]
+            assert any(t.split()[0] == "dot.cu" and "Dot product" in t for t in kernels)
+            assert len(kernels) >= 70
+            await type_command(pilot, "/help")
+            assert "/run KERNEL.cu" in tr.plain_text() and "ctrl+r" in tr.plain_text()
+            await type_command(pilot, "/check off")
+            assert "check: off" in screen.status_bar.plain()
+            await type_command(pilot, "/check on")
+            assert "check: on" in screen.status_bar.plain()
+            await type_command(pilot, "/nonsense")
+            assert tr.entries[-1][0] == "error"
+            await type_command(pilot, "what is a warp?")
+            await wait_until(pilot, lambda: NEEDS_CHECKPOINT in tr.plain_text(), timeout=30, what="the chat reply")
+            assert ("user", "what is a warp?") in tr.entries
+            # the footer lists the key bindings
+            keys = {b.key for _, b, _, _ in screen.active_bindings.values()}
+            assert {"ctrl+r", "escape", "ctrl+c", "ctrl+l", "ctrl+q"} <= keys
+            await pilot.press("ctrl+l")
+            assert tr.entries == []
+
+    run_async(go())
+
+
+def test_cancel_then_rerun():
+    """escape stops a running launch at its next token; ctrl+r reruns it on a fresh MLX thread."""
+
+    async def go():
+        app = DashboardApp(show_timing=False)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.main
+            await type_command(pilot, DOT)
+            await wait_until(pilot, lambda: screen.decoder is not None and screen.decoder.kinds.get("EXEC"),
+                             what="the first EXEC")
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: launch_finished(screen), timeout=30, what="the cancel")
+            assert screen.last_outcome.cancelled
+            assert "cancelled" in screen.status_bar.plain()
+            assert "STOP" not in screen.launch_pane.plain_text()
+            assert not mlx_threads()
+            screen.last_outcome = None
+            await pilot.press("ctrl+r")
+            await wait_until(pilot, lambda: launch_finished(screen), what="the rerun")
+            assert screen.last_outcome.status == "done", screen.last_outcome.error
+            assert screen.machine_pane.state.memory[6] == 32
+            assert "check: exact" in screen.status_bar.plain()
+
+    run_async(go())
+
+
+def test_quit_during_a_launch_exits_cleanly():
+    """ctrl+q while the model is writing: the launch stops, its thread clears its MLX streams, exit 0."""
+    script = textwrap.dedent(f"""
+        import asyncio, threading, time
+        from qwengpu_mlx.tui.app import DashboardApp
+
+        async def main():
+            app = DashboardApp(show_timing=False)
+            async with app.run_test() as pilot:
+                screen = app.main
+                screen.submit({DOT!r})
+                t0 = time.monotonic()
+                while not (screen.decoder is not None and screen.decoder.count >= 2):
+                    assert time.monotonic() - t0 < {LAUNCH_TIMEOUT}
+                    await pilot.pause(0.1)
+                await pilot.press("ctrl+q")
+            print("left:", [t.name for t in threading.enumerate() if t.name.startswith("qwengpu-mlx")])
+            print("cancelled:", screen.last_outcome is not None and screen.last_outcome.cancelled)
+
+        asyncio.run(main())
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                          timeout=LAUNCH_TIMEOUT + 60)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "terminate called" not in proc.stderr
+    assert "left: []" in proc.stdout
+    assert "cancelled: True" in proc.stdout
+
+
+def test_snapshot_after_dot_launch(snap_compare):
+    async def run_before(pilot):
+        await pilot.pause()
+        screen = pilot.app.main
+        await wait_until(pilot, lambda: bool(screen.query("#prompt")), timeout=30, what="the main screen")
+        screen.query_one("#prompt", Input).cursor_blink = False  # a steady cursor: deterministic SVG
+        await type_command(pilot, DOT)
+        await wait_until(pilot, lambda: launch_finished(screen), what="the dot launch")
+        assert screen.last_outcome.status == "done", screen.last_outcome.error
+        await pilot.pause()
+
+    assert snap_compare(DashboardApp(show_timing=False), terminal_size=SIZE, run_before=run_before)

@@ -1,0 +1,29 @@
+"""The ``tui`` subcommand: ``add_parser(subparsers)`` and ``run(ns)`` for qwengpu_mlx/cli.py."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("tui", help="open the dashboard (chat, live launch tokens, machine state)",
+                              description="The Textual dashboard: runs launches on the embedded circuit "
+                                          "(no download) and streams the tokens the model writes.")
+    p.add_argument("--model", metavar="DIR|REPO", default=None,
+                   help="a Qwen3.5 checkpoint for chat (optional; launches need none)")
+    p.add_argument("--run", metavar="COMMAND", default=None,
+                   help="a command to run at start, e.g. \"/run examples/kernels/dot.cu a=1,2,3 b=4,5,6 out=0 n=3\" "
+                        "(the leading /run may be left out)")
+    p.add_argument("--no-check", dest="check", action="store_false",
+                   help="start with /check off (no replay against the reference interpreter)")
+    p.set_defaults(check=True)
+    return p
+
+
+def run(ns) -> int:
+    from .app import DashboardApp
+
+    app = DashboardApp(model=getattr(ns, "model", None), initial=getattr(ns, "run", None),
+                       check=getattr(ns, "check", True))
+    app.run()
+    return app.return_code or 0

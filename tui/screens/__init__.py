@@ -1,0 +1,5 @@
+"""Dashboard screens."""
+
+from .main import MainScreen
+
+__all__ = ["MainScreen"]

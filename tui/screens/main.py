@@ -1,0 +1,346 @@
+"""The dashboard's main screen: chat | launch tokens over machine state, status bar, footer."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Input
+from textual.worker import Worker
+
+from qwengpu_mlx.machine import DEFAULT_MACHINE
+
+from .. import commands
+from ..chat import ChatBackend, ChatMessage
+from ..decode import LaunchDecoder
+from ..launcher import LaunchOutcome, _Cancelled, execute_launch, run_in_mlx_thread
+from ..widgets import LaunchPane, MachinePane, Status, StatusBar, Transcript
+
+MODEL_LABEL = "embedded circuit (narrow)"
+
+
+class _UiSink:
+    """Launch callbacks from the MLX thread, each run on the UI thread (``call_from_thread``)."""
+
+    def __init__(self, screen: "MainScreen", cancel: threading.Event):
+        self.screen = screen
+        self.cancel = cancel
+
+    def _call(self, fn, *args):
+        if self.cancel.is_set():
+            raise _Cancelled()
+        try:
+            self.screen.app.call_from_thread(fn, *args)
+        except RuntimeError:  # the app is not running any more: stop the launch
+            self.cancel.set()
+            raise _Cancelled() from None
+
+    def phase(self, text):
+        self._call(self.screen._ui_phase, text)
+
+    def begin(self, request, program, prompt):
+        self._call(self.screen._ui_begin, request, program, prompt)
+
+    def token(self, token_id, tok):
+        self._call(self.screen._ui_token, token_id, tok)
+
+
+class MainScreen(Screen):
+    BINDINGS = [
+        Binding("ctrl+r", "rerun", "Rerun last"),
+        Binding("escape", "cancel", "Cancel", key_display="esc/^c"),
+        Binding("ctrl+c", "cancel", "Cancel", show=False, priority=True),
+        Binding("ctrl+l", "clear", "Clear"),
+    ]
+
+    def __init__(self, *, chat: ChatBackend, model: str | None = None, check: bool = True,
+                 show_timing: bool = True, kernels_dir=None, initial: str | None = None):
+        super().__init__()
+        self.chat = chat
+        self.model = model
+        self.check = check
+        self.show_timing = show_timing
+        self.kernels_dir = kernels_dir
+        self.initial = initial
+        self.last_request: commands.RunRequest | None = None
+        self.last_outcome: LaunchOutcome | None = None
+        self.decoder: LaunchDecoder | None = None
+        self.history: list[ChatMessage] = []
+        self._cancel = threading.Event()
+        self._launch_worker_obj: Worker | None = None
+        self._chat_worker_obj: Worker | None = None
+        self._t_begin = 0.0
+        self._busy = False  # a launch is running (cleared by _ui_done, before its worker returns)
+
+    # ------------------------------------------------------------------ layout
+    def compose(self) -> ComposeResult:
+        model = MODEL_LABEL if self.model is None else f"{MODEL_LABEL}; chat: {self.model} (not loaded)"
+        with Horizontal(id="main"):
+            with Vertical(id="chat-pane"):
+                yield Transcript(id="transcript")
+                yield Input(placeholder="/run dot · /kernels · /help · or chat", id="prompt")
+            with Vertical(id="right"):
+                yield LaunchPane(id="launch-pane")
+                yield MachinePane(id="machine-pane")
+        yield StatusBar(Status(model=model, check="on" if self.check else "off", show_timing=self.show_timing),
+                        id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#chat-pane").border_title = "chat"
+        t = self.transcript
+        t.say("qwengpu-mlx: a SIMT GPU compiled into a Qwen3.5 model's weights. The model writes each "
+              "launch token by token; the panes on the right decode it as it streams.", "dim")
+        t.say("Try /run examples/kernels/dot.cu a=1,2,3 b=4,5,6 out=0 n=3 · /kernels · /help", "dim")
+        self.query_one("#prompt", Input).focus()
+        if self.initial:
+            text = self.initial.strip()
+            if not text.startswith("/"):
+                text = "/run " + text
+            self.call_after_refresh(self.submit, text)
+
+    @property
+    def transcript(self) -> Transcript:
+        return self.query_one(Transcript)
+
+    @property
+    def launch_pane(self) -> LaunchPane:
+        return self.query_one(LaunchPane)
+
+    @property
+    def machine_pane(self) -> MachinePane:
+        return self.query_one(MachinePane)
+
+    @property
+    def status_bar(self) -> StatusBar:
+        return self.query_one(StatusBar)
+
+    @property
+    def running(self) -> bool:
+        return self._busy
+
+    # ------------------------------------------------------------------ input
+    @on(Input.Submitted, "#prompt")
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.input.value = ""
+        self.submit(event.value)
+
+    def submit(self, text: str) -> None:
+        text = text.strip()
+        if not text:
+            return
+        t = self.transcript
+        t.say(text, "user")
+        try:
+            cmd = commands.parse(text, self.kernels_dir)
+        except commands.CommandError as e:
+            t.say(str(e), "error")
+            return
+        if cmd.name == "run":
+            self.start_launch(cmd.run)
+        elif cmd.name == "check":
+            if cmd.flag is not None:
+                self.check = cmd.flag
+                self.status_bar.set(check="on" if self.check else "off")
+            t.say(f"check against the reference interpreter: {'on' if self.check else 'off'}")
+        elif cmd.name == "kernels":
+            self.list_kernels()
+        elif cmd.name == "help":
+            t.say(commands.HELP.format(check="on" if self.check else "off"))
+        else:
+            self.send_chat(cmd.text)
+
+    def list_kernels(self) -> None:
+        d = commands.examples_dir(self.kernels_dir)
+        ks = commands.list_kernels(d)
+        t = self.transcript
+        t.say(f"{len(ks)} kernels in {d}  (/run NAME runs one with its .json arguments)", "info")
+        for name, desc in ks:
+            line = Text()
+            line.append(f"  {name}", style="bold")
+            if desc:
+                line.append(f"  {desc}", style="dim")
+            t.entries.append(("info", f"  {name}  {desc}"))
+            t.write(line)
+
+    # ------------------------------------------------------------------ launches
+    def start_launch(self, req: commands.RunRequest) -> None:
+        if self.running:
+            self.transcript.say("a launch is running: cancel it first (escape or ctrl+c)", "error")
+            return
+        self.last_request = req
+        self._cancel = threading.Event()
+        self.decoder = None
+        self.launch_pane.clear()
+        self.launch_pane.border_title = f"launch: {req.describe()}"
+        self.machine_pane.show(None)
+        self.status_bar.set(kernel=req.source.stem, tokens=0, tokens_per_s=None, steps=0, phase="starting",
+                            check="on" if self.check else "off", mismatches=0)
+        self.transcript.say(f"launch {req.describe()} on the {MODEL_LABEL}", "dim")
+        self._busy = True
+        self._launch_worker_obj = self._launch_worker(req, self.check, self._cancel)
+        self.refresh_bindings()
+
+    @work(thread=True, group="launch", exit_on_error=False, description="model launch")
+    def _launch_worker(self, req: commands.RunRequest, check: bool, cancel: threading.Event) -> None:
+        """Thread worker: the MLX work runs on its own thread (see launcher.run_in_mlx_thread)."""
+        sink = _UiSink(self, cancel)
+        try:
+            outcome = run_in_mlx_thread(execute_launch, req, sink, cancel, check=check, machine=DEFAULT_MACHINE,
+                                        name="qwengpu-mlx-launch")
+        except Exception as e:  # pragma: no cover - execute_launch catches its own errors
+            outcome = LaunchOutcome(req, error=f"{type(e).__name__}: {e}")
+        try:
+            self.app.call_from_thread(self._ui_done, outcome)
+        except RuntimeError:
+            pass
+
+    def _ui_phase(self, text: str) -> None:
+        self.status_bar.set(phase=text)
+
+    def _ui_begin(self, req, program, prompt) -> None:
+        self.decoder = LaunchDecoder(program, DEFAULT_MACHINE)
+        for line in self.decoder.prompt_lines(prompt):
+            self.launch_pane.add(line)
+        self.machine_pane.show(self.decoder.state)
+        self.status_bar.set(kernel=program.kernel)
+        self._t_begin = time.perf_counter()
+
+    def _ui_token(self, token_id: int, tok) -> None:
+        dec = self.decoder
+        if dec is None:
+            return
+        action, line = dec.feed(token_id, tok)
+        if line is not None:
+            if action == "new":
+                self.launch_pane.add(line)
+            else:
+                self.launch_pane.update(line)
+        if tok.kind not in ("C0", "C1") and tok.kind not in ("VAL", "MEM", "ENT", "WST"):
+            self.machine_pane.refresh_state()  # records update the machine on their last chunk
+        elapsed = time.perf_counter() - self._t_begin
+        self.status_bar.set(tokens=dec.count, steps=dec.kinds.get("EXEC", 0),
+                            tokens_per_s=dec.count / elapsed if elapsed > 0 else None,
+                            phase="running" if not self._cancel.is_set() else "cancelling")
+
+    def _ui_done(self, out: LaunchOutcome) -> None:
+        self._busy = False
+        self.last_outcome = out
+        t = self.transcript
+        dec = self.decoder
+        ntok = dec.count if dec else 0
+        if out.cancelled:
+            self.launch_pane.note(f"cancelled after {ntok} tokens")
+            t.say(f"launch cancelled after {ntok} tokens", "info")
+            self.status_bar.set(phase="cancelled", check="off" if not self.check else "on")
+        elif out.error:
+            self.launch_pane.note(out.error)
+            t.say(out.error, "error")
+            self.status_bar.set(phase="error")
+        else:
+            launch = out.launch
+            if dec is not None:
+                dec.finish(launch.memory)
+                self.machine_pane.refresh_state()
+            if out.problems is None:
+                check = "off"
+            else:
+                check = "exact" if not out.problems else "mismatch"
+            tps = out.tokens / out.seconds if out.seconds > 0 else None
+            self.status_bar.set(tokens=out.tokens, steps=launch.steps, tokens_per_s=tps, check=check,
+                                mismatches=len(out.problems or []), phase="done")
+            outs = "  ".join(f"{k} = {v}" for k, v in out.outputs.items())
+            summary = f"{out.program.kernel}: {launch.steps} steps, {out.tokens} tokens"
+            if self.show_timing:
+                summary += f", {out.seconds:.1f} s ({tps:.1f} tokens/s)" if tps else ""
+                if out.build_seconds:
+                    summary += f"; circuit built in {out.build_seconds:.1f} s"
+            if out.problems is not None:
+                summary += "; check: " + ("exact" if not out.problems else f"MISMATCH ({len(out.problems)})")
+            t.say(summary, "result")
+            t.say(outs, "result")
+            for p in (out.problems or [])[:8]:
+                t.say(f"check: {p}", "error")
+        self.refresh_bindings()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        w = event.worker
+        if w is self._launch_worker_obj and w.is_finished and self._busy:  # died without reporting
+            self._busy = False
+            self.status_bar.set(phase="error")
+            if w.error is not None:
+                self.transcript.say(f"launch worker failed: {w.error}", "error")
+            self.refresh_bindings()
+
+    # ------------------------------------------------------------------ chat
+    def send_chat(self, text: str) -> None:
+        if self._chat_worker_obj is not None and not self._chat_worker_obj.is_finished:
+            self.transcript.say("the chat model is still answering", "error")
+            return
+        self.history.append(ChatMessage("user", text))
+        self._chat_worker_obj = self._chat_worker(list(self.history))
+
+    @work(thread=True, group="chat", exit_on_error=False, description="chat reply")
+    def _chat_worker(self, history: list[ChatMessage]) -> None:
+        def body():
+            return "".join(self.chat.reply(history))
+
+        try:
+            reply, kind = run_in_mlx_thread(body, name="qwengpu-mlx-chat"), "assistant"
+        except Exception as e:
+            reply, kind = f"chat failed: {type(e).__name__}: {e}", "error"
+        try:
+            self.app.call_from_thread(self._ui_chat_done, reply, kind)
+        except RuntimeError:
+            pass
+
+    def _ui_chat_done(self, reply: str, kind: str) -> None:
+        if kind == "assistant":
+            self.history.append(ChatMessage("assistant", reply))
+            self.transcript.say(reply, "assistant" if self.chat.available else "info")
+        else:
+            self.transcript.say(reply, "error")
+
+    # ------------------------------------------------------------------ actions
+    def check_action(self, action: str, parameters) -> bool | None:
+        if action == "cancel":
+            return True if self.running else None  # None: shown disabled; ctrl+c then reaches the input
+        if action == "rerun":
+            return True if (self.last_request is not None and not self.running) else None
+        return True
+
+    def action_rerun(self) -> None:
+        if self.last_request is not None:
+            self.transcript.say(f"/run {self.last_request.describe()}", "user")
+            self.start_launch(self.last_request)
+
+    def action_cancel(self) -> None:
+        if self.running:
+            self._cancel.set()
+            self.status_bar.set(phase="cancelling")
+
+    def action_clear(self) -> None:
+        self.transcript.clear_all()
+        if not self.running:
+            self.launch_pane.clear()
+            self.launch_pane.border_title = "launch"
+            self.machine_pane.show(None)
+
+    async def stop_launch(self) -> None:
+        """Cancel a running launch and wait until its threads have ended (MLX streams cleared)."""
+        self._cancel.set()
+        for w in (self._launch_worker_obj, self._chat_worker_obj):
+            if w is not None and not w.is_finished:
+                try:
+                    await w.wait()
+                except Exception:
+                    pass
+
+    def on_unmount(self) -> None:
+        self._cancel.set()  # a launch still running stops at its next token

@@ -1,0 +1,100 @@
+"""The launch pane: every token the model writes, live, with its decoded meaning."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+
+from ..decode import Line
+from .token_stream import TokenStream
+
+KIND_STYLES = {
+    "PROMPT": "dim italic",
+    "EXEC": "bold #ffd75f",
+    "VAL": "#87d75f",
+    "PVAL": "#d787ff",
+    "MEM": "#5fafff",
+    "ENT": "#5fd7d7",
+    "WST": "#8fa8a8",
+    "CTA": "bold #ffffff on #005f87",
+    "STOP": "bold #000000 on #5fd75f",
+    "FAULT": "bold #ffffff on #d70000",
+    "PROG": "dim",
+    "NOTE": "italic #ff8787",
+}
+MEANING_STYLES = {
+    "EXEC": "#ffd75f",
+    "STOP": "#5fd75f",
+    "FAULT": "bold #ff5f5f",
+    "CTA": "bold",
+}
+
+
+def format_line(line: Line) -> Text:
+    """``index  id  TOKEN  meaning``, styled by the token's kind."""
+    style = KIND_STYLES.get(line.kind, "")
+    t = Text(no_wrap=True)
+    if line.kind == "PROMPT":
+        t.append(f"{'':>4} {'':>5}  ", style="dim")
+        t.append(f"{line.text:<18}", style="dim")
+        t.append(f" {line.meaning}", style="dim italic")
+        return t
+    if line.kind == "NOTE":
+        t.append(f"{'':>4} {'':>5}  {line.text}", style=style)
+        return t
+    t.append(f"{line.index:>4} ", style="dim")
+    t.append(f"{line.token_id if line.token_id is not None else '':>5}  ", style="dim")
+    t.append(f"{line.text:<18}", style=style)
+    t.append(" ")
+    t.append(line.meaning, style=MEANING_STYLES.get(line.kind, ""))
+    if line.chunks and line.value is not None and line.kind in ("VAL", "MEM", "ENT", "WST"):
+        joined = f" = 0x{line.value:08x}" if line.kind in ("ENT", "WST") else ""
+        t.append("  [" + " ".join(f"C{j} {c}" for j, c in enumerate(line.chunks)) + joined + "]", style="dim")
+    return t
+
+
+class LaunchPane(Vertical):
+    """Border-titled pane around a :class:`TokenStream`; lines are :class:`~..decode.Line`."""
+
+    DEFAULT_CSS = """
+    LaunchPane { height: 1fr; }
+    LaunchPane > TokenStream { height: 1fr; }
+    """
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self._rows: dict[int, int] = {}  # id(Line) -> stream row
+        self.border_title = "launch"
+        self.kind_counts: dict[str, int] = {}
+
+    def compose(self) -> ComposeResult:
+        yield TokenStream(id="token-stream")
+
+    @property
+    def stream(self) -> TokenStream:
+        return self.query_one(TokenStream)
+
+    def clear(self) -> None:
+        self._rows.clear()
+        self.kind_counts.clear()
+        self.stream.clear()
+        self.border_subtitle = ""
+
+    def add(self, line: Line) -> None:
+        self._rows[id(line)] = self.stream.append(format_line(line))
+        if line.index >= 0:
+            self.kind_counts[line.kind] = self.kind_counts.get(line.kind, 0) + 1
+
+    def update(self, line: Line) -> None:
+        row = self._rows.get(id(line))
+        if row is None:
+            self.add(line)
+        else:
+            self.stream.set_line(row, format_line(line))
+
+    def note(self, text: str) -> None:
+        self.stream.append(format_line(Line(-1, None, text, "", "NOTE")))
+
+    def plain_text(self) -> str:
+        return "\n".join(self.stream.plain_lines())

@@ -1,0 +1,178 @@
+"""The machine pane: per-lane registers, predicates, the active mask, memory words.
+
+Everything shown is decoded from the streamed records (``VAL``, ``PVAL``, ``EXEC``,
+``MEM``); after the launch the memory is the image read from the model's recurrent
+state (``ModelLaunch.memory``).
+"""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Static
+
+from qwengpu_mlx.machine import to_signed
+
+from ..decode import MachineState, lane_list, mask_bits
+
+CHANGED = "bold reverse #87d75f"
+CHANGED_MEM = "bold reverse #5fafff"
+INACTIVE = "dim"
+
+
+def render_plain(renderable, width: int = 80) -> str:
+    """A Rich renderable as plain text (for tests and logs)."""
+    console = Console(width=width, record=True, color_system=None, force_terminal=False, file=_Null())
+    console.print(renderable)
+    return console.export_text()
+
+
+class _Null:
+    def write(self, *_):
+        return 0
+
+    def flush(self):
+        pass
+
+
+def _val(v: int) -> str:
+    return str(to_signed(v))
+
+
+def step_text(st: MachineState | None) -> Text:
+    if st is None:
+        return Text("no launch yet: /run examples/kernels/dot.cu a=1,2,3 b=4,5,6 out=0 n=3", style="dim")
+    lanes = st.machine.lanes
+    t = Text()
+    t.append(f"{st.program.kernel}", style="bold")
+    t.append(f"  cta {st.ctaid}  ")
+    if st.block is None:
+        t.append("waiting for EXEC", style="dim")
+    else:
+        t.append(f"EXEC B{st.block} w{st.warp} ", style="bold #ffd75f")
+        t.append(f"mask {mask_bits(st.mask, lanes)}", style="#ffd75f")
+        t.append(f" (lanes {lane_list(st.mask, lanes)})", style="dim")
+    if st.finished:
+        t.append(f"  {st.finished}", style="bold #5fd75f" if st.finished == "STOP" else "bold #ff5f5f")
+    return t
+
+
+def registers_table(st: MachineState | None) -> Table:
+    """Rows (warp, register) and (warp, predicates); columns are lanes (``·`` = never written)."""
+    lanes = st.machine.lanes if st else 4
+    table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold", expand=False)
+    table.add_column("", style="bold", no_wrap=True)
+    for lane in range(lanes):
+        table.add_column(f"l{lane}", justify="right", no_wrap=True)
+    if st is None:
+        return table
+    regs = st.registers_used()
+    npreds = st.preds_used()
+    for w in range(st.warps):
+        current = st.warp == w
+        exist = [w * lanes + lane < st.program.block_dim for lane in range(lanes)]
+        if current:
+            table.add_row(Text(f"w{w} mask", style="#ffd75f"),
+                          *[Text("●" if st.mask >> lane & 1 else "○",
+                                 style="#ffd75f" if st.mask >> lane & 1 else "dim") for lane in range(lanes)])
+        status = st.warp_status.get(w)
+        for r in regs:
+            cells = []
+            for lane in range(lanes):
+                v = st.regs.get((w, lane, r))
+                style = ""
+                if (w, lane, r) in st.changed_regs:
+                    style = CHANGED
+                elif current and not st.mask >> lane & 1:
+                    style = INACTIVE
+                cells.append(Text("" if not exist[lane] else ("·" if v is None else _val(v)), style=style))
+            table.add_row(Text(f"w{w} r{r}", style="bold" if current else ""), *cells)
+        cells = []
+        for lane in range(lanes):
+            bits = st.preds.get((w, lane))
+            txt = "" if not exist[lane] else ("·" * npreds if bits is None else
+                                               "".join("T" if bits >> p & 1 else "F" for p in range(npreds)))
+            cells.append(Text(txt, style=CHANGED if (w, lane) in st.changed_preds else ""))
+        table.add_row(Text(f"w{w} p0..{npreds - 1}" if npreds > 1 else f"w{w} p0", style="#d787ff"), *cells)
+        if status:
+            table.add_row(Text(f"w{w} status", style="dim"), Text(status.split(",")[0], style="dim"),
+                          *[Text("") for _ in range(lanes - 1)])
+    return table
+
+
+def memory_rows(st: MachineState) -> list[tuple[int, str, int]]:
+    """(word, name, unsigned value) for the program's words and every word written."""
+    names = st.word_names()
+    words = sorted(set(names) | st.written_words | {w for w, v in enumerate(st.memory) if v})
+    return [(w, names.get(w, ""), st.memory[w]) for w in words if 0 <= w < len(st.memory)]
+
+
+def memory_table(st: MachineState | None) -> Table:
+    table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold", expand=False)
+    table.add_column("word", justify="right", style="dim", no_wrap=True)
+    table.add_column("name", no_wrap=True)
+    table.add_column("value", justify="right", no_wrap=True)
+    if st is None:
+        return table
+    initial = st.program.memory
+    for w, name, v in memory_rows(st):
+        style = ""
+        if w in st.changed_words:
+            style = CHANGED_MEM
+        elif w < len(initial) and v != initial[w]:
+            style = "bold #5fafff"
+        value = Text(_val(v), style=style)
+        if st.stream_memory is not None and st.stream_memory[w] != v:
+            value.append(f" (MEM said {_val(st.stream_memory[w])})", style="bold #ff5f5f")
+        table.add_row(str(w), name, value)
+    return table
+
+
+class MachinePane(Vertical):
+    DEFAULT_CSS = """
+    MachinePane { height: 1fr; }
+    MachinePane #machine-step { height: 1; padding: 0 1; }
+    MachinePane Horizontal { height: 1fr; }
+    MachinePane VerticalScroll { width: 1fr; height: 1fr; }
+    MachinePane #memory-scroll { width: auto; min-width: 30; max-width: 50%; border-left: vkey $primary 40%; }
+    MachinePane .section { color: $text-muted; text-style: bold; padding: 0 1; }
+    MachinePane Static.table { padding: 0 1; width: auto; }
+    """
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.state: MachineState | None = None
+        self.border_title = "machine"
+
+    def compose(self) -> ComposeResult:
+        yield Static(step_text(None), id="machine-step")
+        with Horizontal():
+            with VerticalScroll(id="registers-scroll"):
+                yield Static("registers (VAL) · predicates (PVAL) · mask (EXEC)", classes="section",
+                             id="registers-title")
+                yield Static(registers_table(None), id="registers", classes="table")
+            with VerticalScroll(id="memory-scroll"):
+                yield Static("memory", classes="section", id="memory-title")
+                yield Static(memory_table(None), id="memory", classes="table")
+
+    def show(self, state: MachineState | None) -> None:
+        self.state = state
+        self.refresh_state()
+
+    def refresh_state(self) -> None:
+        st = self.state
+        self.query_one("#machine-step", Static).update(step_text(st))
+        self.query_one("#registers", Static).update(registers_table(st))
+        self.query_one("#memory", Static).update(memory_table(st))
+        src = "memory" if st is None else (
+            "memory (recurrent state)" if st.memory_source == "recurrent state" else "memory (MEM records)")
+        self.query_one("#memory-title", Static).update(src)
+
+    def memory_text(self) -> str:
+        return render_plain(memory_table(self.state))
+
+    def registers_text(self) -> str:
+        return render_plain(Group(step_text(self.state), registers_table(self.state)))

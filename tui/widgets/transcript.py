@@ -1,0 +1,37 @@
+"""The chat transcript: the user's lines, command output, replies."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import RichLog
+
+STYLES = {
+    "user": "bold #ffd75f",
+    "info": "",
+    "result": "bold #5fd75f",
+    "error": "bold #ff5f5f",
+    "assistant": "#87d7ff",
+    "dim": "dim",
+}
+
+
+class Transcript(RichLog):
+    DEFAULT_CSS = """
+    Transcript { height: 1fr; background: $surface; scrollbar-size-vertical: 1; overflow-x: hidden; overflow-y: auto; }
+    """
+
+    def __init__(self, **kw):
+        super().__init__(wrap=True, markup=False, highlight=False, auto_scroll=True, min_width=10, **kw)
+        self.entries: list[tuple[str, str]] = []  # (kind, text), for tests and history
+
+    def say(self, text: str, kind: str = "info") -> None:
+        self.entries.append((kind, text))
+        prefix = {"user": "› ", "assistant": "qwen › ", "error": "error: "}.get(kind, "")
+        self.write(Text(prefix + text, style=STYLES.get(kind, "")))
+
+    def clear_all(self) -> None:
+        self.entries.clear()
+        self.clear()
+
+    def plain_text(self) -> str:
+        return "\n".join(text for _, text in self.entries)
