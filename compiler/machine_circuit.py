@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 from qwengpu_mlx.encoding import (
     CMPS, MODES, OPCODES, PSRC_FILE, PSRC_FWD, PSRC_NONE, SLOT_BITS, SLOT_FIELDS, SRC_FWD, SRC_IMM,
-    SRC_SPECIAL, TERM_FIELDS, TERM_KINDS, pfinal_piece, term_piece,
+    SRC_SCALED, SRC_SPECIAL, TERM_FIELDS, TERM_KINDS, pfinal_piece, term_piece,
 )
 from qwengpu_mlx.isa import Op
-from qwengpu_mlx.machine import DEFAULT_MACHINE, SPECIAL_REGISTERS, MachineConfig
+from qwengpu_mlx.machine import DEFAULT_MACHINE, SCALED_SPECIALS, SPECIAL_REGISTERS, MachineConfig
 from qwengpu_mlx.vocab import CHUNK_BITS, CHUNK_SHIFT, vocab_for
 
 from .alu_add import build_add_family
@@ -238,7 +238,7 @@ class MachineCircuit:
             srcs = {}
             for X in OPNDS:
                 sp = self.alloc(f"dec.s{s}.src_{X}", 32)  # one-hot over the 5-bit code
-                for code in range(1, 26):
+                for code in range(1, SRC_SCALED + len(SCALED_SPECIALS)):
                     terms, th = eq_terms(f[f"src_{X}"], code)
                     self.gate(L, f"dec.s{s}.src_{X}{code}", terms, th, [(sp[code], 1)])
                 srcs[X] = sp
@@ -369,6 +369,8 @@ class MachineCircuit:
             if bit < lb:
                 return [(self.ONE, 1.0 / self.K)] if lane >> bit & 1 else []
             return [(self.ctx_w[w], 1) for w in range(m.max_warps) if w >> (bit - lb) & 1]
+        if name == "tid.x*4":
+            return self.special_bit("tid.x", lane, bit - 2) if bit >= 2 else []
         if name == "ntid.x":
             return [(self.ctx_ntid[bit], 1)] if bit < 5 else []
         if name == "nctaid.x":  # grid one-hot holds nctaid - 1
@@ -387,10 +389,12 @@ class MachineCircuit:
             sel = src[X]
             for i in range(32):
                 self.gate(Lm, f"mux.s{s}{X}l{lane}.imm{i}", [(sel[SRC_IMM], 1), (f["imm"][i], 1)], 2, [(out[i], 1)])
-                for k, name in enumerate(SPECIAL_REGISTERS):
+                specials = [(SRC_SPECIAL + k, nm) for k, nm in enumerate(SPECIAL_REGISTERS)]
+                specials += [(SRC_SCALED + k, nm) for k, nm in enumerate(SCALED_SPECIALS)]
+                for code, name in specials:
                     terms = self.special_bit(name, lane, i)
                     if terms:
-                        self.gate(Lm, f"mux.s{s}{X}l{lane}.sp{k}b{i}", [(sel[SRC_SPECIAL + k], 1)] + terms, 2,
+                        self.gate(Lm, f"mux.s{s}{X}l{lane}.sp{code}b{i}", [(sel[code], 1)] + terms, 2,
                                   [(out[i], 1)])
                 for k, pv in enumerate(prev):
                     self.gate(Lm, f"mux.s{s}{X}l{lane}.fwd{k}b{i}", [(sel[SRC_FWD + k], 1), (pv.res[lane][i], 1)], 2,

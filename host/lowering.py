@@ -625,6 +625,9 @@ def fold_constants(blocks: list[BasicBlock], consts: dict[str, int]) -> None:
                 if it.op is Op.MOV and isinstance(it.srcs[0], Special):
                     known[it.dst] = it.srcs[0]
                     changed = True
+                elif _is_tid_times_4(it):
+                    known[it.dst] = Special("tid.x*4")
+                    changed = True
                 elif all(isinstance(s, Imm) for s in it.srcs):
                     v = _fold(it.op, [s.value for s in it.srcs], it.signed)
                     if v is not None:
@@ -701,6 +704,17 @@ def _strength_reduce(it: LInstr) -> LInstr:
 
 def _signed(v: int) -> int:
     return v - (1 << 32) if v >> 31 else v
+
+
+def _is_tid_times_4(it: LInstr) -> bool:
+    """``shl %tid.x, 2`` or ``mul %tid.x, 4``: the scaled special operand ``%tid.x*4``."""
+    if len(it.srcs) != 2:
+        return False
+    a, b = it.srcs
+    if it.op is Op.MUL and isinstance(a, Imm):
+        a, b = b, a
+    tid = isinstance(a, Special) and a.name == "tid.x"
+    return tid and isinstance(b, Imm) and ((it.op is Op.SHL and b.value == 2) or (it.op is Op.MUL and b.value == 4))
 
 
 def fold_address_offsets(blocks: list[BasicBlock]) -> None:

@@ -37,7 +37,7 @@ from qwengpu_mlx.errors import (
     StepBudgetExceeded,
 )
 from qwengpu_mlx.isa import Imm, Instr, Op, Pred, Reg, Special, TermKind
-from qwengpu_mlx.machine import DEFAULT_MACHINE, SPECIAL_REGISTERS, MachineConfig, to_signed
+from qwengpu_mlx.machine import DEFAULT_MACHINE, OPERAND_SPECIALS, MachineConfig, to_signed
 
 EXIT_PC = -1
 """Sentinel block index: "reconverge only at exit" (a branch with ``reconv=None``)."""
@@ -203,7 +203,7 @@ def check_launch(program: isa.Program, machine: MachineConfig = DEFAULT_MACHINE)
                     if not 0 <= s.index < m.regs:
                         raise ResourceError(f"{w}: register r{s.index} is outside the machine's {m.regs} rows")
                 elif isinstance(s, Special):
-                    if s.name not in SPECIAL_REGISTERS:
+                    if s.name not in OPERAND_SPECIALS:
                         raise ValueError(f"{w}: unknown special register %{s.name}")
                 elif not isinstance(s, Imm):
                     raise ValueError(f"{w}: bad operand {s!r}")
@@ -344,6 +344,8 @@ class _Launch:
         tid = warp * lanes + lane
         if name == "tid.x":
             v = tid
+        elif name == "tid.x*4":
+            v = 4 * tid
         elif name == "ntid.x":
             v = self.p.block_dim
         elif name == "ctaid.x":

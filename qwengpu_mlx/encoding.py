@@ -10,7 +10,7 @@ the compiler reads the same table to wire the decoder. One table, both sides.
 from __future__ import annotations
 
 from .isa import Block, Imm, Op, Pred, Program, Reg, Special, TermKind
-from .machine import DEFAULT_MACHINE, SPECIAL_REGISTERS, MachineConfig
+from .machine import DEFAULT_MACHINE, SCALED_SPECIALS, SPECIAL_REGISTERS, MachineConfig
 from .vocab import pieces_per_block
 
 # opcode numbers (0 = empty slot)
@@ -25,6 +25,7 @@ SRC_ZERO = 0  # 1..15: registers r1..r15
 SRC_SPECIAL = 16  # 16..21: SPECIAL_REGISTERS in order
 SRC_IMM = 22
 SRC_FWD = 23  # 23..25: result of slot 0..2 of this block
+SRC_SCALED = 26  # 26..: SCALED_SPECIALS in order (%tid.x*4)
 
 # predicate source codes (4 bits): 0 none (true), 1..8 file p0..p7, 9..12 slot 0..3's result
 PSRC_NONE = 0
@@ -176,6 +177,8 @@ def encode_block(block: Block, live_out: set[int], machine: MachineConfig = DEFA
                 return SRC_FWD + last_reg[s.index]
             return s.index
         if isinstance(s, Special):
+            if s.name in SCALED_SPECIALS:
+                return SRC_SCALED + SCALED_SPECIALS.index(s.name)
             return SRC_SPECIAL + SPECIAL_REGISTERS.index(s.name)
         if isinstance(s, Imm):
             return SRC_IMM

@@ -13,6 +13,12 @@ from dataclasses import asdict, dataclass
 SPECIAL_REGISTERS = ("tid.x", "ntid.x", "ctaid.x", "nctaid.x", "laneid", "warpid")
 """PTX special registers the machine provides (``%tid.x`` ... ``%warpid``)."""
 
+SCALED_SPECIALS = ("tid.x*4",)
+"""Operands derived from special registers for free: ``%tid.x * 4`` is the byte offset of
+element tid of a word array, the most common address (it saves a register and a step)."""
+
+OPERAND_SPECIALS = SPECIAL_REGISTERS + SCALED_SPECIALS
+
 
 @dataclass(frozen=True)
 class MachineConfig:

@@ -87,6 +87,21 @@ def test_chat_seam():
     assert "".join(backend.reply([])) == NEEDS_CHECKPOINT
 
 
+def test_cli_entry_parser():
+    import argparse
+
+    from qwengpu_mlx.tui import cli_entry
+
+    p = argparse.ArgumentParser(prog="qwengpu-mlx")
+    sub = p.add_subparsers(dest="command", required=True)
+    cli_entry.add_parser(sub)
+    ns = p.parse_args(["tui"])
+    assert ns.command == "tui" and ns.model is None and ns.run is None and ns.check is True
+    ns = p.parse_args(["tui", "--model", "some/dir", "--run", DOT, "--no-check"])
+    assert (ns.model, ns.run, ns.check) == ("some/dir", DOT, False)
+    assert callable(cli_entry.run)
+
+
 # --------------------------------------------------------------------------- the app
 
 
@@ -129,16 +144,16 @@ def test_dot_launch_streams_tokens_and_machine_state():
 
 def test_commands_kernels_help_check_and_chat():
     async def go():
-        app = DashboardApp(show_timing=False)
+        app = DashboardApp(show_timing=False, initial="/help")
         async with app.run_test(size=SIZE) as pilot:
             screen = app.main
             tr = screen.transcript
+            await wait_until(pilot, lambda: any(t == "/help" for _, t in tr.entries), timeout=10, what="--run")
             await type_command(pilot, "/kernels")
             kernels = [t for k, t in tr.entries if t.startswith("  ")]
             assert any(t.split()[0] == "dot.cu" and "Dot product" in t for t in kernels)
             assert len(kernels) >= 70
-            await type_command(pilot, "/help")
-            assert "/run KERNEL.cu" in tr.plain_text() and "ctrl+r" in tr.plain_text()
+            assert "/run KERNEL.cu" in tr.plain_text() and "ctrl+r" in tr.plain_text()  # the initial /help
             await type_command(pilot, "/check off")
             assert "check: off" in screen.status_bar.plain()
             await type_command(pilot, "/check on")
