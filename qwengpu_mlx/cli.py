@@ -64,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print every step (reference) or every launch token (model) as it is produced")
 
     sub.add_parser("machine", help="print the machine's limits")
+    from .tui.cli_entry import add_parser as add_tui_parser
+
+    add_tui_parser(sub)
     return p
 
 
@@ -191,10 +194,16 @@ def cmd_machine(ns) -> int:
     return 0
 
 
+def cmd_tui(ns) -> int:
+    from .tui.cli_entry import run
+
+    return run(ns)
+
+
 def main(argv: list[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
     try:
-        return {"compile": cmd_compile, "run": cmd_run, "machine": cmd_machine}[ns.command](ns)
+        return {"compile": cmd_compile, "run": cmd_run, "machine": cmd_machine, "tui": cmd_tui}[ns.command](ns)
     except QwenGpuError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

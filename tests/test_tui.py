@@ -21,6 +21,7 @@ import pytest
 
 pytest.importorskip("textual")
 
+from qwengpu_mlx.host.model_backend import decode_launch  # noqa: E402
 from qwengpu_mlx.tui.app import DashboardApp  # noqa: E402
 from qwengpu_mlx.tui.chat import NEEDS_CHECKPOINT, ChatBackend, NoChat, chat_backend  # noqa: E402
 from qwengpu_mlx.tui.commands import CommandError, parse  # noqa: E402
@@ -85,6 +86,8 @@ def test_chat_seam():
     assert isinstance(backend, NoChat) and isinstance(backend, ChatBackend)
     assert not backend.available
     assert "".join(backend.reply([])) == NEEDS_CHECKPOINT
+    with_model = chat_backend("some/checkpoint")
+    assert not with_model.available and "later issue" in "".join(with_model.reply([]))
 
 
 def test_cli_entry_parser():
@@ -123,16 +126,24 @@ def test_dot_launch_streams_tokens_and_machine_state():
             kinds = screen.decoder.kinds
             assert kinds["EXEC"] >= 4 and kinds["VAL"] >= 3 and kinds["MEM"] >= 1 and kinds["STOP"] == 1
             assert "mem[6] out[0]" in text and "= 32" in text  # a MEM record, joined from its chunks
-            assert "r1 of w0 = 18" in text  # a VAL record: lane 2's a[2]*b[2]
-            # machine pane: registers from VAL, the mask from EXEC, memory from the recurrent state
+            # machine pane: memory from the recurrent state, registers from VAL, the mask from EXEC
             st = screen.machine_pane.state
             assert st.memory_source == "recurrent state"
             assert st.memory[6] == 32 and st.memory[:6] == [1, 2, 3, 4, 5, 6]
-            assert [st.regs.get((0, lane, 1)) for lane in range(4)] == [4, 10, 18, None]
-            assert st.mask == 0b0111
             mem_lines = [ln.split() for ln in screen.machine_pane.memory_text().splitlines()]
             assert ["6", "out[0]", "32"] in mem_lines
-            assert "w0 r1" in screen.machine_pane.registers_text()
+            # the registers agree with the host's own decoding of the launch (decode_launch)
+            expect = {}
+            for step in decode_launch(out.launch.decoded):
+                for slot, lane, value in step["vals"]:
+                    ins = out.program.blocks[step["block"]].instrs[slot]
+                    expect[(step["warp"], lane, ins.dst)] = value
+            assert expect and st.regs == expect
+            assert all(lane != 3 for (_, lane, _) in st.regs)  # lane 3 is masked off by i < n
+            last_exec = [t for t in out.launch.decoded if t.kind == "EXEC"][-1]
+            assert st.mask == last_exec.get("mask")
+            regs_text = screen.machine_pane.registers_text()
+            assert "w0 mask" in regs_text and f"w0 r{st.registers_used()[0]}" in regs_text
             status = screen.status_bar.plain()
             assert "embedded circuit (narrow)" in status and "check: exact" in status
             assert f"tokens: {out.tokens}" in status and "tok/s" not in status
@@ -160,6 +171,11 @@ def test_commands_kernels_help_check_and_chat():
             assert "check: on" in screen.status_bar.plain()
             await type_command(pilot, "/nonsense")
             assert tr.entries[-1][0] == "error"
+            # a launch the host refuses: the error is reported, nothing runs on the model
+            await type_command(pilot, "/run examples/kernels/dot.cu a=1,2,3")
+            await wait_until(pilot, lambda: launch_finished(screen), timeout=60, what="the refused launch")
+            assert screen.last_outcome.status == "error" and "missing" in screen.last_outcome.error
+            assert tr.entries[-1][0] == "error" and "error" in screen.status_bar.plain()
             await type_command(pilot, "what is a warp?")
             await wait_until(pilot, lambda: NEEDS_CHECKPOINT in tr.plain_text(), timeout=30, what="the chat reply")
             assert ("user", "what is a warp?") in tr.entries

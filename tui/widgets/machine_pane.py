@@ -90,17 +90,22 @@ def registers_table(st: MachineState | None) -> Table:
                     style = INACTIVE
                 cells.append(Text("" if not exist[lane] else ("·" if v is None else _val(v)), style=style))
             table.add_row(Text(f"w{w} r{r}", style="bold" if current else ""), *cells)
-        cells = []
-        for lane in range(lanes):
-            bits = st.preds.get((w, lane))
-            txt = "" if not exist[lane] else ("·" * npreds if bits is None else
-                                               "".join("T" if bits >> p & 1 else "F" for p in range(npreds)))
-            cells.append(Text(txt, style=CHANGED if (w, lane) in st.changed_preds else ""))
-        table.add_row(Text(f"w{w} p0..{npreds - 1}" if npreds > 1 else f"w{w} p0", style="#d787ff"), *cells)
+        if st.program.preds_used or any(k[0] == w for k in st.preds):  # rows only when predicates exist
+            _pred_row(table, st, w, lanes, exist, npreds)
         if status:
             table.add_row(Text(f"w{w} status", style="dim"), Text(status.split(",")[0], style="dim"),
                           *[Text("") for _ in range(lanes - 1)])
     return table
+
+
+def _pred_row(table: Table, st: MachineState, w: int, lanes: int, exist: list[bool], npreds: int) -> None:
+    cells = []
+    for lane in range(lanes):
+        bits = st.preds.get((w, lane))
+        txt = "" if not exist[lane] else ("·" * npreds if bits is None else
+                                           "".join("T" if bits >> p & 1 else "F" for p in range(npreds)))
+        cells.append(Text(txt, style=CHANGED if (w, lane) in st.changed_preds else ""))
+    table.add_row(Text(f"w{w} p0..{npreds - 1}" if npreds > 1 else f"w{w} p0", style="#d787ff"), *cells)
 
 
 def memory_rows(st: MachineState) -> list[tuple[int, str, int]]:
