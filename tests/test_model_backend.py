@@ -67,8 +67,10 @@ def test_dot_product_launch_shape(circuit):
     launch = mb.run_model(prog, DEFAULT_MACHINE)
     kinds = [t.kind for t in launch.decoded]
     assert kinds[0] == "CTA" and kinds[-1] == "STOP"
-    assert kinds.count("EXEC") == launch.steps == 6
+    assert kinds.count("EXEC") == launch.steps == 5
     assert read_outputs(prog, launch.memory)["out"] == [32]
+    # the published system wrote this launch in 47 tokens
+    assert len(launch.tokens) <= 47
 
 
 def test_same_weights_run_every_program(circuit):
