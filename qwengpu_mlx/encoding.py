@@ -86,7 +86,6 @@ def live_out_registers(blocks: list[Block]) -> dict[int, set[int]]:
     """Registers each block's successors may read before writing (guarded writes read)."""
     from .isa import Reg as _Reg
 
-    succ = {b.index: _successors(b) for b in blocks}
     use, kill = {}, {}
     for b in blocks:
         u, k = set(), set()
@@ -100,23 +99,11 @@ def live_out_registers(blocks: list[Block]) -> dict[int, set[int]]:
                 else:
                     k.add(ins.dst)
         use[b.index], kill[b.index] = u, k
-    live_in = {b.index: set() for b in blocks}
-    live_out = {b.index: set() for b in blocks}
-    changed = True
-    while changed:
-        changed = False
-        for b in reversed(blocks):
-            out = set().union(*(live_in[s] for s in succ[b.index])) if succ[b.index] else set()
-            inn = use[b.index] | (out - kill[b.index])
-            if out != live_out[b.index] or inn != live_in[b.index]:
-                live_out[b.index], live_in[b.index] = out, inn
-                changed = True
-    return live_out
+    return _live_out(blocks, use, kill)
 
 
 def live_out_predicates(blocks: list[Block]) -> dict[int, set[int]]:
     """Predicates each block's successors may read before writing them."""
-    succ = {b.index: _successors(b) for b in blocks}
     use, kill = {}, {}
     for b in blocks:
         u, k = set(), set()
@@ -135,6 +122,12 @@ def live_out_predicates(blocks: list[Block]) -> dict[int, set[int]]:
         if b.term.pred is not None and b.term.pred.index not in k:
             u.add(b.term.pred.index)
         use[b.index], kill[b.index] = u, k
+    return _live_out(blocks, use, kill)
+
+
+def _live_out(blocks: list[Block], use: dict, kill: dict) -> dict[int, set[int]]:
+    """Backward dataflow: what each block's successors may read before writing."""
+    succ = {b.index: _successors(b) for b in blocks}
     live_in = {b.index: set() for b in blocks}
     live_out = {b.index: set() for b in blocks}
     changed = True
