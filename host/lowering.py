@@ -562,25 +562,14 @@ class Translator:
 # ----------------------------------------------------------------------------- stage 2
 
 
+FOLDABLE = (Op.MOV, Op.ADD, Op.SUB, Op.MUL, Op.MAD, Op.SHL, Op.AND, Op.OR)  # address and index arithmetic
+
+
 def _fold(op: Op, vals: list[int], signed: bool) -> int | None:
-    a = vals
-    if op is Op.MOV:
-        return a[0]
-    if op is Op.ADD:
-        return (a[0] + a[1]) & M32
-    if op is Op.SUB:
-        return (a[0] - a[1]) & M32
-    if op is Op.MUL:
-        return (a[0] * a[1]) & M32
-    if op is Op.MAD:
-        return (a[0] * a[1] + a[2]) & M32
-    if op is Op.SHL:
-        return (a[0] << a[1]) & M32 if a[1] < 32 else 0
-    if op is Op.AND:
-        return a[0] & a[1]
-    if op is Op.OR:
-        return a[0] | a[1]
-    return None
+    """The constant value of an instruction whose operands are all constants, if we fold it."""
+    from .reference import alu_value
+
+    return alu_value(op, vals, signed=signed) if op in FOLDABLE else None
 
 
 def fold_constants(blocks: list[BasicBlock], consts: dict[str, int]) -> None:

@@ -43,6 +43,50 @@ EXIT_PC = -1
 """Sentinel block index: "reconverge only at exit" (a branch with ``reconv=None``)."""
 
 
+# --------------------------------------------------------------------------- semantics
+
+
+def alu_value(op: Op, a: list[int], *, signed: bool = False, bits: int = 32) -> int:
+    """The value of an ALU instruction on unsigned operands (the machine's semantics).
+
+    The lowering folds constant instructions with this same function.
+    """
+    M = (1 << bits) - 1
+    if op is Op.MOV:
+        return a[0]
+    if op is Op.ADD:
+        return (a[0] + a[1]) & M
+    if op is Op.SUB:
+        return (a[0] - a[1]) & M
+    if op is Op.MUL:
+        return (a[0] * a[1]) & M
+    if op is Op.MAD:
+        return (a[0] * a[1] + a[2]) & M
+    if op is Op.NEG:
+        return (-a[0]) & M
+    if op is Op.ABS:
+        return abs(to_signed(a[0], bits)) & M
+    if op in (Op.MIN, Op.MAX):
+        x, y = (to_signed(a[0], bits), to_signed(a[1], bits)) if signed else (a[0], a[1])
+        r = min(x, y) if op is Op.MIN else max(x, y)
+        return r & M
+    if op is Op.AND:
+        return a[0] & a[1]
+    if op is Op.OR:
+        return a[0] | a[1]
+    if op is Op.XOR:
+        return a[0] ^ a[1]
+    if op is Op.NOT:
+        return ~a[0] & M
+    if op is Op.SHL:
+        return (a[0] << a[1]) & M if a[1] < bits else 0
+    if op is Op.SHR:
+        if signed:
+            return (to_signed(a[0], bits) >> min(a[1], bits - 1)) & M
+        return a[0] >> a[1] if a[1] < bits else 0
+    raise ValueError(f"not an ALU operation: {op}")
+
+
 # --------------------------------------------------------------------------- records
 
 
@@ -367,41 +411,7 @@ class _Launch:
     # ---- one instruction
 
     def alu(self, ins: Instr, a: list[int]) -> int:
-        M, bits = self.M, self.bits
-        op = ins.op
-        if op is Op.MOV:
-            return a[0]
-        if op is Op.ADD:
-            return (a[0] + a[1]) & M
-        if op is Op.SUB:
-            return (a[0] - a[1]) & M
-        if op is Op.MUL:
-            return (a[0] * a[1]) & M
-        if op is Op.MAD:
-            return (a[0] * a[1] + a[2]) & M
-        if op is Op.NEG:
-            return (-a[0]) & M
-        if op is Op.ABS:
-            return abs(to_signed(a[0], bits)) & M
-        if op in (Op.MIN, Op.MAX):
-            x, y = (to_signed(a[0], bits), to_signed(a[1], bits)) if ins.signed else (a[0], a[1])
-            r = min(x, y) if op is Op.MIN else max(x, y)
-            return r & M
-        if op is Op.AND:
-            return a[0] & a[1]
-        if op is Op.OR:
-            return a[0] | a[1]
-        if op is Op.XOR:
-            return a[0] ^ a[1]
-        if op is Op.NOT:
-            return ~a[0] & M
-        if op is Op.SHL:
-            return (a[0] << a[1]) & M if a[1] < bits else 0
-        if op is Op.SHR:
-            if ins.signed:
-                return (to_signed(a[0], bits) >> min(a[1], bits - 1)) & M
-            return a[0] >> a[1] if a[1] < bits else 0
-        raise ValueError(f"not an ALU operation: {op}")
+        return alu_value(ins.op, a, signed=ins.signed, bits=self.bits)
 
     def compare(self, ins: Instr, a: int, b: int) -> bool:
         if ins.signed:
