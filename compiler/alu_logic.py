@@ -37,20 +37,11 @@ Every gate's input sum lies within [-30, 8] bit units.
 
 from __future__ import annotations
 
+from .mlp import eq_terms
 from .residual import Subspace
 
 OPS = ("mov", "and", "or", "xor", "not", "shl", "shr", "selp")
 W = 32
-
-
-def _eq_terms(bits, value: int):
-    """Terms and threshold part of ``[bits == value]``: +1 where value has a 1, -1 where 0.
-
-    The sum equals popcount(value) exactly when the field equals value, else it is at
-    least 1 lower.
-    """
-    terms = [(d, 1 if (value >> m) & 1 else -1) for m, d in enumerate(bits)]
-    return terms, bin(value).count("1")
 
 
 def build_logic_family(plan, layer0: int, *, name: str, a: Subspace, b: Subspace, p: int,
@@ -104,22 +95,22 @@ def build_logic_family(plan, layer0: int, *, name: str, a: Subspace, b: Subspace
     eqh = lay.alloc(f"{name}.eqh", 8)
     m1.or_(f"{name}.big", upper, [(big, 1.0)])
     for h in range(8):
-        t, pc = _eq_terms(hi, h)
+        t, pc = eq_terms(hi, h)
         m1.gate(f"{name}.eqh[{h}]", t + [(d, -1) for d in upper], pc, [(eqh[h], 1.0)])
     if has("shl"):
         xl = lay.alloc(f"{name}.xl", W)
         for i in range(W):
             for k in range(min(i, 3) + 1):
-                t, pc = _eq_terms(lo, k)
+                t, pc = eq_terms(lo, k)
                 m1.gate(f"{name}.xl[{i}]<{k}", [(a[i - k], 1)] + t, 1 + pc, [(xl[i], 1.0)])
     if has("shr"):
         xr = lay.alloc(f"{name}.xr", W)
         for i in range(W):
             for k in range(min(W - 1 - i, 3) + 1):
-                t, pc = _eq_terms(lo, k)
+                t, pc = eq_terms(lo, k)
                 m1.gate(f"{name}.xr[{i}]>{k}", [(a[i + k], 1)] + t, 1 + pc, [(xr[i], 1.0)])
         for k in range(1, 4):  # arithmetic fill of the top k bits
-            t, pc = _eq_terms(lo, k)
+            t, pc = eq_terms(lo, k)
             m1.gate(f"{name}.xr.fill{k}", [(a[W - 1], 1), (signed, 1)] + t, 2 + pc,
                     [(xr[i], 1.0) for i in range(W - k, W)])
 

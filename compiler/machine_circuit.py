@@ -34,6 +34,7 @@ from .alu_shfl import build_shfl
 from .assemble import CircuitPlan, Shape
 from .deltanet import CURRENT
 from .levels import DEFAULT_LEVELS, Levels
+from .mlp import eq_terms
 from .residual import ResidualLayout, Subspace
 from .control import EN_BITS, ST_BITS, ST_DEPTH, ST_MASK, ST_READY, Control
 from .tokens import OUT_GAIN, TokenDims
@@ -42,18 +43,6 @@ from qwengpu_mlx.vocab import ENT_ITEMS, MAX_GRID
 MAX_LAYERS = 45
 OPNDS = ("a", "b", "c", "d")
 PREDOPS = ("guard", "p0", "p1", "pold")
-
-
-def eq_terms(dims, value: int) -> tuple[list, int]:
-    """Terms and threshold of ``[bits(dims) == value]``."""
-    terms, ones = [], 0
-    for i, d in enumerate(dims):
-        if value >> i & 1:
-            terms.append((d, 1))
-            ones += 1
-        else:
-            terms.append((d, -1))
-    return terms, ones
 
 
 NARROW = Shape(hidden=1 << 17, intermediate=16384, linear_heads=80, key_dim=128, value_dim=64,

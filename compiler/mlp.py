@@ -19,6 +19,16 @@ from .levels import DEFAULT_LEVELS, Levels
 from .residual import ResidualLayout
 
 
+def eq_terms(dims, value: int) -> tuple[list, int]:
+    """Terms and threshold of ``[bits(dims) == value]``: +1 where value has a 1, -1 where 0.
+
+    The sum equals popcount(value) exactly when the field equals value, else it is at
+    least 1 lower.
+    """
+    terms = [(d, 1 if (value >> i) & 1 else -1) for i, d in enumerate(dims)]
+    return terms, bin(value).count("1")
+
+
 @dataclass(frozen=True)
 class Gate:
     name: str
