@@ -125,8 +125,7 @@ def gate_margins(builder: MLPBuilder, normed_input: np.ndarray) -> dict:
     """Margins of every gate on real (normalised) MLP inputs ``[T, H]``.
 
     Returns the smallest distance of ``sum w x`` from the cut ``theta - 1/2`` in bits
-    (0.5 is perfect), and the smallest distance of the hidden pre-activations from the
-    silu thresholds in units of the threshold (> 0 means exact).
+    (0.5 is perfect) and the gate where it occurs.
     """
     x = np.asarray(normed_input, np.float64)
     one = x[:, builder.layout.ONE] / builder.levels.K  # the signal ratio r per token

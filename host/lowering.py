@@ -191,10 +191,9 @@ class Translator:
     def guard_of(self, ins: PtxInstr) -> VPred | None:
         return VPred(ins.guard[0], ins.guard[1]) if ins.guard else None
 
-    def src(self, ins: PtxInstr, opnd, wide_ok=False):
+    def src(self, ins: PtxInstr, opnd):
+        """An operand: 64-bit registers read as their low 32 bits (addresses fit)."""
         if isinstance(opnd, RegRef):
-            if opnd.name in self.wide and not wide_ok:
-                pass  # 64-bit values flowing into 32-bit ops are truncated: same low bits
             return VReg(opnd.name)
         if isinstance(opnd, ImmRef):
             return Imm(opnd.value & M32)
@@ -210,8 +209,8 @@ class Translator:
             raise _unsupported(ins, f"symbol `{opnd.name}` cannot be used as a value")
         raise _unsupported(ins, f"operand {opnd!r} is not supported here")
 
-    def value(self, ins, opnd, pre: list, wide_ok=False):
-        s = self.src(ins, opnd, wide_ok)
+    def value(self, ins, opnd, pre: list):
+        s = self.src(ins, opnd)
         if isinstance(s, tuple):
             pre.append(LConst(s[2], s[1], ins.line))
             return VReg(s[2])
@@ -356,14 +355,14 @@ class Translator:
                 raise _unsupported(ins, f"symbol `{s.name}` is not a shared variable")
             return [LConst(d, s.name, ins.line)]
         pre: list = []
-        v = self.value(ins, s, pre, wide_ok=True)
+        v = self.value(ins, s, pre)
         return pre + [LInstr(Op.MOV, d, (v,), guard=g, line=ins.line, text=ins.text)]
 
     def op_cvta(self, ins):
         d = self.dst(ins, ins.operands[0])
         self.wide.add(d)
         pre: list = []
-        v = self.value(ins, ins.operands[1], pre, wide_ok=True)
+        v = self.value(ins, ins.operands[1], pre)
         return pre + [LInstr(Op.MOV, d, (v,), guard=self.guard_of(ins), line=ins.line, text=ins.text)]
 
     def op_cvt(self, ins):
@@ -374,7 +373,7 @@ class Translator:
         d = self.dst(ins, ins.operands[0])
         self.mark_wide(ins, d, to)
         pre: list = []
-        v = self.value(ins, ins.operands[1], pre, wide_ok=True)
+        v = self.value(ins, ins.operands[1], pre)
         g = self.guard_of(ins)
         mk = lambda *a, **k: LInstr(*a, guard=g, line=ins.line, text=ins.text, **k)  # noqa: E731
         width = {t: int(t[1:]) for t in (to, frm)}
@@ -399,7 +398,7 @@ class Translator:
         d = self.dst(ins, ins.operands[0])
         self.mark_wide(ins, d, t)
         pre: list = []
-        srcs = tuple(self.value(ins, o, pre, wide_ok=allow_wide) for o in ins.operands[1 : 1 + nsrc])
+        srcs = tuple(self.value(ins, o, pre) for o in ins.operands[1 : 1 + nsrc])
         sg = (t[0] == "s") if signed is None else signed
         return pre + [LInstr(op, d, srcs, guard=self.guard_of(ins), signed=sg, line=ins.line, text=ins.text)]
 
@@ -442,7 +441,7 @@ class Translator:
             d = self.dst(ins, ins.operands[0])
             self.wide.add(d)
             pre: list = []
-            srcs = tuple(self.value(ins, o, pre, wide_ok=True) for o in ins.operands[1:4])
+            srcs = tuple(self.value(ins, o, pre) for o in ins.operands[1:4])
             return pre + [LInstr(Op.MAD, d, srcs, guard=self.guard_of(ins), line=ins.line, text=ins.text)]
         return self._alu(ins, Op.MAD, 3, allow_wide=True)
 
@@ -505,7 +504,7 @@ class Translator:
         d = self.dst(ins, ins.operands[0])
         self.mark_wide(ins, d, t)
         pre: list = []
-        srcs = tuple(self.value(ins, o, pre, wide_ok=True) for o in ins.operands[1:3])
+        srcs = tuple(self.value(ins, o, pre) for o in ins.operands[1:3])
         p = self.pred(ins, ins.operands[3])
         return pre + [LInstr(Op.SELP, d, srcs, psrcs=(p,), guard=self.guard_of(ins), line=ins.line, text=ins.text)]
 

@@ -84,13 +84,11 @@ class EncodeError(ValueError):
 
 def live_out_registers(blocks: list[Block]) -> dict[int, set[int]]:
     """Registers each block's successors may read before writing (guarded writes read)."""
-    from .isa import Reg as _Reg
-
     use, kill = {}, {}
     for b in blocks:
         u, k = set(), set()
         for ins in b.instrs:
-            srcs = {s.index for s in ins.srcs if isinstance(s, _Reg) and s.index}
+            srcs = {s.index for s in ins.srcs if isinstance(s, Reg) and s.index}
             u |= srcs - k
             if ins.dst is not None and not ins.writes_pred:
                 if ins.guard is not None:
