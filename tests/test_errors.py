@@ -7,11 +7,8 @@ Kernels are written inline; clang compiles them with the project's prelude.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -26,52 +23,20 @@ from qwengpu_mlx.errors import (
     StepBudgetExceeded,
     UnsupportedError,
 )
-from qwengpu_mlx.host.frontend import find_clang, select_kernel
+from qwengpu_mlx.host.frontend import select_kernel
 from qwengpu_mlx.host.launch import CompiledKernel, bind, compile_kernel, launch
 from qwengpu_mlx.host.ptx_parser import parse_ptx
 from qwengpu_mlx.host.signature import KernelParam, ptx_param_name
 from qwengpu_mlx.machine import DEFAULT_MACHINE
 
 
-def _have_clang() -> bool:
-    try:
-        find_clang()
-        return True
-    except ClangNotFound:
-        return False
-
-
-needs_clang = pytest.mark.skipif(not _have_clang(), reason="clang not installed")
-
-REPO = Path(__file__).resolve().parents[1]
+try:  # tests/ is on sys.path (pytest's rootdir layout)
+    from clitools import cli, cu, needs_clang
+except ImportError:  # pragma: no cover - tests/ made into a package
+    from tests.clitools import cli, cu, needs_clang
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def cu(tmp_path: Path, code: str, name: str = "kernel.cu") -> Path:
-    path = tmp_path / name
-    path.write_text(code)
-    return path
-
-
-def _reference(argv):
-    """These tests are about the machine and its front end: run them on the reference backend."""
-    argv = list(argv)
-    if argv and argv[0] == "run" and "--backend" not in argv:
-        argv += ["--backend", "reference"]
-    return argv
-
-
-def cli(*argv, env: dict | None = None) -> subprocess.CompletedProcess:
-    argv = _reference(argv)
-    full_env = dict(os.environ)
-    if env:
-        full_env.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "qwengpu_mlx.cli", *map(str, argv)],
-        capture_output=True, text=True, cwd=REPO, env=full_env, timeout=120,
-    )
 
 
 def cli_error(*argv, env: dict | None = None) -> str:

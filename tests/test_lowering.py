@@ -8,14 +8,11 @@ each kernel means (32-bit wrap-around where it matters), never from the interpre
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from qwengpu_mlx.errors import ClangNotFound, FrontendError, QwenGpuError
-from qwengpu_mlx.host.frontend import find_clang, find_nvcc, select_kernel
+from qwengpu_mlx.errors import FrontendError, QwenGpuError
+from qwengpu_mlx.host.frontend import find_nvcc, select_kernel
 from qwengpu_mlx.host.launch import CompiledKernel, bind, compile_kernel, launch, run
 from qwengpu_mlx.host.ptx_parser import parse_ptx
 from qwengpu_mlx.host.signature import KernelParam, ptx_param_name
@@ -23,12 +20,10 @@ from qwengpu_mlx.isa import Reg, Op, TermKind
 from qwengpu_mlx.machine import DEFAULT_MACHINE
 
 
-def _have_clang() -> bool:
-    try:
-        find_clang()
-        return True
-    except ClangNotFound:
-        return False
+try:  # tests/ is on sys.path (pytest's rootdir layout)
+    from clitools import cli, cu, have_clang, needs_clang
+except ImportError:  # pragma: no cover - tests/ made into a package
+    from tests.clitools import cli, cu, have_clang, needs_clang
 
 
 def _have_nvcc() -> bool:
@@ -39,10 +34,8 @@ def _have_nvcc() -> bool:
         return False
 
 
-needs_clang = pytest.mark.skipif(not _have_clang(), reason="clang not installed")
-needs_nvcc = pytest.mark.skipif(not (_have_clang() and _have_nvcc()), reason="nvcc (and clang) needed")
+needs_nvcc = pytest.mark.skipif(not (have_clang() and _have_nvcc()), reason="nvcc (and clang) needed")
 
-REPO = Path(__file__).resolve().parents[1]
 M32 = 0xFFFFFFFF
 
 
@@ -52,27 +45,6 @@ def s32(x: int) -> int:
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def cu(tmp_path: Path, code: str, name: str = "kernel.cu") -> Path:
-    path = tmp_path / name
-    path.write_text(code)
-    return path
-
-
-def _reference(argv):
-    """These tests are about the machine and its front end: run them on the reference backend."""
-    argv = list(argv)
-    if argv and argv[0] == "run" and "--backend" not in argv:
-        argv += ["--backend", "reference"]
-    return argv
-
-
-def cli(*argv) -> subprocess.CompletedProcess:
-    argv = _reference(argv)
-    proc = subprocess.run([sys.executable, "-m", "qwengpu_mlx.cli", *map(str, argv)],
-                          capture_output=True, text=True, cwd=REPO, timeout=120)
-    return proc
 
 
 def cli_ok(*argv) -> str:
