@@ -27,12 +27,6 @@ class CompiledKernel:
     kernel: object  # PtxKernel
     params: list[KernelParam]
 
-    @property
-    def name(self) -> str:
-        from .frontend import demangle_kernel_name
-
-        return demangle_kernel_name(self.kernel.name)
-
 
 @dataclass
 class LaunchResult:
