@@ -55,6 +55,41 @@ class CircuitPlan:
     embedding: np.ndarray | None = None  # [vocab, hidden]
     embedding_sparse: tuple | None = None  # (dims, [vocab, len(dims)]): the same, compact
     final_norm_dims: list | None = None  # dims the final norm passes (None: all)
+    finalized: bool = False
+
+    def finalize(self) -> None:
+        """Write the class constants ONE1 (a layer-0 head) and ONE2 (a layer-0 MLP gate),
+        and record each dim's scale class, before any weights are computed.
+
+        Heads above layer 0 take their output gate z from ONE1, so what they write scales
+        like an MLP output (class 2). Called by ``weights`` and ``compact``; idempotent.
+        """
+        if self.finalized:
+            return
+        lay, K = self.layout, self.levels.K
+        self.mlp(0).gate("ONE2", [], 0, [(lay.ONE2, 1)])
+        lay.references = {2: (lay.ONE2, 1.0)}
+        m0 = self.mixer(0)
+        if len(m0.heads) < m0.H:
+            h = m0.head("ONE1", 1, 1)
+            h.key(0, lay.ONE, weight=1.0 / K)
+            h.value_terms.append((0, lay.ONE, 3, 1.0 / K))
+            h.query(0, lay.ONE, 1.0 / K)
+            h.read_bit(0, lay.ONE1)
+            lay.references[1] = (lay.ONE1, 1.0)
+        cls = lay.scale_class
+        cls.clear()
+        edims = (self.embedding_sparse[0] if self.embedding_sparse is not None
+                 else np.nonzero(np.any(self.embedding != 0, axis=0))[0] if self.embedding is not None else [])
+        cls.update({int(d): 0 for d in edims})
+        for i, lp in enumerate(self.layers):
+            if lp.mixer is not None:
+                if i > 0 and 1 in lay.references:
+                    lp.mixer.z_ref = lay.references[1]
+                cls.update({int(d): (2 if lp.mixer.z_ref[0] == lay.ONE1 else 1) for d in lp.mixer.output_dims()})
+            if lp.mlp is not None:
+                cls.update({int(d): 2 for d in lp.mlp.used_outputs()})
+        self.finalized = True
 
     def new_layer(self, role: str = "") -> int:
         self.layers.append(LayerPlan(role=role))
@@ -109,6 +144,7 @@ class CircuitPlan:
         }
 
     def weights(self) -> dict[str, mx.array]:
+        self.finalize()
         s, L = self.shape, self.levels
         if len(self.layers) < s.full_attention_interval:
             raise ValueError(f"mlx-lm needs at least {s.full_attention_interval} layers "

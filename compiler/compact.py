@@ -84,6 +84,7 @@ def compact_mixer(builder, hidden: int) -> CompactMixer | None:
 
 
 def compact(plan: CircuitPlan) -> CompactCircuit:
+    plan.finalize()
     s, L = plan.shape, plan.levels
     H = s.hidden
     nw = np.full((H,), L.norm_weight(H), np.float32)

@@ -32,7 +32,6 @@ class HeadBuilder:
     bits: int  # value bits per row (stored dual-rail: 2 * bits channels)
     key_terms: list = field(default_factory=list)  # (row, dim, tap, weight)
     value_terms: list = field(default_factory=list)  # (bit, dim, tap, weight)
-    value_one: list = field(default_factory=list)  # (bit, tap) taps whose ONE feeds the 1-b rail
     query_terms: list = field(default_factory=list)  # (row, dim, weight)
     read_terms: list = field(default_factory=list)  # (bit, out dim, weight)
 
@@ -46,7 +45,6 @@ class HeadBuilder:
         if not 0 <= bit < self.bits:
             raise ValueError(f"head {self.name}: value bit {bit} outside {self.bits}")
         self.value_terms.append((bit, int(dim), tap, 1.0))
-        self.value_one.append((bit, tap))
 
     def query(self, row: int, dim: int, weight: float = 1.0) -> None:
         self._check_row(row)
@@ -71,6 +69,7 @@ class DeltaNetBuilder:
         self.levels = levels
         self.name = name
         self.heads: list[HeadBuilder] = []
+        self.z_ref = (layout.ONE, 1.0 / levels.K)  # output gate z from this (dim, weight); see CircuitPlan.finalize
 
     def head(self, name: str, rows: int, bits: int) -> HeadBuilder:
         if len(self.heads) >= self.H:
@@ -85,8 +84,10 @@ class DeltaNetBuilder:
 
     def input_dims(self) -> np.ndarray:
         """Residual dims any projection of this layer reads."""
-        dims = {self.layout.ONE}
+        lay = self.layout
+        dims = {lay.ONE, self.z_ref[0]}
         for h in self.heads:
+            dims |= {lay.reference(lay.scale_class.get(d, 0), self.levels.K)[0] for _, d, _, _ in h.value_terms}
             dims |= {d for _, d, _, _ in h.key_terms}
             dims |= {d for _, d, _ in h.query_terms}
             dims |= {d for _, d, _, _ in h.value_terms}
@@ -140,17 +141,19 @@ class DeltaNetBuilder:
             for r, dim, w in h.query_terms:
                 qkv[q0 + r, C(dim)] += L.key_level * w
                 set_tap(q0 + r, CURRENT)
+            lay = self.layout
             for bit, dim, tap, w in h.value_terms:
                 qkv[v0 + 2 * bit, C(dim)] += L.value_level * w  # b rail
-                qkv[v0 + 2 * bit + 1, C(dim)] -= L.value_level * w  # 1-b rail = level (ONE/K - b)
+                qkv[v0 + 2 * bit + 1, C(dim)] -= L.value_level * w  # 1-b rail = level (1 - b)
+                # the 1 of the 1-b rail: the constant of the bit's own scale class
+                ref, ref_w = (lay.ONE, 1.0 / K) if dim == lay.ONE else lay.reference(lay.scale_class.get(dim, 0), K)
+                qkv[v0 + 2 * bit + 1, C(ref)] += L.value_level * ref_w
                 set_tap(v0 + 2 * bit, tap)
                 set_tap(v0 + 2 * bit + 1, tap)
-            for bit, tap in h.value_one:
-                qkv[v0 + 2 * bit + 1, one] += L.value_level / K
             if h.key_terms or h.query_terms:
                 b[hi, one] = L.beta_logit / K
             if h.read_terms:
-                z[hi * Dv:(hi + 1) * Dv, one] = L.z_level / K
+                z[hi * Dv:(hi + 1) * Dv, C(self.z_ref[0])] = L.z_level * self.z_ref[1]
                 # a stored one reads back as sqrt(Dv / bits) after the gated RMSNorm
                 scale = 1.0 / ((Dv / h.bits) ** 0.5 * L.z_level)
                 for bit, dim, w in h.read_terms:

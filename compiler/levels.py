@@ -17,7 +17,7 @@ SILU_ZERO = -88.0001  # silu(g) == 0 exactly for g <= this
 
 @dataclass(frozen=True)
 class Levels:
-    K: float = 2.0**16  # value of the ONE dim in circuit token embeddings
+    K: float = 2.0**24  # value of the ONE dim in circuit token embeddings
     r_min: float = 0.05  # smallest signal ratio the gains are sized for
     delta: float = 4096.0  # clamp-pair width: output = (silu(g1) - silu(g2)) / delta
     value_level: float = 64.0  # pre-SiLU level of a stored bit (>= SILU_LINEAR / r_min? see key_level)

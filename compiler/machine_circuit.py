@@ -780,4 +780,5 @@ class MachineCircuit:
 def build_machine_circuit(machine: MachineConfig = DEFAULT_MACHINE, shape: Shape = NARROW) -> MachineCircuit:
     mc = MachineCircuit(machine, shape)
     mc.build()
+    mc.plan.finalize()
     return mc

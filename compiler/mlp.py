@@ -38,6 +38,26 @@ class Gate:
     unit: int  # index of its first hidden unit (the second is unit + 1)
 
 
+def threshold_reference(layout: ResidualLayout, g: Gate, K: float) -> tuple[tuple, float, tuple[int, float]]:
+    """(terms without ONE, threshold, reference (dim, weight)) of a gate.
+
+    Terms on ONE are constants (``w * K`` bits) and move into the threshold. The
+    threshold is then written against the constant of the scale class that carries most
+    of the gate's input weight (``ResidualLayout.scale_class``): an MLP output is
+    homogeneous of degree 2 in its normalised input, so when a host model's activations
+    shrink the signal ratio r, bits and reference shrink alike and the decision does not
+    move. Only the minority inputs of a mixed gate still see r.
+    """
+    const = sum(w * K for d, w in g.terms if d == layout.ONE)
+    terms = tuple((d, w) for d, w in g.terms if d != layout.ONE)
+    weight = {}
+    for d, w in terms:
+        c = layout.scale_class.get(d, 0)
+        weight[c] = weight.get(c, 0.0) + abs(w)
+    cls = max(weight, key=weight.get) if weight else 0
+    return terms, g.theta - const, layout.reference(cls, K)
+
+
 class MLPBuilder:
     def __init__(self, layout: ResidualLayout, intermediate: int, levels: Levels = DEFAULT_LEVELS,
                  name: str = "mlp"):
@@ -98,12 +118,15 @@ class MLPBuilder:
         Wd = np.zeros((nrow, I), np.float32)
         for g in self.gates:
             u1, u2 = g.unit, g.unit + 1
-            for d, w in g.terms:
+            terms, theta, (ref, scale) = threshold_reference(self.layout, g, K)
+            for d, w in terms:
                 Wg[u1, C(d)] += A * w
                 Wg[u2, C(d)] += A * w
-            # g1 = A (s - theta + 1/2) + D/2 ; g2 = g1 - D ; both relative to ONE/K
-            Wg[u1, one] += (-A * (g.theta - 0.5) + D / 2) / K
-            Wg[u2, one] += (-A * (g.theta - 0.5) - D / 2) / K
+            # g1 = A (s - (theta - 1/2) ref) + D/2 ; g2 = g1 - D ; offsets relative to ONE/K
+            Wg[u1, C(ref)] += -A * (theta - 0.5) * scale
+            Wg[u2, C(ref)] += -A * (theta - 0.5) * scale
+            Wg[u1, one] += D / 2 / K
+            Wg[u2, one] += -D / 2 / K
             Wu[u1, one] = 1.0 / K
             Wu[u2, one] = 1.0 / K
             for d, w in g.outputs:
@@ -115,7 +138,9 @@ class MLPBuilder:
         return np.arange(self.units)
 
     def used_inputs(self) -> np.ndarray:
-        return np.array(sorted({self.layout.ONE} | {d for g in self.gates for d, _ in g.terms}), dtype=np.int64)
+        dims = {self.layout.ONE} | {d for g in self.gates for d, _ in g.terms}
+        dims |= {threshold_reference(self.layout, g, self.levels.K)[2][0] for g in self.gates}
+        return np.array(sorted(dims), dtype=np.int64)
 
     def used_outputs(self) -> np.ndarray:
         return np.array(sorted({d for g in self.gates for d, _ in g.outputs}), dtype=np.int64)
@@ -128,11 +153,13 @@ def gate_margins(builder: MLPBuilder, normed_input: np.ndarray) -> dict:
     (0.5 is perfect) and the gate where it occurs.
     """
     x = np.asarray(normed_input, np.float64)
-    one = x[:, builder.layout.ONE] / builder.levels.K  # the signal ratio r per token
+    K = builder.levels.K
+    one = x[:, builder.layout.ONE] / K  # the signal ratio r per token
     worst_bits, worst_gate = np.inf, None
     for g in builder.gates:
-        s = sum(w * x[:, d] for d, w in g.terms) if g.terms else np.zeros(len(x))
-        dist = np.abs(s / np.where(one == 0, 1, one) - (g.theta - 0.5))
+        terms, theta, (ref, scale) = threshold_reference(builder.layout, g, K)
+        s = sum(w * x[:, d] for d, w in terms) if terms else np.zeros(len(x))
+        dist = np.abs((s - (theta - 0.5) * scale * x[:, ref]) / np.where(one == 0, 1, one))
         active = one > 0
         if active.any():
             m = dist[active].min()

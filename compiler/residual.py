@@ -33,14 +33,31 @@ class Subspace:
 
 @dataclass
 class ResidualLayout:
-    """Allocates residual dims. Dim 0 is ``ONE``, the constant every gate is relative to."""
+    """Allocates residual dims.
+
+    Dim 0 is ``ONE``, the constant K of every circuit token. A host model's activations
+    shrink every normalised value by the signal ratio r, and a value written by a layer
+    scales with a power of r that depends on what wrote it (``scale_class``): 0 for the
+    token embedding (x = 1), 1 for layer 0's heads (x ~ r), 2 for MLPs and later heads
+    (x ~ r^2). ``ONE1`` and ``ONE2`` are constant-1 dims of classes 1 and 2 (a layer-0
+    head and a layer-0 MLP gate write them), so a threshold can be written against the
+    constant of its inputs' class and not depend on r (docs/CIRCUIT.md, "Levels").
+    """
 
     hidden: int
     spaces: dict[str, Subspace] = field(default_factory=dict)
+    scale_class: dict[int, int] = field(default_factory=dict)
+    references: dict[int, tuple[int, float]] = field(default_factory=dict)  # class -> (dim, weight)
     _next: int = 0
 
     def __post_init__(self):
         self.ONE = self.alloc("ONE", 1)[0]
+        self.ONE1 = self.alloc("ONE1", 1)[0]
+        self.ONE2 = self.alloc("ONE2", 1)[0]
+
+    def reference(self, cls: int, K: float) -> tuple[int, float]:
+        """(dim, weight) whose product is the constant 1 at scale class ``cls``."""
+        return self.references.get(cls, (self.ONE, 1.0 / K))
 
     def alloc(self, name: str, width: int) -> Subspace:
         if name in self.spaces:

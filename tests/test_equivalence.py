@@ -277,8 +277,11 @@ def test_three_paths_agree(circuit, tmp_path):
             assert not np.any(mem_state[:, r]), r
     seen_state = b_state[1][0, 0]
     assert set(np.nonzero(seen_state[0] > 32)[0]) == {START[0]}  # only the prompt's S token so far
-    # the other heads of the dense layers stay empty
-    assert not np.any(b_state[0][0, 1:]) and not np.any(b_state[1][0, 1:])
+    # layer 0's second head is the ONE1 constant (one row holding a stored one); the
+    # other heads of the dense layers stay empty
+    one1 = b_state[0][0, 1]
+    assert one1[0, 0] > 32 and np.count_nonzero(one1) == 1
+    assert not np.any(b_state[0][0, 2:]) and not np.any(b_state[1][0, 1:])
 
     # residuals after every layer over the whole sequence: (a) vs (b); layer 3's
     # attention is inert (its mixer adds exactly nothing)
