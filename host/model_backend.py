@@ -19,19 +19,45 @@ from qwengpu_mlx.isa import Program
 from qwengpu_mlx.machine import DEFAULT_MACHINE, MachineConfig, to_signed
 from qwengpu_mlx.vocab import FAULT_CODES, Token, chunk_value, vocab_for
 
-_CIRCUITS: dict = {}
+_CIRCUITS: dict = {}  # machine -> MachineCircuit (the compiler's full description)
+_RUNNERS: dict = {}  # machine -> CircuitRunner (what launches run on)
+
+
+def machine_circuit_for(machine: MachineConfig = DEFAULT_MACHINE):
+    """The compiled MachineCircuit (layout, plan, gates): built once per process."""
+    if machine not in _CIRCUITS:
+        from qwengpu_mlx.compiler.machine_circuit import build_machine_circuit
+
+        _CIRCUITS[machine] = build_machine_circuit(machine)
+    return _CIRCUITS[machine]
+
+
+def runner_for(machine: MachineConfig = DEFAULT_MACHINE, *, use_cache: bool = True):
+    """The CircuitRunner for a machine: from the on-disk cache (checked, rebuilt when
+    corrupt or stale: ``qwengpu_mlx.circuit_cache``) or compiled; once per process."""
+    if machine not in _RUNNERS:
+        from qwengpu_mlx.circuit_cache import cached_compact
+        from qwengpu_mlx.compiler.compact import compact
+        from qwengpu_mlx.runner import CircuitRunner
+
+        def build():
+            mc = machine_circuit_for(machine)
+            cc = compact(mc.plan)
+            cc.memory_head = tuple(mc.memory_head)
+            return cc
+
+        cc = cached_compact(machine, build) if use_cache else build()
+        _RUNNERS[machine] = CircuitRunner(cc)
+    return _RUNNERS[machine]
+
+
+def runner_ready(machine: MachineConfig = DEFAULT_MACHINE) -> bool:
+    return machine in _RUNNERS
 
 
 def circuit_for(machine: MachineConfig = DEFAULT_MACHINE):
     """(MachineCircuit, CircuitRunner) for a machine: built once per process."""
-    if machine not in _CIRCUITS:
-        from qwengpu_mlx.compiler.compact import compact
-        from qwengpu_mlx.compiler.machine_circuit import build_machine_circuit
-        from qwengpu_mlx.runner import CircuitRunner
-
-        mc = build_machine_circuit(machine)
-        _CIRCUITS[machine] = (mc, CircuitRunner(compact(mc.plan)))
-    return _CIRCUITS[machine]
+    return machine_circuit_for(machine), runner_for(machine)
 
 
 def prompt_tokens(program: Program, machine: MachineConfig = DEFAULT_MACHINE) -> list[int]:
@@ -72,9 +98,9 @@ class ModelLaunch:
     decoded: list[Token] = field(default_factory=list)
 
 
-def read_memory(mc, runner, machine: MachineConfig) -> tuple[list[int], float]:
+def read_memory(runner, machine: MachineConfig) -> tuple[list[int], float]:
     """Memory words from the recurrent state of a memory head; and the worst bit margin."""
-    layer, head = mc.memory_head
+    layer, head = runner.memory_head
     S = runner.recurrent_state(layer, head)  # [Dv, Dk]; column w = word w
     words, worst = [], 1.0
     for w in range(machine.mem_words):
@@ -96,7 +122,7 @@ def run_model(program: Program, machine: MachineConfig = DEFAULT_MACHINE, *, ste
     check_supported(program, machine)
     budget = step_budget or machine.step_budget
     v = vocab_for(machine)
-    mc, runner = circuit_for(machine)
+    runner = runner_for(machine)
     runner.reset()
     prompt = prompt_tokens(program, machine)
     t0 = time.perf_counter()
@@ -124,7 +150,7 @@ def run_model(program: Program, machine: MachineConfig = DEFAULT_MACHINE, *, ste
             break
         logits = runner.step([tok])
     seconds = time.perf_counter() - t0
-    memory, margin = read_memory(mc, runner, machine)
+    memory, margin = read_memory(runner, machine)
     launch = ModelLaunch(prompt, out, memory, margin, logit_margin, seconds, steps, [v[i] for i in out])
     last = v[out[-1]]
     if last.kind == "FAULT":

@@ -74,9 +74,9 @@ def cmd_compile(ns) -> int:
     from .host.launch import bind, compile_kernel, placeholder_args
 
     if ns.emit == "layout":
-        from .host.model_backend import circuit_for
+        from .host.model_backend import machine_circuit_for
 
-        print(circuit_layout(circuit_for(DEFAULT_MACHINE)[0]))
+        print(circuit_layout(machine_circuit_for(DEFAULT_MACHINE)))
         return 0
     if ns.source is None:
         raise LaunchError("compile needs a KERNEL file (only --emit layout works without one)")
@@ -138,12 +138,12 @@ def _summary(prog, backend, steps, outputs, extra=""):
 
 def _run_model(ns, prog, stream) -> int:
     from .host.launch import read_outputs
-    from .host.model_backend import check_against_reference, circuit_for, run_model
+    from .host.model_backend import check_against_reference, run_model, runner_for
 
     def on_token(tok_id, tok):
         print(f"{tok_id:6d}  {tok}", file=stream, flush=True)
 
-    mc, runner = circuit_for(DEFAULT_MACHINE)
+    runner = runner_for(DEFAULT_MACHINE)
     runner.track_margins = bool(ns.check)
     launch = run_model(prog, DEFAULT_MACHINE, step_budget=ns.step_budget, on_token=on_token if ns.trace else None)
     outputs = read_outputs(prog, launch.memory)

@@ -1,7 +1,7 @@
 """Run one launch on the embedded circuit, off the UI thread, cancellably.
 
 :func:`execute_launch` compiles and binds the kernel, builds the circuit (once per
-process, ``circuit_for`` caches it), runs ``run_model`` and optionally replays the
+process, ``runner_for`` caches it), runs ``run_model`` and optionally replays the
 launch against the reference interpreter. It reports through a :class:`LaunchSink`
 (the dashboard wraps each callback in ``App.call_from_thread``).
 
@@ -89,9 +89,9 @@ def run_in_mlx_thread(fn: Callable, *args, name: str = "qwengpu-mlx-work", **kwa
 
 
 def circuit_cached(machine: MachineConfig = DEFAULT_MACHINE) -> bool:
-    from qwengpu_mlx.host import model_backend
+    from qwengpu_mlx.host.model_backend import runner_ready
 
-    return machine in getattr(model_backend, "_CIRCUITS", {})
+    return runner_ready(machine)
 
 
 def execute_launch(req: RunRequest, sink: LaunchSink, cancel: threading.Event, *, check: bool,
@@ -99,7 +99,7 @@ def execute_launch(req: RunRequest, sink: LaunchSink, cancel: threading.Event, *
     """Compile, bind, run on the circuit, check. Call on an MLX thread (see :func:`run_in_mlx_thread`)."""
     from qwengpu_mlx.errors import QwenGpuError
     from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs
-    from qwengpu_mlx.host.model_backend import check_against_reference, circuit_for, prompt_tokens, run_model
+    from qwengpu_mlx.host.model_backend import check_against_reference, prompt_tokens, run_model, runner_for
 
     out = LaunchOutcome(req)
 
@@ -116,7 +116,7 @@ def execute_launch(req: RunRequest, sink: LaunchSink, cancel: threading.Event, *
         if not circuit_cached(machine):
             sink.phase("building the circuit (first launch only, a few seconds)")
             t0 = time.perf_counter()
-            circuit_for(machine)
+            runner_for(machine)
             out.build_seconds = time.perf_counter() - t0
         stop_if_cancelled()
         prompt = prompt_tokens(program, machine)

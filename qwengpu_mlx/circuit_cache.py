@@ -1,0 +1,185 @@
+"""On-disk cache of the compiled circuit (its compact form), checked before it is trusted.
+
+Building the circuit takes a few seconds per process; the cache keeps the compact
+circuit (``compiler.compact.CompactCircuit``, stored sparse) in one safetensors file
+plus a JSON manifest. The manifest holds the circuit's key (a hash of the machine
+definition, the target shape, the levels and the source of every module the weights
+are a function of) and the SHA-256 of the weights file. A cache entry is used only if
+both match; a corrupt, truncated or mismatched entry is reported and rebuilt.
+
+Where: ``$QWENGPU_MLX_CACHE`` or ``~/.cache/qwengpu-mlx``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+FORMAT = 1
+_PKG = Path(__file__).resolve().parent
+# the weights are a function of these sources (and of the machine, shape and levels)
+_SOURCES = ("machine.py", "isa.py", "vocab.py", "encoding.py")
+_SOURCE_DIRS = ("compiler",)
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("QWENGPU_MLX_CACHE") or Path.home() / ".cache" / "qwengpu-mlx")
+
+
+def _compiler_dir() -> Path:
+    from qwengpu_mlx import compiler
+
+    return Path(compiler.__file__).resolve().parent
+
+
+def circuit_key(machine, shape, levels) -> str:
+    """Hash of everything the circuit's weights depend on."""
+    h = hashlib.sha256(f"format {FORMAT}\n{machine!r}\n{shape!r}\n{levels!r}\n".encode())
+    files = [_PKG / name for name in _SOURCES] + sorted(_compiler_dir().glob("*.py"))
+    for f in files:
+        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+# -- (de)serialising a CompactCircuit: arrays go to tensors (sparse), the rest to JSON
+
+def _flatten(obj, prefix: str, arrays: dict, meta: dict) -> None:
+    for f in dataclasses.fields(obj):
+        v = getattr(obj, f.name)
+        name = f"{prefix}{f.name}"
+        if isinstance(v, np.ndarray):
+            flat = v.reshape(-1)
+            nz = np.flatnonzero(flat)
+            arrays[name + ".idx"] = nz.astype(np.uint32)
+            arrays[name + ".val"] = flat[nz]
+            meta[name] = {"array": list(v.shape), "dtype": str(v.dtype)}
+        elif dataclasses.is_dataclass(v):
+            meta[name] = {"node": type(v).__name__}
+            _flatten(v, name + ".", arrays, meta)
+        elif isinstance(v, list) and v and dataclasses.is_dataclass(v[0]):
+            meta[name] = {"list": len(v), "node": type(v[0]).__name__}
+            for i, item in enumerate(v):
+                _flatten(item, f"{name}.{i}.", arrays, meta)
+        elif v is None:
+            meta[name] = {"none": True}
+        else:
+            meta[name] = {"value": v, "tuple": isinstance(v, tuple)}
+
+
+def _unflatten(cls, prefix: str, arrays: dict, meta: dict, classes: dict):
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        name = f"{prefix}{f.name}"
+        m = meta[name]
+        if "array" in m:
+            a = np.zeros(int(np.prod(m["array"])), dtype=m["dtype"])
+            a[arrays[name + ".idx"].astype(np.int64)] = arrays[name + ".val"]
+            kwargs[f.name] = a.reshape(m["array"])
+        elif "list" in m:
+            kwargs[f.name] = [_unflatten(classes[m["node"]], f"{name}.{i}.", arrays, meta, classes)
+                              for i in range(m["list"])]
+        elif "node" in m:
+            kwargs[f.name] = _unflatten(classes[m["node"]], name + ".", arrays, meta, classes)
+        elif "none" in m:
+            kwargs[f.name] = None
+        else:
+            v = m["value"]
+            kwargs[f.name] = tuple(v) if m.get("tuple") else v
+    return cls(**kwargs)
+
+
+def _classes() -> dict:
+    from qwengpu_mlx.compiler import compact as c
+
+    return {k.__name__: k for k in (c.CompactCircuit, c.CompactLayer, c.CompactMixer, c.CompactMLP)}
+
+
+def save(cc, key: str, directory: Path | None = None) -> Path:
+    """Write ``cc`` under its key (atomically: a reader never sees half a file)."""
+    import mlx.core as mx
+
+    d = directory or cache_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    arrays, meta = {}, {}
+    _flatten(cc, "", arrays, meta)
+    weights = d / f"circuit-{key[:16]}.safetensors"
+    with tempfile.NamedTemporaryFile(dir=d, suffix=".safetensors", delete=False) as tmp:
+        pass
+    mx.save_safetensors(tmp.name, {k: mx.array(v) for k, v in arrays.items()})
+    os.replace(tmp.name, weights)
+    manifest = {"format": FORMAT, "key": key, "sha256": _sha256(weights), "fields": meta}
+    mpath = weights.with_suffix(".json")
+    with tempfile.NamedTemporaryFile("w", dir=d, suffix=".tmp", delete=False) as tmp:
+        json.dump(manifest, tmp)
+    os.replace(tmp.name, mpath)
+    return weights
+
+
+class CacheProblem(Exception):
+    """Why a cache entry was not used (it is rebuilt)."""
+
+
+def load(key: str, directory: Path | None = None):
+    """The cached CompactCircuit for ``key``, None if there is none; CacheProblem if it is bad."""
+    import mlx.core as mx
+
+    d = directory or cache_dir()
+    weights = d / f"circuit-{key[:16]}.safetensors"
+    mpath = weights.with_suffix(".json")
+    if not mpath.exists() and not weights.exists():
+        return None
+    try:
+        manifest = json.loads(mpath.read_text())
+    except (OSError, ValueError) as e:
+        raise CacheProblem(f"unreadable manifest {mpath} ({e})") from None
+    if manifest.get("format") != FORMAT or manifest.get("key") != key:
+        raise CacheProblem(f"{weights} was built for another machine, shape or compiler version "
+                           f"(key {str(manifest.get('key'))[:16]}, expected {key[:16]})")
+    if not weights.exists():
+        raise CacheProblem(f"{weights} is missing")
+    if _sha256(weights) != manifest.get("sha256"):
+        raise CacheProblem(f"{weights} is corrupt (SHA-256 differs from the manifest)")
+    try:
+        from qwengpu_mlx.compiler.compact import CompactCircuit
+
+        arrays = {k: np.array(v) for k, v in mx.load(str(weights)).items()}
+        return _unflatten(CompactCircuit, "", arrays, manifest["fields"], _classes())
+    except Exception as e:  # a file that hashes right but does not parse: still rebuilt
+        raise CacheProblem(f"{weights} does not hold a circuit ({type(e).__name__}: {e})") from None
+
+
+def cached_compact(machine, build, *, directory: Path | None = None, log=None, key: str | None = None):
+    """The compact circuit for ``machine``: from the cache when it checks out, else ``build()``
+    (which returns the CompactCircuit) and store it. ``log`` gets one line per problem."""
+    from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS
+    from qwengpu_mlx.compiler.machine_circuit import NARROW
+
+    log = log or (lambda msg: print(f"qwengpu-mlx: {msg}", file=sys.stderr))
+    key = key or circuit_key(machine, NARROW, DEFAULT_LEVELS)
+    try:
+        cc = load(key, directory)
+        if cc is not None:
+            return cc
+    except CacheProblem as e:
+        log(f"cached circuit not used: {e}; rebuilding it")
+    cc = build()
+    try:
+        save(cc, key, directory)
+    except OSError as e:  # a read-only home still runs, it just rebuilds next time
+        log(f"could not write the circuit cache in {directory or cache_dir()} ({e})")
+    return cc
