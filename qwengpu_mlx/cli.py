@@ -63,6 +63,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--trace", action="store_true",
                    help="print every step (reference) or every launch token (model) as it is produced")
 
+    b = sub.add_parser("build", help="save the circuit as a standard Qwen3.5 checkpoint "
+                                     "(config.json + safetensors + tokenizer files)")
+    b.add_argument("--out", required=True, metavar="DIR", help="checkpoint directory to write")
+    b.add_argument("--shape", choices=["narrow", "qwen3.5-2b"], default="narrow",
+                   help="narrow (the embedded circuit's own shape) or Qwen3.5-2B's")
+    b.add_argument("--max-params", type=float, default=4e9,
+                   help="refuse a dense checkpoint above this many parameters (default 4e9, 16 GB as float32)")
+
     sub.add_parser("machine", help="print the machine's limits")
     from .tui.cli_entry import add_parser as add_tui_parser
 
@@ -170,19 +178,55 @@ def _run_model(ns, prog, stream) -> int:
 
 def circuit_layout(mc) -> str:
     """Which layer does what, which heads hold which state, which residual dims hold what."""
+    from .compiler.sizing import live_dims
+
     plan = mc.plan
+    live = live_dims(plan)
     lines = [f"# circuit: {len(plan.layers)} layers, hidden {plan.shape.hidden} "
              f"({plan.layout.used} dims used), linear heads {plan.shape.linear_heads} x "
              f"(Dk {plan.shape.key_dim}, Dv {plan.shape.value_dim}); vocabulary {len(plan.vocab)} tokens",
-             "# layer  kind       heads  mlp-units  mlp-inputs  state heads"]
+             "# live: residual dims holding a value some later layer reads (what dim reuse could reach)",
+             "# layer  kind       heads  mixer-inputs  mlp-units  mlp-inputs  mlp-outputs   live  state heads"]
     for row in plan.usage():
         lp = plan.layers[row["layer"]]
         heads = ", ".join(f"{h.name}[{h.index}]" for h in lp.mixer.heads) if lp.mixer else ""
-        lines.append(f"{row['layer']:6d}  {row['kind'][:9]:9s}  {len(row['heads']):5d}  {row['mlp_units']:9d}  "
-                     f"{row['mlp_inputs']:10d}  {heads}")
+        mix_in = len(lp.mixer.input_dims()) if lp.mixer and lp.mixer.heads else 0
+        mlp_out = len(lp.mlp.used_outputs()) if lp.mlp and lp.mlp.gates else 0
+        lines.append(f"{row['layer']:6d}  {row['kind'][:9]:9s}  {len(row['heads']):5d}  {mix_in:12d}  "
+                     f"{row['mlp_units']:9d}  {row['mlp_inputs']:10d}  {mlp_out:11d}  {live[row['layer']]:5d}  {heads}")
     lines.append("# residual subspaces (start..end  name)")
     lines.append(plan.layout.describe())
     return "\n".join(lines)
+
+
+def cmd_build(ns) -> int:
+    """Write the circuit as a dense checkpoint, or say exactly why it cannot be written."""
+    from pathlib import Path
+
+    from .checkpoint import save_checkpoint
+    from .compiler.sizing import QWEN35_2B, dense_parameters, misfits, needs
+    from .errors import ResourceError
+    from .host.model_backend import machine_circuit_for
+
+    mc = machine_circuit_for(DEFAULT_MACHINE)
+    plan, n = mc.plan, needs(mc.plan)
+    if ns.shape == "qwen3.5-2b":
+        problems = misfits(n, QWEN35_2B)
+        if problems:
+            raise ResourceError("the circuit of the default machine does not fit the Qwen3.5-2B shape "
+                                "(hidden 2048, intermediate 6144, 16 linear heads of 128 x 128):\n  "
+                                + "\n  ".join(problems))
+    dense = dense_parameters(plan.shape, n.layers, n.vocab)
+    if dense > ns.max_params:
+        raise ResourceError(
+            f"a dense checkpoint of the circuit at shape {ns.shape} holds {dense:,} parameters "
+            f"({dense * 4 / 1e12:.1f} TB as float32), over --max-params {int(ns.max_params):,}. The circuit "
+            f"allocates {n.dims_used} residual dims ({n.live_max} live at once) and uses up to {n.units_max} "
+            f"MLP units and {n.heads_max} linear heads in one layer; a Qwen3.5 checkpoint is dense with "
+            f"equal layers. `qwengpu-mlx run` executes the same weights through the compact path.")
+    out = save_checkpoint(Path(ns.out), plan.config(), plan.weights(), plan.vocab, eos_token="STOP")
+    print(f"wrote {out} ({dense:,} parameters, {n.layers} layers)")
+    return 0
 
 
 def cmd_machine(ns) -> int:
@@ -203,7 +247,8 @@ def cmd_tui(ns) -> int:
 def main(argv: list[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
     try:
-        return {"compile": cmd_compile, "run": cmd_run, "machine": cmd_machine, "tui": cmd_tui}[ns.command](ns)
+        return {"compile": cmd_compile, "run": cmd_run, "build": cmd_build, "machine": cmd_machine,
+                "tui": cmd_tui}[ns.command](ns)
     except QwenGpuError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -74,9 +74,12 @@ class CircuitRunner:
         self.one, self.K, self.gain, self.delta = cc.one, cc.K, cc.gain, cc.delta
         self.memory_head = cc.memory_head
         self.track_margins = False
+        self.front = None  # a HostFront whose hidden states share the residual (robustness runs)
         self.reset()
 
     def reset(self) -> None:
+        if getattr(self, "front", None) is not None:
+            self.front.reset()
         self.conv_state = [None] * len(self.layers)
         self.state = [None] * len(self.layers)
         self.min_margin = float("inf")  # smallest gate margin seen, in bits (0.5 is ideal)
@@ -155,6 +158,8 @@ class CircuitRunner:
     def step(self, tokens: list[int]) -> mx.array:
         """Feed tokens (prefill or one step); logits of the last one."""
         x = self.embed(tokens)
+        if self.front is not None:
+            x = self.front.add_to(x, tokens)
         self._margins = []
         x = self.forward(x)
         lg = self.logits(x[-1:])

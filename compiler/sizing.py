@@ -1,0 +1,102 @@
+"""What the compiled circuit needs from a model shape, and what a dense checkpoint costs.
+
+Qwen3.5 checkpoints are dense and every layer has the same widths, so a circuit fits a
+shape only if its widest layer does: residual dims, MLP units and linear heads per
+layer. ``live_dims`` counts, per layer, the residual dims that hold a value someone
+still reads (written at or before the layer, read at or after it): the width the
+residual would need if dims were reused once dead. ``build`` and ``bench/`` use these
+figures; ``compile --emit layout`` prints the per-layer ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .assemble import CircuitPlan, Shape
+
+QWEN35_2B = Shape(hidden=2048, intermediate=6144, linear_heads=16, key_dim=128, value_dim=128,
+                  attn_heads=8, kv_heads=2, head_dim=256)
+
+
+def dense_parameters(shape: Shape, layers: int, vocab: int) -> int:
+    """Parameters of a dense Qwen3.5 checkpoint of this shape (tied embeddings)."""
+    H, I = shape.hidden, shape.intermediate
+    lin_conv = 2 * shape.linear_heads * shape.key_dim + shape.linear_heads * shape.value_dim
+    vd = shape.linear_heads * shape.value_dim
+    linear = lin_conv * H + lin_conv * 4 + vd * H + 2 * shape.linear_heads * H + 2 * shape.linear_heads \
+        + shape.value_dim + H * vd
+    D = shape.head_dim
+    attention = 2 * shape.attn_heads * D * H + 2 * shape.kv_heads * D * H + H * shape.attn_heads * D + 2 * D
+    total = vocab * H + H
+    for i in range(layers):
+        total += 3 * H * I + 2 * H + (linear if shape.is_linear(i) else attention)
+    return total
+
+
+def live_dims(plan: CircuitPlan) -> list[int]:
+    """Per layer: residual dims written at or before it that a later part (or the output) reads."""
+    plan.finalize()
+    H, L = plan.shape.hidden, len(plan.layers)
+    first = np.full(H, L + 1)
+    last = np.full(H, -1)
+    if plan.embedding_sparse is not None:
+        first[np.asarray(plan.embedding_sparse[0], dtype=np.int64)] = -1
+    elif plan.embedding is not None:
+        first[np.any(plan.embedding != 0, axis=0)] = -1
+    for i, lp in enumerate(plan.layers):
+        for part, ins, outs in ((lp.mixer, "input_dims", "output_dims"), (lp.mlp, "used_inputs", "used_outputs")):
+            if part is None or (part is lp.mixer and not part.heads) or (part is lp.mlp and not part.gates):
+                continue
+            i_dims, o_dims = getattr(part, ins)(), getattr(part, outs)()
+            last[i_dims] = np.maximum(last[i_dims], i)
+            first[o_dims] = np.minimum(first[o_dims], i)
+    if plan.final_norm_dims is not None:
+        last[np.asarray(plan.final_norm_dims, dtype=np.int64)] = L
+    return [int(np.sum((first <= i) & (last >= i))) for i in range(L)]
+
+
+@dataclass
+class Needs:
+    layers: int
+    dims_used: int
+    live_max: int
+    live_layer: int
+    units_max: int
+    units_layer: int
+    heads_max: int
+    heads_layer: int
+    key_rows_max: int
+    value_channels_max: int
+    vocab: int
+
+
+def needs(plan: CircuitPlan) -> Needs:
+    plan.finalize()
+    live = live_dims(plan)
+    units = [lp.mlp.units if lp.mlp else 0 for lp in plan.layers]
+    heads = [len(lp.mixer.heads) if lp.mixer else 0 for lp in plan.layers]
+    all_heads = [h for lp in plan.layers if lp.mixer for h in lp.mixer.heads]
+    return Needs(len(plan.layers), plan.layout.used, max(live), int(np.argmax(live)), max(units),
+                 int(np.argmax(units)), max(heads), int(np.argmax(heads)),
+                 max(h.rows for h in all_heads), max(2 * h.bits for h in all_heads), len(plan.vocab))
+
+
+def misfits(n: Needs, shape: Shape) -> list[str]:
+    """Why a circuit with needs ``n`` does not fit ``shape`` (empty: it fits)."""
+    out = []
+    if n.dims_used > shape.hidden:
+        out.append(f"residual: {n.dims_used} dims allocated ({n.live_max} live at once at layer "
+                   f"{n.live_layer}, the least any reuse could reach), the shape has {shape.hidden}")
+    if n.units_max > shape.intermediate:
+        out.append(f"MLP: layer {n.units_layer} needs {n.units_max} units, the shape has {shape.intermediate}")
+    if n.heads_max > shape.linear_heads:
+        out.append(f"linear attention: layer {n.heads_layer} needs {n.heads_max} heads, "
+                   f"the shape has {shape.linear_heads}")
+    if n.key_rows_max > shape.key_dim:
+        out.append(f"state rows: a head needs {n.key_rows_max} rows, the shape's key dim is {shape.key_dim}")
+    if n.value_channels_max > shape.value_dim:
+        out.append(f"state columns: a head needs {n.value_channels_max} value channels, "
+                   f"the shape's value dim is {shape.value_dim}")
+    return out

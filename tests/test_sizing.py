@@ -1,0 +1,66 @@
+"""Circuit sizing: dense parameter counts, live residual dims, fit to a shape, and `build`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from qwengpu_mlx.compiler.assemble import CircuitPlan, Shape
+from qwengpu_mlx.compiler.residual import ResidualLayout
+from qwengpu_mlx.compiler.sizing import QWEN35_2B, dense_parameters, live_dims, misfits, needs
+
+from clitools import cli
+
+SHAPE = Shape(hidden=64, intermediate=64, linear_heads=2, key_dim=16, value_dim=16, attn_heads=2, kv_heads=1,
+              head_dim=16)
+
+
+def chain_plan() -> CircuitPlan:
+    """Embedding writes a; layer 0 copies a to b; layer 1 copies b to c; the output reads c."""
+    lay = ResidualLayout(SHAPE.hidden)
+    a, b, c = (lay.alloc(n, 1)[0] for n in "abc")
+    plan = CircuitPlan(SHAPE, lay)
+    plan.vocab = ["t0", "t1"]
+    plan.embedding = np.zeros((2, SHAPE.hidden), np.float32)
+    plan.embedding[:, lay.ONE] = plan.levels.K
+    plan.embedding[1, a] = 1.0
+    plan.mlp(0).copy("b", a, [(b, 1)])
+    plan.mlp(1).copy("c", b, [(c, 1)])
+    plan.new_layer()
+    plan.new_layer()
+    plan.final_norm_dims = [c]
+    return plan
+
+
+def test_dense_parameters_counts_every_weight():
+    plan = chain_plan()
+    weights = plan.weights()
+    assert dense_parameters(SHAPE, len(plan.layers), len(plan.vocab)) == sum(v.size for v in weights.values())
+
+
+def test_live_dims_by_hand():
+    # layer 0: ONE, ONE2 (written here, read by layer 1's gate over MLP-written b), a, b
+    # layer 1: ONE, ONE2, b, c; layers 2 and 3: c (read by the output); ONE1 is never read
+    assert live_dims(chain_plan()) == [4, 4, 1, 1]
+
+
+def test_fit_to_a_shape():
+    n = needs(chain_plan())
+    assert n.live_max == 4 and n.units_max == 4 and n.layers == 4  # layer 0: the copy and ONE2, 2 units each
+    assert misfits(n, QWEN35_2B) == []
+    small = Shape(hidden=5, intermediate=2, linear_heads=1, key_dim=16, value_dim=1)
+    text = "\n".join(misfits(n, small))
+    assert "residual: 6 dims allocated" in text and "the shape has 5" in text
+    assert "layer 0 needs 4 units, the shape has 2" in text
+    assert "heads" not in text  # layer 0's one head (ONE1) fits
+    assert "a head needs 2 value channels, the shape's value dim is 1" in text
+
+
+def test_build_refuses_what_does_not_fit(tmp_path):
+    out = tmp_path / "ck"
+    r = cli("build", "--out", out, "--shape", "qwen3.5-2b")
+    assert r.returncode == 2
+    assert "does not fit the Qwen3.5-2B shape" in r.stderr and "the shape has 2048" in r.stderr
+    assert "the shape has 6144" in r.stderr and "the shape has 16" in r.stderr
+    r = cli("build", "--out", out)
+    assert r.returncode == 2 and "over --max-params 4,000,000,000" in r.stderr and "parameters" in r.stderr
+    assert not out.exists()  # nothing half-written
