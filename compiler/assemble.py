@@ -9,7 +9,7 @@ asking for a DeltaNet there is an error, so the plan must route around those ind
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import mlx.core as mx
 import numpy as np
@@ -58,11 +58,12 @@ class CircuitPlan:
     finalized: bool = False
 
     def finalize(self) -> None:
-        """Write the class constants ONE1 (a layer-0 head) and ONE2 (a layer-0 MLP gate),
-        and record each dim's scale class, before any weights are computed.
+        """Make every decision independent of the signal ratio, before any weights exist.
 
-        Heads above layer 0 take their output gate z from ONE1, so what they write scales
-        like an MLP output (class 2). Called by ``weights`` and ``compact``; idempotent.
+        Writes the class constants ONE1 (a layer-0 head) and ONE2 (a layer-0 MLP gate);
+        heads above layer 0 take their output gate z from ONE1, so what they write scales
+        like an MLP output (class 2); gates above layer 0 read class-2 copies of token and
+        layer-0 head bits. Called by ``weights`` and ``compact``; idempotent.
         """
         if self.finalized:
             return
@@ -77,6 +78,14 @@ class CircuitPlan:
             h.query(0, lay.ONE, 1.0 / K)
             h.read_bit(0, lay.ONE1)
             lay.references[1] = (lay.ONE1, 1.0)
+        self._record_classes()
+        self._reclass_gate_inputs()
+        self._record_classes()
+        self.finalized = True
+
+    def _record_classes(self) -> None:
+        """Each dim's scale class, from what writes it (``ResidualLayout.scale_class``)."""
+        lay = self.layout
         cls = lay.scale_class
         cls.clear()
         edims = (self.embedding_sparse[0] if self.embedding_sparse is not None
@@ -89,7 +98,33 @@ class CircuitPlan:
                 cls.update({int(d): (2 if lp.mixer.z_ref[0] == lay.ONE1 else 1) for d in lp.mixer.output_dims()})
             if lp.mlp is not None:
                 cls.update({int(d): 2 for d in lp.mlp.used_outputs()})
-        self.finalized = True
+
+    def _reclass_gate_inputs(self) -> None:
+        """Gates above layer 0 read class-2 copies of token bits and layer-0 head bits.
+
+        Layer 0's MLP copies each such bit with a one-input gate (exact: its threshold is
+        written against the bit's own class constant), so every gate above it sees inputs
+        of one class only and its decision does not depend on the signal ratio.
+        """
+        lay, cls = self.layout, self.layout.scale_class
+        name_of = {int(d): f"{sp.name}[{i}]" for sp in lay.spaces.values() for i, d in enumerate(sp.dims)}
+        m0 = self.mlp(0)
+        copies: dict[int, int] = {}
+        for lp in self.layers[1:]:
+            if lp.mlp is None:
+                continue
+            gates = []
+            for g in lp.mlp.gates:
+                terms = []
+                for d, w in g.terms:
+                    if d != lay.ONE and d in cls and cls[d] != 2:
+                        if d not in copies:
+                            copies[d] = lay.alloc(f"class2.{name_of[d]}", 1)[0]
+                            m0.gate(f"class2.{name_of[d]}", [(d, 1)], 1, [(copies[d], 1)])
+                        d = copies[d]
+                    terms.append((d, w))
+                gates.append(replace(g, terms=tuple(terms)))
+            lp.mlp.gates = gates
 
     def new_layer(self, role: str = "") -> int:
         self.layers.append(LayerPlan(role=role))
