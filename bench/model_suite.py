@@ -29,29 +29,10 @@ from qwengpu_mlx.machine import DEFAULT_MACHINE  # noqa: E402
 def circuit_size(mc) -> tuple[int, int]:
     """(dense parameters at this shape, non-zero parameters)."""
     from qwengpu_mlx.compiler.compact import compact
+    from qwengpu_mlx.compiler.sizing import dense_parameters, nonzero_parameters
 
     plan = mc.plan
-    s = plan.shape
-    H, I, Hh = s.hidden, s.intermediate, s.linear_heads
-    conv = 2 * Hh * s.key_dim + Hh * s.value_dim
-    dense = len(plan.vocab) * H
-    for i in range(len(plan.layers)):
-        dense += 3 * H * I + 2 * H
-        if s.is_linear(i):
-            dense += conv * H + conv * 4 + 2 * Hh * s.value_dim * H + 2 * Hh * H + s.value_dim + 2 * Hh
-        else:
-            dense += (2 * s.attn_heads + 2 * s.kv_heads) * s.head_dim * H + s.attn_heads * s.head_dim * H
-    cc = compact(plan)
-    nz = int((cc.embedding != 0).sum())
-    for lay in cc.layers:
-        for part in (lay.mlp, lay.mixer):
-            if part is None:
-                continue
-            for name in ("gate", "up", "down", "qkv", "conv", "z", "b", "out"):
-                arr = getattr(part, name, None)
-                if arr is not None:
-                    nz += int((arr != 0).sum())
-    return dense, nz
+    return dense_parameters(plan.shape, len(plan.layers), len(plan.vocab)), nonzero_parameters(compact(plan))
 
 
 def main(names: list[str]) -> int:

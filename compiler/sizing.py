@@ -35,6 +35,20 @@ def dense_parameters(shape: Shape, layers: int, vocab: int) -> int:
     return total
 
 
+def nonzero_parameters(cc) -> int:
+    """Non-zero parameters of a compact circuit (``compiler.compact``): what it really runs."""
+    nz = int((cc.embedding != 0).sum())
+    for layer in cc.layers:
+        for part in (layer.mlp, layer.mixer):
+            if part is None:
+                continue
+            for name in ("gate", "up", "down", "qkv", "conv", "z", "b", "out"):
+                arr = getattr(part, name, None)
+                if arr is not None:
+                    nz += int((arr != 0).sum())
+    return nz
+
+
 def live_dims(plan: CircuitPlan) -> list[int]:
     """Per layer: residual dims written at or before it that a later part (or the output) reads."""
     plan.finalize()
