@@ -9,6 +9,12 @@ circuit RMSNorm sees it. The dot product runs with the host's hidden state scale
 step by step; each line gives the smallest signal ratio r = |circuit| / |circuit + host|
 over the launch's tokens and whether the launch stayed exact (outputs and the --check
 replay). The smallest r that holds is the figure.
+
+    .venv/bin/python bench/host_robustness.py --subset [SCALE]
+
+runs a representative subset of the conformance suite (divergence, loops, a shared-
+memory reduction with barriers, atomics, every shuffle mode) with the host in front at
+one scale (default 2500, r of about 0.54), against the NumPy oracles and the replay.
 """
 
 from __future__ import annotations
@@ -33,8 +39,13 @@ class TooLong(Exception):
     """The launch ran past twice its clean length: it went wrong."""
 
 
-def launch_with_host(front: HostFront, prog, max_tokens: int = 100) -> tuple[bool | str, float]:
-    """(exact?, smallest r) of the dot launch with ``front`` in front of the circuit."""
+SUBSET = ["nested_branches", "early_return", "lane_while", "reduce_shared_tree", "atomic_contention",
+          "shfl_xor_allreduce", "shfl_down_reduce", "shfl_up_scan", "shfl_broadcast", "grid_index"]
+
+
+def launch_with_host(front: HostFront, prog, max_tokens: int = 100, expected=None,
+                     step_budget: int = 40) -> tuple[bool | str, float]:
+    """(exact?, smallest r) of a launch with ``front`` in front of the circuit."""
     runner = mb.runner_for(DEFAULT_MACHINE)
     runner.front = front
     count = iter(range(1, 1 << 30))
@@ -44,9 +55,10 @@ def launch_with_host(front: HostFront, prog, max_tokens: int = 100) -> tuple[boo
             raise TooLong()
 
     try:
-        launch = mb.run_model(prog, DEFAULT_MACHINE, step_budget=40, on_token=on_token)
-        ok = read_outputs(prog, launch.memory)["out"] == [32] and not mb.check_against_reference(
-            prog, launch, DEFAULT_MACHINE)
+        launch = mb.run_model(prog, DEFAULT_MACHINE, step_budget=step_budget, on_token=on_token)
+        outputs = read_outputs(prog, launch.memory)
+        ok = (outputs == expected if expected is not None else outputs["out"] == [32]) \
+            and not mb.check_against_reference(prog, launch, DEFAULT_MACHINE)
         result = True if ok else "wrong"
     except Exception as e:  # a broken launch is a result too
         result = type(e).__name__
@@ -55,9 +67,33 @@ def launch_with_host(front: HostFront, prog, max_tokens: int = 100) -> tuple[boo
     return result, front.min_ratio
 
 
+def subset(free: np.ndarray, scale: float) -> int:
+    """The representative subset with the host in front at one scale."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from oracles import ORACLES
+    from qwengpu_mlx.host.reference import run_program
+
+    host = random_host(massive=MASSIVE)
+    exact, smallest = 0, 1.0
+    for name in SUBSET:
+        spec = json.loads((ROOT / f"examples/kernels/{name}.json").read_text())
+        prog = bind(compile_kernel(ROOT / f"examples/kernels/{name}.cu", spec["kernel"]), spec["args"],
+                    block=spec["block"], grid=spec["grid"])
+        budget = 2 * run_program(prog, DEFAULT_MACHINE, trace=False).steps + 8  # bounds a wrong launch's time
+        ok, r = launch_with_host(HostFront(host, free, scale), prog, max_tokens=60 * budget,
+                                 expected=ORACLES[name](spec), step_budget=budget)
+        exact += ok is True
+        smallest = min(smallest, r)
+        print(f"{name:24s} r = {r:.4f}  {'exact' if ok is True else 'FAILED (' + str(ok) + ')'}", flush=True)
+    print(f"{exact}/{len(SUBSET)} exact with the host in front; smallest signal ratio {smallest:.4f}")
+    return 0 if exact == len(SUBSET) else 1
+
+
 def main() -> int:
     mc = mb.machine_circuit_for(DEFAULT_MACHINE)
     free = np.arange(mc.lay.used, mc.plan.shape.hidden)
+    if sys.argv[1:2] == ["--subset"]:
+        return subset(free, float(sys.argv[2]) if len(sys.argv) > 2 else 2500.0)
     spec = json.loads((ROOT / "examples/kernels/dot.json").read_text())
     prog = bind(compile_kernel(ROOT / "examples/kernels/dot.cu"), spec["args"], block=spec["block"])
     host = random_host(massive=MASSIVE)
