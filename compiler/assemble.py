@@ -78,6 +78,9 @@ class CircuitPlan:
             h.query(0, lay.ONE, 1.0 / K)
             h.read_bit(0, lay.ONE1)
             lay.references[1] = (lay.ONE1, 1.0)
+            for lp in self.layers[1:]:
+                if lp.mixer is not None:
+                    lp.mixer.z_ref = lay.references[1]
         self._record_classes()
         self._reclass_gate_inputs()
         self._record_classes()
@@ -88,16 +91,20 @@ class CircuitPlan:
         lay = self.layout
         cls = lay.scale_class
         cls.clear()
-        edims = (self.embedding_sparse[0] if self.embedding_sparse is not None
-                 else np.nonzero(np.any(self.embedding != 0, axis=0))[0] if self.embedding is not None else [])
-        cls.update({int(d): 0 for d in edims})
-        for i, lp in enumerate(self.layers):
+        cls.update({int(d): 0 for d in self.embedding_dims()})
+        for lp in self.layers:
             if lp.mixer is not None:
-                if i > 0 and 1 in lay.references:
-                    lp.mixer.z_ref = lay.references[1]
                 cls.update({int(d): (2 if lp.mixer.z_ref[0] == lay.ONE1 else 1) for d in lp.mixer.output_dims()})
             if lp.mlp is not None:
                 cls.update({int(d): 2 for d in lp.mlp.used_outputs()})
+
+    def embedding_dims(self) -> np.ndarray:
+        """Residual dims some token embedding writes."""
+        if self.embedding_sparse is not None:
+            return np.asarray(self.embedding_sparse[0], dtype=np.int64)
+        if self.embedding is not None:
+            return np.nonzero(np.any(self.embedding != 0, axis=0))[0]
+        return np.zeros(0, dtype=np.int64)
 
     def _reclass_gate_inputs(self) -> None:
         """Gates above layer 0 read class-2 copies of token bits and layer-0 head bits.

@@ -98,10 +98,7 @@ def compact(plan: CircuitPlan) -> CompactCircuit:
         mixer = compact_mixer(lp.mixer, H) if s.is_linear(i) else None
         layers.append(CompactLayer(nw, nw, mixer, compact_mlp(lp.mlp, H)))
     out_dims = np.nonzero(fnw)[0]
-    if plan.embedding_sparse is not None:
-        edims, E = plan.embedding_sparse
-    else:
-        edims = np.nonzero(np.any(plan.embedding != 0, axis=0))[0]
-        E = plan.embedding[:, edims]
+    edims = plan.embedding_dims()
+    E = plan.embedding_sparse[1] if plan.embedding_sparse is not None else plan.embedding[:, edims]
     return CompactCircuit(H, 1e-6, edims, E.astype(np.float32), fnw, out_dims, layers,
                           plan.layout.ONE, L.K, L.gain, L.delta)

@@ -117,7 +117,8 @@ class DeltaNetBuilder:
             ncol = nrow = hidden
         C = (lambda d: col[d]) if compact else (lambda d: d)
         R = (lambda d: row[d]) if compact else (lambda d: d)
-        one = C(self.layout.ONE)
+        lay = self.layout
+        one = C(lay.ONE)
         kd, vd = H * Dk, H * Dv
         conv_dim = 2 * kd + vd
         qkv = np.zeros((conv_dim, ncol), np.float32)
@@ -141,12 +142,11 @@ class DeltaNetBuilder:
             for r, dim, w in h.query_terms:
                 qkv[q0 + r, C(dim)] += L.key_level * w
                 set_tap(q0 + r, CURRENT)
-            lay = self.layout
             for bit, dim, tap, w in h.value_terms:
                 qkv[v0 + 2 * bit, C(dim)] += L.value_level * w  # b rail
                 qkv[v0 + 2 * bit + 1, C(dim)] -= L.value_level * w  # 1-b rail = level (1 - b)
                 # the 1 of the 1-b rail: the constant of the bit's own scale class
-                ref, ref_w = (lay.ONE, 1.0 / K) if dim == lay.ONE else lay.reference(lay.scale_class.get(dim, 0), K)
+                ref, ref_w = lay.reference(lay.scale_class.get(dim, 0), K)
                 qkv[v0 + 2 * bit + 1, C(ref)] += L.value_level * ref_w
                 set_tap(v0 + 2 * bit, tap)
                 set_tap(v0 + 2 * bit + 1, tap)

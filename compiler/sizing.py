@@ -55,17 +55,16 @@ def live_dims(plan: CircuitPlan) -> list[int]:
     H, L = plan.shape.hidden, len(plan.layers)
     first = np.full(H, L + 1)
     last = np.full(H, -1)
-    if plan.embedding_sparse is not None:
-        first[np.asarray(plan.embedding_sparse[0], dtype=np.int64)] = -1
-    elif plan.embedding is not None:
-        first[np.any(plan.embedding != 0, axis=0)] = -1
+    first[plan.embedding_dims()] = -1
     for i, lp in enumerate(plan.layers):
-        for part, ins, outs in ((lp.mixer, "input_dims", "output_dims"), (lp.mlp, "used_inputs", "used_outputs")):
-            if part is None or (part is lp.mixer and not part.heads) or (part is lp.mlp and not part.gates):
-                continue
-            i_dims, o_dims = getattr(part, ins)(), getattr(part, outs)()
-            last[i_dims] = np.maximum(last[i_dims], i)
-            first[o_dims] = np.minimum(first[o_dims], i)
+        parts = []
+        if lp.mixer is not None and lp.mixer.heads:
+            parts.append((lp.mixer.input_dims(), lp.mixer.output_dims()))
+        if lp.mlp is not None and lp.mlp.gates:
+            parts.append((lp.mlp.used_inputs(), lp.mlp.used_outputs()))
+        for ins, outs in parts:
+            last[ins] = np.maximum(last[ins], i)
+            first[outs] = np.minimum(first[outs], i)
     if plan.final_norm_dims is not None:
         last[np.asarray(plan.final_norm_dims, dtype=np.int64)] = L
     return [int(np.sum((first <= i) & (last >= i))) for i in range(L)]

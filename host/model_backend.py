@@ -32,7 +32,7 @@ def machine_circuit_for(machine: MachineConfig = DEFAULT_MACHINE):
     return _CIRCUITS[machine]
 
 
-def runner_for(machine: MachineConfig = DEFAULT_MACHINE, *, use_cache: bool = True):
+def runner_for(machine: MachineConfig = DEFAULT_MACHINE):
     """The CircuitRunner for a machine: from the on-disk cache (checked, rebuilt when
     corrupt or stale: ``qwengpu_mlx.circuit_cache``) or compiled; once per process."""
     if machine not in _RUNNERS:
@@ -46,8 +46,7 @@ def runner_for(machine: MachineConfig = DEFAULT_MACHINE, *, use_cache: bool = Tr
             cc.memory_head = tuple(mc.memory_head)
             return cc
 
-        cc = cached_compact(machine, build) if use_cache else build()
-        _RUNNERS[machine] = CircuitRunner(cc)
+        _RUNNERS[machine] = CircuitRunner(cached_compact(machine, build))
     return _RUNNERS[machine]
 
 

@@ -213,9 +213,10 @@ def cmd_build(ns) -> int:
     if ns.shape == "qwen3.5-2b":
         problems = misfits(n, QWEN35_2B)
         if problems:
-            raise ResourceError("the circuit of the default machine does not fit the Qwen3.5-2B shape "
-                                "(hidden 2048, intermediate 6144, 16 linear heads of 128 x 128):\n  "
-                                + "\n  ".join(problems))
+            s = QWEN35_2B
+            raise ResourceError(f"the circuit of the default machine does not fit the Qwen3.5-2B shape "
+                                f"(hidden {s.hidden}, intermediate {s.intermediate}, {s.linear_heads} linear "
+                                f"heads of {s.key_dim} x {s.value_dim}):\n  " + "\n  ".join(problems))
     dense = dense_parameters(plan.shape, n.layers, n.vocab)
     if dense > ns.max_params:
         raise ResourceError(

@@ -78,7 +78,7 @@ class CircuitRunner:
         self.reset()
 
     def reset(self) -> None:
-        if getattr(self, "front", None) is not None:
+        if self.front is not None:
             self.front.reset()
         self.conv_state = [None] * len(self.layers)
         self.state = [None] * len(self.layers)
