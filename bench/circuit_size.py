@@ -3,7 +3,8 @@
     .venv/bin/python bench/circuit_size.py
 
 Prints, for the default machine: the parameters a dense checkpoint would hold at the
-narrow shape and at Qwen3.5-2B's shape (45 layers of 2048 x 6144, 16 heads), the
+narrow shape (the compiled plan's own: hidden 2^17, the schedule pass's MLP and head
+widths) and at Qwen3.5-2B's shape (45 layers of 2048 x 6144, 16 heads), the
 non-zero parameters the compact path runs, the ratio of the two, and what keeps the
 circuit from fitting the 2B shape today (live residual dims, MLP units, heads).
 """
@@ -13,7 +14,6 @@ from __future__ import annotations
 import sys
 
 from qwengpu_mlx.compiler.compact import compact
-from qwengpu_mlx.compiler.machine_circuit import NARROW
 from qwengpu_mlx.compiler.sizing import QWEN35_2B, dense_parameters, misfits, needs, nonzero_parameters
 from qwengpu_mlx.host.model_backend import machine_circuit_for
 from qwengpu_mlx.machine import DEFAULT_MACHINE
@@ -25,10 +25,11 @@ def main() -> int:
     n = needs(plan)
     nz = nonzero_parameters(compact(plan))
     print(f"default machine: {n.layers} layers, vocabulary {n.vocab}; {n.dims_used} residual dims allocated, "
-          f"{n.live_max} live at once (layer {n.live_layer}); widest MLP {n.units_max} units (layer "
+          f"{n.live_max} live at once (layer {n.live_layer}); {n.reuse_bound} with every dead dim reused "
+          f"({n.embedding_dims} embedding dims kept); widest MLP {n.units_max} units (layer "
           f"{n.units_layer}); most heads {n.heads_max} (layer {n.heads_layer})")
     print(f"non-zero parameters (what the compact path runs): {nz:,}")
-    for name, shape in (("narrow", NARROW), ("qwen3.5-2b", QWEN35_2B)):
+    for name, shape in (("narrow", plan.shape), ("qwen3.5-2b", QWEN35_2B)):
         dense = dense_parameters(shape, n.layers, n.vocab)
         print(f"{name:11s} dense checkpoint: {dense:,} parameters; dense / non-zero = {dense / nz:,.0f}")
     problems = misfits(n, QWEN35_2B)

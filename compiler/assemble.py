@@ -109,6 +109,9 @@ class CircuitPlan:
     def _reclass_gate_inputs(self) -> None:
         """Gates above layer 0 read class-2 copies of token bits and layer-0 head bits.
 
+        So do the keys and queries of heads above layer 0 that decode them with their
+        SiLU (``MachineCircuit.decoded_query``): those are thresholds too.
+
         Layer 0's MLP copies each such bit with a one-input gate (exact: its threshold is
         written against the bit's own class constant), so every gate above it sees inputs
         of one class only and its decision does not depend on the signal ratio.
@@ -117,21 +120,26 @@ class CircuitPlan:
         name_of = {int(d): f"{sp.name}[{i}]" for sp in lay.spaces.values() for i, d in enumerate(sp.dims)}
         m0 = self.mlp(0)
         copies: dict[int, int] = {}
+
+        def copy_of(d: int) -> int:
+            if d == lay.ONE or d not in cls or cls[d] == 2:
+                return d
+            if d not in copies:
+                copies[d] = lay.alloc(f"class2.{name_of[d]}", 1)[0]
+                m0.gate(f"class2.{name_of[d]}", [(d, 1)], 1, [(copies[d], 1)])
+            return copies[d]
+
         for lp in self.layers[1:]:
             if lp.mlp is None:
                 continue
-            gates = []
-            for g in lp.mlp.gates:
-                terms = []
-                for d, w in g.terms:
-                    if d != lay.ONE and d in cls and cls[d] != 2:
-                        if d not in copies:
-                            copies[d] = lay.alloc(f"class2.{name_of[d]}", 1)[0]
-                            m0.gate(f"class2.{name_of[d]}", [(d, 1)], 1, [(copies[d], 1)])
-                        d = copies[d]
-                    terms.append((d, w))
-                gates.append(replace(g, terms=tuple(terms)))
+            gates = [replace(g, terms=tuple((copy_of(d), w) for d, w in g.terms)) for g in lp.mlp.gates]
             lp.mlp.gates = gates
+        for lp in self.layers[1:]:  # heads that decode keys or queries with their SiLU
+            for h in (lp.mixer.heads if lp.mixer is not None else []):
+                if any(d == lay.ONE2 for _, d, _ in h.query_terms):
+                    h.query_terms = [(r, copy_of(d), w) for r, d, w in h.query_terms]
+                if any(d == lay.ONE2 for _, d, _, _ in h.key_terms):
+                    h.key_terms = [(r, copy_of(d), tap, w) for r, d, tap, w in h.key_terms]
 
     def new_layer(self, role: str = "") -> int:
         self.layers.append(LayerPlan(role=role))

@@ -25,6 +25,7 @@ class Levels:
     beta_logit: float = 64.0  # in_proj_b output on circuit tokens (beta = 1 needs >= 17.33)
     z_level: float = 64.0  # in_proj_z output (silu(z) = z for z >= 17.33)
     dt_bias: float = -30.0  # with in_proj_a = 0 and A_log = 0: decay g = 1.0 exactly
+    decode_gain: float = 128.0  # query weight of an address digit: a head's SiLU decodes the address
     gain_exponent: int = 15  # gate gain A = 2^15: a power of two keeps A * weight exact
 
     @property

@@ -16,7 +16,7 @@ registers and memory, so the other passes' datapath values are harmless.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 from qwengpu_mlx.encoding import (
@@ -36,11 +36,16 @@ from .deltanet import CURRENT
 from .levels import DEFAULT_LEVELS, Levels
 from .mlp import eq_terms
 from .residual import ResidualLayout, Subspace
+from .schedule import ScheduleError, gate_alaps, heads_seen, spread_heads, spread_mlps
+from .sizing import QWEN35_2B
 from .control import EN_BITS, ST_BITS, ST_DEPTH, ST_MASK, ST_READY, Control
 from .tokens import OUT_GAIN, TokenDims
 from qwengpu_mlx.vocab import ENT_ITEMS, MAX_GRID
 
 MAX_LAYERS = 45
+MEM_WORD_BITS = 7  # binary digits of a memory word index
+MLP_UNITS = QWEN35_2B.intermediate  # every MLP is spread to Qwen3.5-2B's width
+LINEAR_HEADS = QWEN35_2B.linear_heads  # and heads towards its heads per layer
 OPNDS = ("a", "b", "c", "d")
 PREDOPS = ("guard", "p0", "p1", "pold")
 
@@ -94,8 +99,80 @@ class MachineCircuit:
         self.layer(layer)
         return self.plan.mixer(layer).head(name, rows, bits)
 
+    def decoded_query(self, h, row: int, terms, theta: float) -> None:
+        """Query channel ``row`` = SiLU(G (sum w x - (theta - 1/2))), decoded by the head itself.
+
+        The sum is an integer over bits, so the channel is G/2 where it reaches theta and
+        SiLU of at most -G/2, exactly 0, below: a one-hot query (or none) from binary
+        fields, with no MLP gate and no residual dim per row. The threshold is written
+        against the class-2 constant; ``CircuitPlan.finalize`` gives the head class-2
+        copies of its other inputs, so the decision does not move with the signal ratio.
+        """
+        G = self.plan.levels.decode_gain
+        for d, w in terms:
+            h.query(row, d, G * w)
+        h.query(row, self.lay.ONE2, -G * (theta - 0.5))
+
+    def decoded_key(self, h, row: int, terms, theta: float, tap: int) -> None:
+        """Key channel ``row`` decoded by the head's SiLU, as ``decoded_query``, from the token at ``tap``."""
+        G = self.plan.levels.decode_gain
+        for d, w in terms:
+            h.key(row, d, tap, G * w)
+        h.key(row, self.lay.ONE2, tap, -G * (theta - 0.5))
+
     def one_row_reader(self, h):
         h.query(0, self.ONE, 1.0 / self.K)
+
+    @property
+    def memory_head(self) -> tuple[int, int]:
+        """(layer, head index) of the memory head the host reads words from."""
+        for i, lp in enumerate(self.plan.layers):
+            for h in (lp.mixer.heads if lp.mixer is not None else []):
+                if h.name == self.memory_head_name:
+                    return i, h.index
+        raise LookupError(f"no head {self.memory_head_name!r}")
+
+    def schedule(self, units: int = MLP_UNITS, heads: int = LINEAR_HEADS) -> None:
+        """Spread gates and heads into later layers where they have slack (``compiler.schedule``).
+
+        Every MLP is brought to at most ``units`` units; heads move towards ``heads`` per
+        layer where their readers allow. The plan's shape then says the widths the
+        circuit really uses. A machine whose critical layers cannot be brought under
+        the unit cap keeps the stages' layers (the pass changes nothing then);
+        ``self.scheduled`` says what happened.
+        """
+        plan = self.plan
+        try:
+            spread_mlps(plan, units)
+        except ScheduleError as e:
+            self.scheduled = f"MLPs not spread: {e}"
+        else:
+            self.scheduled = f"MLPs spread to at most {units} units"
+            plan.shape = replace(plan.shape, intermediate=units)
+            for lp in plan.layers:
+                if lp.mlp is not None:
+                    lp.mlp.intermediate = units
+        # heads next: a head may move above the gates that read it when they can move too
+        before = [list(lp.mixer.heads) if lp.mixer is not None else None for lp in plan.layers]
+        seen = heads_seen(plan)
+        hs = spread_heads(plan, heads, gate_alaps(plan))
+        try:
+            spread_mlps(plan, plan.shape.intermediate, must_see=seen)
+        except ScheduleError as e:  # put the heads back where they were
+            for lp, hl in zip(plan.layers, before):
+                if lp.mixer is not None:
+                    lp.mixer.heads = hl or []
+                    for k, h in enumerate(lp.mixer.heads):
+                        h.index = k
+            hs = spread_heads(plan, heads)
+            self.scheduled += f"; heads spread without moving gates ({e})"
+        widest = max(hs["heads_max"], 1)
+        plan.shape = replace(plan.shape, linear_heads=widest)
+        for lp in plan.layers:
+            if lp.mixer is not None:
+                lp.mixer.H = widest
+        over = ", ".join(f"layer {i}: {n}" for i, n in hs["over"])
+        self.scheduled += f"; heads at most {widest} per layer" + (f" (over {heads}: {over})" if over else "")
 
     # ------------------------------------------------------------------ stages
 
@@ -179,7 +256,10 @@ class MachineCircuit:
             h = self.head(L, f"rom.piece{p}", m.rom_blocks, 32)
             out = self.alloc(f"rom.piece{p}", 32)
             for b in range(m.rom_blocks):
-                h.key(b, t.prog_bp[b * P + p], tap=0)
+                # key row b from the PROG(block, piece) header 3 tokens back, decoded by the SiLU
+                bt, bth = eq_terms(t.prog_block.dims, b)
+                pt, pth = eq_terms(t.prog_piece.dims, p)
+                self.decoded_key(h, b, bt + pt + [(t.kind["PROG"], 1)], bth + pth + 1, tap=0)
                 h.query(b, self.ctx_b[b])
             for j in range(3):
                 for i in range(CHUNK_BITS[j]):
@@ -266,34 +346,20 @@ class MachineCircuit:
             for i in range(32):
                 self.gate(L, f"dec.s{s}.off{i}", [(bits[min(i, 9)], 1)], 1, [(sp[i], 1)])
             self.off32.append(sp)
-        # register-write keys: VAL(s, l) header -> row (w, dst of slot s) in lane l's heads
+        # register-write keys: VAL(s, l) header -> row (w, dst of slot s) in lane l's heads.
+        # The MLP picks the destination of the slot the header names (4 dims); the heads'
+        # own SiLU decodes (dst, warp, lane) into the one-hot key (``decoded_key``).
         R = m.regs
-        self.regkey = [self.alloc(f"regkey.lane{lane}", m.max_warps * R) for lane in range(m.lanes)]
+        self.val_dst = self.alloc("val.dst", len(self.f[0]["dst"]))
         for s in range(m.slots_per_block):
-            for lane in range(m.lanes):
-                for w in range(m.max_warps):
-                    for r in range(1, R):
-                        terms, th = eq_terms(self.f[s]["dst"], r)
-                        terms += [(t.val_slot[s], 1), (t.val_lane[lane], 1), (self.ctx_w[w], 1)]
-                        self.gate(L, f"regkey.s{s}l{lane}w{w}r{r}", terms, th + 3,
-                                  [(self.regkey[lane][w * R + r], 1)])
+            for i, d in enumerate(self.f[s]["dst"]):
+                self.gate(L, f"val.dst.s{s}b{i}", [(t.val_slot[s], 1), (d, 1)], 2, [(self.val_dst[i], 1)])
         # predicate-write keys: PVAL(l) -> row w in lane l's predicate heads
         self.pkey = [self.alloc(f"pkey.lane{lane}", m.max_warps) for lane in range(m.lanes)]
         for lane in range(m.lanes):
             for w in range(m.max_warps):
                 self.gate(L, f"pkey.l{lane}w{w}", [(t.pval_lane[lane], 1), (self.ctx_w[w], 1)], 2,
                           [(self.pkey[lane][w], 1)])
-        # register read queries: (w, r) one-hot per slot operand
-        self.readq = {}
-        for s in range(m.slots_per_block):
-            for X in OPNDS:
-                q = self.alloc(f"readq.s{s}.{X}", m.max_warps * R)
-                for w in range(m.max_warps):
-                    for r in range(1, R):
-                        terms, th = eq_terms(self.f[s][f"src_{X}"], r)
-                        terms.append((self.ctx_w[w], 1))
-                        self.gate(L, f"readq.s{s}{X}w{w}r{r}", terms, th + 1, [(q[w * R + r], 1)])
-                self.readq[(s, X)] = q
         # VAL(s, l) header currently open (for emission): slot x lane one-hot
         S = m.slots_per_block
         for s in range(S):
@@ -335,9 +401,13 @@ class MachineCircuit:
             for lane in range(m.lanes):
                 h = self.head(L, f"reg.s{s}.{X}.lane{lane}", m.max_warps * R, 32)
                 out = self.alloc(f"opnd.s{s}.{X}.lane{lane}", 32)
-                for row in range(m.max_warps * R):
-                    h.key(row, self.regkey[lane][row], tap=0)
-                    h.query(row, self.readq[(s, X)][row])
+                for w in range(m.max_warps):
+                    for r in range(1, R):  # row 0 reads 0: never written, never read
+                        terms, th = eq_terms(self.val_dst.dims, r)
+                        self.decoded_key(h, w * R + r, terms + [(t.val_lane[lane], 1), (self.ctx_w[w], 1)],
+                                         th + 2, tap=0)
+                        terms, th = eq_terms(self.f[s][f"src_{X}"], r)
+                        self.decoded_query(h, w * R + r, terms + [(self.ctx_w[w], 1)], th + 1)
                 for j in range(3):
                     for i in range(CHUNK_BITS[j]):
                         h.value_bit(CHUNK_SHIFT[j] + i, t.chunk[j][i], tap=1 + j)
@@ -451,63 +521,81 @@ class MachineCircuit:
         is_mem = self.alloc(f"ismem.s{s}", 1)[0]
         self.gate(Lm, f"ismem.s{s}", [(op[Op.LD], 1), (op[Op.ST], 1), (op[Op.ATOM_ADD], 1)], 1, [(is_mem, 1)])
         W = m.mem_words
-        onehot = [self.alloc(f"memq.s{s}.lane{lane}", W) for lane in range(N)]
-        word = [self.alloc(f"memw.s{s}.lane{lane}", 7) for lane in range(N)]
+        if W > 1 << MEM_WORD_BITS:
+            raise ValueError(f"{W} memory words need more than {MEM_WORD_BITS} word-address bits")
+        word = [self.alloc(f"memw.s{s}.lane{lane}", MEM_WORD_BITS) for lane in range(N)]
+        valid = [self.alloc(f"memok.s{s}.lane{lane}", 1)[0] for lane in range(N)]  # 0 <= S < 4W
+        aligned = [self.alloc(f"memal.s{s}.lane{lane}", 1)[0] for lane in range(N)]  # S % 4 == 0
         fault = self.alloc(f"fault.s{s}", 1)[0]
         BIG = 4096
         offb = f["offset"]
-        # layer A: thermometer [S >= 4w] and [S >= 4w + 1] (clean clamp outputs); layer A+1:
-        # word w = the first without the second. A query must be exactly 0 when there is no
-        # word (l2-normalisation would blow up any residue), hence no differences of gates.
-        therm = [self.alloc(f"memt.s{s}.lane{lane}", 2 * W) for lane in range(N)]
+        # layer A: a thermometer [S >= 4w] for w = 0..W, written straight into the word's
+        # binary digits: gate w adds bit_i(w) - bit_i(w - 1) to digit i, so the digits
+        # telescope to floor(S / 4); gates 0 and W write the in-range bit. Only the
+        # digits, the range bit and the alignment bit stay in the residual: the memory
+        # head's own SiLU turns them into a one-hot query (below).
         for lane in range(N):
             a_ = opnd[("a", lane)]
             S_terms = [(a_[i], 2 ** i) for i in range(10)] + [(offb[i], 2 ** i) for i in range(9)] + [(offb[9], -512)]
             S_terms += [(a_[i], -2048) for i in range(10, 32)] + [(is_mem, BIG)]
-            for w_ in range(W):
-                self.gate(A, f"memt.s{s}l{lane}w{w_}.ge", S_terms, 4 * w_ + BIG, [(therm[lane][2 * w_], 1)])
-                self.gate(A, f"memt.s{s}l{lane}w{w_}.gt", S_terms, 4 * w_ + 1 + BIG, [(therm[lane][2 * w_ + 1], 1)])
-            for w_ in range(W):
-                self.gate(A + 1, f"memq.s{s}l{lane}w{w_}", [(therm[lane][2 * w_], 1), (therm[lane][2 * w_ + 1], -1)], 1,
-                          [(onehot[lane][w_], 1)] + [(word[lane][i], 1) for i in range(7) if w_ >> i & 1])
+            for w_ in range(W + 1):
+                if w_ == 0:
+                    outs = [(valid[lane], 1)]
+                elif w_ == W:
+                    outs = [(valid[lane], -1)]
+                else:
+                    outs = [(word[lane][i], (w_ >> i & 1) - ((w_ - 1) >> i & 1)) for i in range(MEM_WORD_BITS)]
+                self.gate(A, f"memt.s{s}l{lane}w{w_}", S_terms, 4 * w_ + BIG, outs)
+            # S % 4 == (a0 + 2 a1 + o0 + 2 o1) % 4, a sum in 0..6: aligned when it is 0 or 4
+            low = [(a_[0], 1), (a_[1], 2), (offb[0], 1), (offb[1], 2)]
+            self.gate(A, f"memal.s{s}l{lane}.zero", [(d, -c) for d, c in low], 0, [(aligned[lane], 1)])
+            self.gate(A, f"memal.s{s}l{lane}.ge4", low, 4, [(aligned[lane], 1)])
+            self.gate(A, f"memal.s{s}l{lane}.ge5", low, 5, [(aligned[lane], -1)])
         La = max(ends)
         # executed = active and guard
         executed = [self.alloc(f"exec.s{s}.lane{lane}", 1)[0] for lane in range(N)]
         for lane in range(N):
             self.gate(A, f"executed.s{s}l{lane}", [(self.ctx_m[lane], 1), (pval[("guard", lane)], 1)], 2,
                       [(executed[lane], 1)])
-        Lr = self.linear_at_or_after(A + 2)
+        Lr = self.linear_at_or_after(A + 1)
         memval = [self.alloc(f"memval.s{s}.lane{lane}", 32) for lane in range(N)]
         for lane in range(N):
             h = self.head(Lr, f"mem.s{s}.lane{lane}", W, 32)
             for w_ in range(W):
-                h.key(w_, self.t.mem_addr[w_], tap=0)
-                h.query(w_, onehot[lane][w_])
+                terms, th = eq_terms(self.t.mem_addr.dims, w_)  # MEM(item, addr) header, decoded
+                self.decoded_key(h, w_, terms + [(self.t.kind["MEM"], 1)], th + 1, tap=0)
+                # query row w: the digits equal w, in range, aligned (decoded by the head's SiLU)
+                terms, th = eq_terms(word[lane].dims, w_)
+                self.decoded_query(h, w_, terms + [(valid[lane], 1), (aligned[lane], 1)], th + 2)
             for j in range(3):
                 for i in range(CHUNK_BITS[j]):
                     h.value_bit(CHUNK_SHIFT[j] + i, self.t.chunk[j][i], tap=1 + j)
             for i in range(32):
                 h.read_bit(i, memval[lane][i])
             if s == 0 and lane == 0:
-                self.memory_head = (Lr, h.index)  # where the host reads memory from
+                self.memory_head_name = h.name  # where the host reads memory from
         for lane in range(N):  # an executed memory op whose address is no word of memory
-            self.gate(Lr, f"fault.s{s}l{lane}", [(executed[lane], 1), (is_mem, 1)] +
-                      [(onehot[lane][w_], -1) for w_ in range(W)], 2, [(fault, 1)])
+            self.gate(Lr, f"fault.s{s}l{lane}", [(executed[lane], 2), (is_mem, 2), (valid[lane], -1),
+                                                  (aligned[lane], -1)], 3, [(fault, 1)])
         # LD result
         for lane in range(N):
             for i in range(32):
                 self.gate(Lr, f"ld.s{s}l{lane}b{i}", [(op[Op.LD], 1), (memval[lane][i], 1)], 2, [(alu[lane][i], 1)])
-        # atomics: same-word earlier executed lanes contribute their b
+        # atomics: same-word earlier executed lanes contribute their b. Word equality is
+        # [Wk - Wl >= 0] and [Wl - Wk >= 0] on the digits (MLP A+1), then their AND (A+2).
         eqm = {}
         for lane in range(N):
             for k in range(lane):
                 d = self.alloc(f"atom.eq.s{s}.{k}{lane}", 1)[0]
-                for w_ in range(W):
-                    self.gate(Lr, f"atom.eq.s{s}.{k}{lane}.w{w_}",
-                              [(onehot[k][w_], 1), (onehot[lane][w_], 1), (executed[k], 1), (op[Op.ATOM_ADD], 1)],
-                              4, [(d, 1)])
+                half = self.alloc(f"atom.eqh.s{s}.{k}{lane}", 2)
+                on = [(executed[k], 256), (op[Op.ATOM_ADD], 256), (valid[k], 256), (valid[lane], 256)]
+                for j, sign in enumerate((1, -1)):
+                    diff = [(word[k][i], sign * 2 ** i) for i in range(MEM_WORD_BITS)]
+                    diff += [(word[lane][i], -sign * 2 ** i) for i in range(MEM_WORD_BITS)]
+                    self.gate(A + 1, f"atom.eq.s{s}.{k}{lane}.h{j}", diff + on, 1024, [(half[j], 1)])
+                self.gate(A + 2, f"atom.eq.s{s}.{k}{lane}", [(half[0], 1), (half[1], 1)], 2, [(d, 1)])
                 eqm[(k, lane)] = d
-        Lq = Lr + 1
+        Lq = max(Lr + 1, A + 3)
         later = [self.alloc(f"atom.later.s{s}.lane{lane}", 1)[0] for lane in range(N)]
         for lane in range(N):
             for k in range(lane + 1, N):
@@ -769,11 +857,11 @@ class MachineCircuit:
                 if code >> i & 1:
                     emit_field(f"em.fault{code}.c{i}", "FAULT", "code", i, [(nxt, 1), (nk[k], 1)], 2)
         # thread block start finished: warp 0 runs block 0 on its lanes
-        emit_class("em.first", "EXEC", [(first, 1)], 1)
+        emit_class("em.first.out", "EXEC", [(first, 1)], 1)
         for lane in range(N):
             emit_field(f"em.first.m{lane}", "EXEC", "mask", lane, [(first, 1), (ctl.exist[0][lane], 1)], 2)
         # GO: thread block 0 starts
-        emit_class("em.go", "CTA", [(go, 1)], 1)
+        emit_class("em.go.out", "CTA", [(go, 1)], 1)
         return E4 + 1
 
 
@@ -781,4 +869,5 @@ def build_machine_circuit(machine: MachineConfig = DEFAULT_MACHINE, shape: Shape
     mc = MachineCircuit(machine, shape)
     mc.build()
     mc.plan.finalize()
+    mc.schedule()
     return mc

@@ -49,8 +49,14 @@ def nonzero_parameters(cc) -> int:
     return nz
 
 
-def live_dims(plan: CircuitPlan) -> list[int]:
-    """Per layer: residual dims written at or before it that a later part (or the output) reads."""
+def live_dims(plan: CircuitPlan, *, computed_only: bool = False) -> list[int]:
+    """Per layer: residual dims written at or before it that a later part (or the output) reads.
+
+    ``computed_only`` leaves out the embedding's dims. Those cannot be handed to another
+    value once dead: clearing a dim means writing minus its value, and a token bit has
+    level 1 while anything a layer writes scales with the signal ratio r (docs/CIRCUIT.md,
+    "Levels"), so only at r = 1 would it cancel.
+    """
     plan.finalize()
     H, L = plan.shape.hidden, len(plan.layers)
     first = np.full(H, L + 1)
@@ -67,7 +73,10 @@ def live_dims(plan: CircuitPlan) -> list[int]:
             first[outs] = np.minimum(first[outs], i)
     if plan.final_norm_dims is not None:
         last[np.asarray(plan.final_norm_dims, dtype=np.int64)] = L
-    return [int(np.sum((first <= i) & (last >= i))) for i in range(L)]
+    live = (first <= np.arange(L)[:, None]) & (last >= np.arange(L)[:, None])
+    if computed_only:
+        live[:, plan.embedding_dims()] = False
+    return [int(n) for n in live.sum(axis=1)]
 
 
 @dataclass
@@ -76,6 +85,8 @@ class Needs:
     dims_used: int
     live_max: int
     live_layer: int
+    embedding_dims: int
+    reuse_bound: int  # embedding dims + the most computed dims live at once: the least reuse reaches
     units_max: int
     units_layer: int
     heads_max: int
@@ -88,10 +99,12 @@ class Needs:
 def needs(plan: CircuitPlan) -> Needs:
     plan.finalize()
     live = live_dims(plan)
+    emb = len(plan.embedding_dims())
+    bound = emb + max(live_dims(plan, computed_only=True))
     units = [lp.mlp.units if lp.mlp else 0 for lp in plan.layers]
     heads = [len(lp.mixer.heads) if lp.mixer else 0 for lp in plan.layers]
     all_heads = [h for lp in plan.layers if lp.mixer for h in lp.mixer.heads]
-    return Needs(len(plan.layers), plan.layout.used, max(live), int(np.argmax(live)), max(units),
+    return Needs(len(plan.layers), plan.layout.used, max(live), int(np.argmax(live)), emb, bound, max(units),
                  int(np.argmax(units)), max(heads), int(np.argmax(heads)),
                  max(h.rows for h in all_heads), max(2 * h.bits for h in all_heads), len(plan.vocab))
 
@@ -100,8 +113,10 @@ def misfits(n: Needs, shape: Shape) -> list[str]:
     """Why a circuit with needs ``n`` does not fit ``shape`` (empty: it fits)."""
     out = []
     if n.dims_used > shape.hidden:
-        out.append(f"residual: {n.dims_used} dims allocated ({n.live_max} live at once at layer "
-                   f"{n.live_layer}, the least any reuse could reach), the shape has {shape.hidden}")
+        out.append(f"residual: {n.dims_used} dims allocated; with every dead dim reused it would still need "
+                   f"{n.reuse_bound} ({n.embedding_dims} embedding dims, which cannot be reused, plus the "
+                   f"{n.reuse_bound - n.embedding_dims} computed ones live at once at the widest layer), "
+                   f"the shape has {shape.hidden}")
     if n.units_max > shape.intermediate:
         out.append(f"MLP: layer {n.units_layer} needs {n.units_max} units, the shape has {shape.intermediate}")
     if n.heads_max > shape.linear_heads:

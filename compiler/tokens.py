@@ -32,8 +32,10 @@ class TokenDims:
         self.m, self.vocab = m, vocab
         P = vocab.pieces
         self.kind = {k: lay.alloc(f"tok.{k}", 1)[0] for k in KINDS}
-        self.prog_bp = lay.alloc("tok.prog.block_piece", m.rom_blocks * P)
-        self.mem_addr = lay.alloc("tok.mem.addr", m.mem_words)
+        # record headers carry their row in binary: the memory heads' SiLU decodes the key
+        self.prog_block = lay.alloc("tok.prog.block", _bits(m.rom_blocks))
+        self.prog_piece = lay.alloc("tok.prog.piece", _bits(P))
+        self.mem_addr = lay.alloc("tok.mem.addr", _bits(m.mem_words))
         self.mem_item = lay.alloc("tok.mem.item", vocab.input_item + 1)
         self.chunk = [lay.alloc(f"tok.c{j}.bits", CHUNK_BITS[j]) for j in range(3)]
         self.dims_ntid = lay.alloc("tok.dims.ntid", 5)
@@ -81,9 +83,14 @@ class TokenDims:
             x = {}
             x[self.kind[tok.kind]] = 1.0
             if tok.kind == "PROG":
-                x[self.prog_bp[f["block"] * v.pieces + f["piece"]]] = 1.0
+                for space, val in ((self.prog_block, f["block"]), (self.prog_piece, f["piece"])):
+                    for i in range(space.width):
+                        if val >> i & 1:
+                            x[space[i]] = 1.0
             elif tok.kind == "MEM":
-                x[self.mem_addr[f["addr"]]] = 1.0
+                for i in range(self.mem_addr.width):
+                    if f["addr"] >> i & 1:
+                        x[self.mem_addr[i]] = 1.0
                 x[self.mem_item[f["item"]]] = 1.0
             elif tok.kind in ("C0", "C1", "C2"):
                 j = int(tok.kind[1])

@@ -222,7 +222,8 @@ def cmd_build(ns) -> int:
         raise ResourceError(
             f"a dense checkpoint of the circuit at shape {ns.shape} holds {dense:,} parameters "
             f"({dense * 4 / 1e12:.1f} TB as float32), over --max-params {int(ns.max_params):,}. The circuit "
-            f"allocates {n.dims_used} residual dims ({n.live_max} live at once) and uses up to {n.units_max} "
+            f"allocates {n.dims_used} residual dims (at least {n.reuse_bound} with every dead dim reused) and "
+            f"uses up to {n.units_max} "
             f"MLP units and {n.heads_max} linear heads in one layer; a Qwen3.5 checkpoint is dense with "
             f"equal layers. `qwengpu-mlx run` executes the same weights through the compact path.")
     out = save_checkpoint(Path(ns.out), plan.config(), plan.weights(), plan.vocab, eos_token="STOP")

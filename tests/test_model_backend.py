@@ -19,6 +19,7 @@ import pytest
 from qwengpu_mlx.errors import MemoryFault, ResourceError, StepBudgetExceeded
 from qwengpu_mlx.host import model_backend as mb
 from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs
+from qwengpu_mlx.host.reference import run_program
 from qwengpu_mlx.machine import DEFAULT_MACHINE
 
 try:
@@ -106,6 +107,22 @@ def test_memory_fault_reported_by_the_model(circuit, tmp_path):
     src = tmp_path / "oob.cu"
     src.write_text("__global__ void oob(int *a, int k) { a[threadIdx.x + k] = 1; }\n")
     prog = bind(compile_kernel(src), {"a": [0, 0], "k": 200}, block=2)
+    with pytest.raises(MemoryFault, match="out of range"):
+        mb.run_model(prog, DEFAULT_MACHINE)
+
+
+@pytest.mark.parametrize("body, args", [
+    # word 1 plus 2 bytes: in range, not word aligned (the alignment bit of the address)
+    ("((int *)((char *)a + 6))[0] = 1;", {"a": [0, 0, 0], "k": 0}),
+    # a negative word index: below the memory (the thermometer's in-range bit)
+    ("a[threadIdx.x + k] = 1;", {"a": [0, 0], "k": -3}),
+])
+def test_misaligned_and_negative_addresses_fault_in_the_model(circuit, tmp_path, body, args):
+    src = tmp_path / "bad.cu"
+    src.write_text("__global__ void bad(int *a, int k) { " + body + " }\n")
+    prog = bind(compile_kernel(src), args, block=2)
+    with pytest.raises(MemoryFault):  # the reference interpreter faults too
+        run_program(prog, DEFAULT_MACHINE)
     with pytest.raises(MemoryFault, match="out of range"):
         mb.run_model(prog, DEFAULT_MACHINE)
 

@@ -41,6 +41,8 @@ def test_live_dims_by_hand():
     # layer 0: ONE, ONE2 (written here, read by layer 1's gate over MLP-written b), a, b
     # layer 1: ONE, ONE2, b, c; layers 2 and 3: c (read by the output); ONE1 is never read
     assert live_dims(chain_plan()) == [4, 4, 1, 1]
+    # without the embedding's ONE and a: layer 0 ONE2, b; layer 1 ONE2, b, c; then c
+    assert live_dims(chain_plan(), computed_only=True) == [2, 3, 1, 1]
 
 
 def test_fit_to_a_shape():
@@ -49,7 +51,9 @@ def test_fit_to_a_shape():
     assert misfits(n, QWEN35_2B) == []
     small = Shape(hidden=5, intermediate=2, linear_heads=1, key_dim=16, value_dim=1)
     text = "\n".join(misfits(n, small))
+    assert n.embedding_dims == 2 and n.reuse_bound == 5  # ONE and a, plus 3 computed dims at layer 1
     assert "residual: 6 dims allocated" in text and "the shape has 5" in text
+    assert "would still need 5 (2 embedding dims" in text
     assert "layer 0 needs 4 units, the shape has 2" in text
     assert "heads" not in text  # layer 0's one head (ONE1) fits
     assert "a head needs 2 value channels, the shape's value dim is 1" in text
@@ -60,7 +64,10 @@ def test_build_refuses_what_does_not_fit(tmp_path):
     r = cli("build", "--out", out, "--shape", "qwen3.5-2b")
     assert r.returncode == 2
     assert "does not fit the Qwen3.5-2B shape" in r.stderr and "the shape has 2048" in r.stderr
-    assert "the shape has 6144" in r.stderr and "the shape has 16" in r.stderr
+    # the schedule pass brings every MLP to 6144 units and every layer to 16 heads: only the
+    # residual stays too wide
+    assert "MLP:" not in r.stderr and "linear attention:" not in r.stderr
+    assert "with every dead dim reused it would still need" in r.stderr
     r = cli("build", "--out", out)
     assert r.returncode == 2 and "over --max-params 4,000,000,000" in r.stderr and "parameters" in r.stderr
     assert not out.exists()  # nothing half-written
