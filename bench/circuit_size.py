@@ -14,9 +14,10 @@ from __future__ import annotations
 import sys
 
 from qwengpu_mlx.compiler.compact import compact
+from qwengpu_mlx.compiler.dense import DoesNotFit, dense_plan
 from qwengpu_mlx.compiler.sizing import QWEN35_2B, dense_parameters, misfits, needs, nonzero_parameters
 from qwengpu_mlx.host.model_backend import machine_circuit_for
-from qwengpu_mlx.machine import DEFAULT_MACHINE
+from qwengpu_mlx.machine import DEFAULT_MACHINE, REDUCED_MACHINE
 
 
 def main() -> int:
@@ -35,6 +36,18 @@ def main() -> int:
     problems = misfits(n, QWEN35_2B)
     print("fits the Qwen3.5-2B shape" if not problems else
           "does not fit the Qwen3.5-2B shape:\n  " + "\n  ".join(problems))
+    for name, machine in (("default", DEFAULT_MACHINE), ("reduced", REDUCED_MACHINE)):
+        try:
+            _, reuse = dense_plan(machine, QWEN35_2B)
+        except DoesNotFit as e:
+            print(f"{name} machine folded for the 2B shape: does not fit ({e})")
+            continue
+        p = reuse.plan
+        dense = dense_parameters(p.shape, len(p.layers), len(p.vocab))
+        nz2 = nonzero_parameters(compact(p))
+        print(f"{name} machine folded for the 2B shape: {reuse.logical} values on {reuse.physical} dims, "
+              f"{len(p.layers)} layers; dense checkpoint {dense:,} parameters, non-zero {nz2:,} "
+              f"(dense / non-zero = {dense / nz2:,.0f})")
     return 0
 
 

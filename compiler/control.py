@@ -417,16 +417,22 @@ class Control:
         self.g(O1, "nk.exec", [(A["cont"], 1), (A["pop0"], 1), (A["pop1"], 1), (A["div"], 1), (A["sched"], 1),
                                (A["release"], 1), (A["dead"], -4), (A["ovf"], -4)] + fterms, 1, [(nk["EXEC"], 1)])
         # thread block done: the next one, or the end of the launch
+        # the last thread block: ctaid + 1 == nctaid, two thresholds on the binary fields and their AND
         last = self.a("ctl.cta_last", 1)[0]
-        for c in range(MAX_GRID):
-            self.g(L - 1, f"ctl.last{c}", [(mc.ctx_cta[c], 1), (mc.ctx_grid[c], 1)], 2, [(last, 1)])
+        halves = self.a("ctl.cta_last.halves", 2)
+        diff = [(d, 2 ** i) for i, d in enumerate(mc.ctx_cta.dims)] + \
+            [(d, -2 ** i) for i, d in enumerate(mc.ctx_grid.dims)]  # ctaid - nctaid
+        self.g(L - 2, "ctl.last.ge", diff, -1, [(halves[0], 1)])
+        self.g(L - 2, "ctl.last.le", [(d, -w) for d, w in diff], 1, [(halves[1], 1)])
+        self.g(L - 1, "ctl.last", [(halves[0], 1), (halves[1], 1)], 2, [(last, 1)])
         self.g(O1, "nk.cta", [(A["ctadone"], 1), (last, -1), (A["dead"], -4)] + fterms, 1, [(nk["CTA"], 1)])
         self.g(O1, "nk.stop", [(A["ctadone"], 1), (last, 1), (A["dead"], -4)] + fterms, 2, [(nk["STOP"], 1)])
-        self.next_cta = self.a("ctl.next.cta", 6)
-        for c in range(MAX_GRID - 1):
-            for i in range(6):
-                if (c + 1) >> i & 1:
-                    self.g(O1, f"ctl.ncta{c}.{i}", [(mc.ctx_cta[c], 1)], 1, [(self.next_cta[i], 1)])
+        # ctaid + 1 in binary: bit i of x = ctaid + 1 is the alternating sum of [x >= k 2^i]
+        self.next_cta = self.a("ctl.next.cta", mc.ctx_cta.width)
+        ctaid = [(d, 2 ** i) for i, d in enumerate(mc.ctx_cta.dims)]
+        for i in range(self.next_cta.width):
+            for k in range(1, MAX_GRID // 2 ** i + 1):
+                self.g(O1, f"ctl.ncta.b{i}.k{k}", ctaid, k * 2 ** i - 1, [(self.next_cta[i], 1 if k % 2 else -1)])
         # ---- records: WST for every warp, ENT for the pushes (O1)
         self.wst = [self.a(f"ctl.wst.w{w}", ST_BITS) for w in range(W)]
         self.wst_present = self.a("ctl.wst.present", W)

@@ -220,14 +220,10 @@ class MachineCircuit:
             self.one_row_reader(h)
 
         single("ctx.exec.block", [t.kind["EXEC"]], list(t.exec_b.dims), self.ctx_b)
-        self.ctx_cta = self.alloc("ctx.ctaid", MAX_GRID)
-        self.ctx_grid = self.alloc("ctx.nctaid", MAX_GRID)
-        half = MAX_GRID // 2
-        for k in range(2):
-            single(f"ctx.cta{k}", [t.kind["CTA"]], list(t.cta_c.dims)[k * half:(k + 1) * half],
-                   list(self.ctx_cta.dims)[k * half:(k + 1) * half])
-            single(f"ctx.grid{k}", [t.kind["GRID"]], list(t.grid_n.dims)[k * half:(k + 1) * half],
-                   list(self.ctx_grid.dims)[k * half:(k + 1) * half])
+        self.ctx_cta = self.alloc("ctx.ctaid", t.cta_c.width)  # binary
+        self.ctx_grid = self.alloc("ctx.nctaid", t.grid_n.width)  # binary
+        single("ctx.cta", [t.kind["CTA"]], list(t.cta_c.dims), list(self.ctx_cta.dims))
+        single("ctx.grid", [t.kind["GRID"]], list(t.grid_n.dims), list(self.ctx_grid.dims))
         self.ctx_phase = self.alloc("ctx.phase_cta", 1)  # the last of EXEC/CTA was a CTA
         single("ctx.phase", [t.kind["EXEC"], t.kind["CTA"]], [t.kind["CTA"]], list(self.ctx_phase.dims))
         self.ctx_phase = self.ctx_phase[0]
@@ -432,10 +428,10 @@ class MachineCircuit:
             return self.special_bit("tid.x", lane, bit - 2) if bit >= 2 else []
         if name == "ntid.x":
             return [(self.ctx_ntid[bit], 1)] if bit < 5 else []
-        if name == "nctaid.x":  # grid one-hot holds nctaid - 1
-            return [(self.ctx_grid[j], 1) for j in range(MAX_GRID) if (j + 1) >> bit & 1]
+        if name == "nctaid.x":
+            return [(self.ctx_grid[bit], 1)] if bit < self.ctx_grid.width else []
         if name == "ctaid.x":
-            return [(self.ctx_cta[j], 1) for j in range(MAX_GRID) if j >> bit & 1]
+            return [(self.ctx_cta[bit], 1)] if bit < self.ctx_cta.width else []
         raise KeyError(name)
 
     def slot(self, s: int, Lm: int, prev: list) -> tuple[SlotIO, int]:

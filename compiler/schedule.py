@@ -73,12 +73,12 @@ def spread_mlps(plan: CircuitPlan, cap: int, must_see: dict[str, set[str]] | Non
     for k, g in enumerate(gates):
         for d, _ in g.outputs:
             writers[d].append(k)
-    head_read: dict[int, int] = {}  # dim -> lowest layer whose heads read it
+    head_read: dict[int, list[int]] = defaultdict(list)  # dim -> layers whose heads read it
     head_write: dict[int, list[tuple[int, str]]] = defaultdict(list)  # dim -> (layer, head) writing it
     for i, lp in enumerate(plan.layers):
         if lp.mixer is not None and lp.mixer.heads:
             for d in lp.mixer.input_dims():
-                head_read.setdefault(int(d), i)
+                head_read[int(d)].append(i)
             for h in lp.mixer.heads:
                 for _, d, _ in h.read_terms:
                     head_write[d].append((i, h.name))
@@ -100,10 +100,10 @@ def spread_mlps(plan: CircuitPlan, cap: int, must_see: dict[str, set[str]] | Non
         if i == 0:
             alap[k] = 0
             continue
-        for d, _ in g.outputs:
-            j = head_read.get(d)
-            if j is not None and j > i:
-                alap[k] = min(alap[k], j - 1)
+        for d, _ in g.outputs:  # heads above it that read what it writes
+            for j in head_read.get(d, ()):
+                if j > i:
+                    alap[k] = min(alap[k], j - 1)
         for d, _ in g.terms:  # heads above it that it must not see
             for j, name in head_write.get(d, ()):
                 if j > i and name not in must_see.get(g.name, ()):

@@ -48,8 +48,8 @@ class TokenDims:
         self.pval_lane = lay.alloc("tok.pval.lane", m.lanes)
         self.pval_bits = lay.alloc("tok.pval.bits", m.preds)
         self.fault_code = lay.alloc("tok.fault.code", 2)
-        self.grid_n = lay.alloc("tok.grid.nctaid", MAX_GRID)  # one-hot of nctaid - 1
-        self.cta_c = lay.alloc("tok.cta.ctaid", MAX_GRID)  # one-hot
+        self.grid_n = lay.alloc("tok.grid.nctaid", _bits(MAX_GRID + 1))  # nctaid in binary
+        self.cta_c = lay.alloc("tok.cta.ctaid", _bits(MAX_GRID))  # ctaid in binary
         self.ent_item = lay.alloc("tok.ent.item", ENT_ITEMS)
         self.ent_wl = lay.alloc("tok.ent.warp_level", m.max_warps * STACK_LEVELS)
         self.wst_w = lay.alloc("tok.wst.warp", m.max_warps)
@@ -119,10 +119,11 @@ class TokenDims:
                 for i in range(m.preds):
                     if f["bits"] >> i & 1:
                         x[self.pval_bits[i]] = 1.0
-            elif tok.kind == "GRID":
-                x[self.grid_n[f["nctaid"] - 1]] = 1.0
-            elif tok.kind == "CTA":
-                x[self.cta_c[f["ctaid"]]] = 1.0
+            elif tok.kind in ("GRID", "CTA"):
+                space, val = (self.grid_n, f["nctaid"]) if tok.kind == "GRID" else (self.cta_c, f["ctaid"])
+                for i in range(space.width):
+                    if val >> i & 1:
+                        x[space[i]] = 1.0
             elif tok.kind == "ENT":
                 x[self.ent_item[f["item"]]] = 1.0
                 x[self.ent_wl[f["warp"] * STACK_LEVELS + f["level"]]] = 1.0

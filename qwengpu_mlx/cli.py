@@ -10,7 +10,7 @@ import json
 import sys
 
 from .errors import LaunchError, QwenGpuError
-from .machine import DEFAULT_MACHINE
+from .machine import DEFAULT_MACHINE, MACHINES
 
 
 def _parse_arg(text: str) -> tuple[str, str]:
@@ -43,6 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="one per kernel parameter: a comma list for a pointer, one integer for a scalar")
         sp.add_argument("--block", type=int, default=4, help="blockDim.x (default 4, at most %d)" % DEFAULT_MACHINE.max_block_dim)
         sp.add_argument("--grid", type=int, default=1, help="gridDim.x (default 1)")
+        machine_option(sp)
+
+    def machine_option(sp):
+        sp.add_argument("--machine", choices=sorted(MACHINES), default="default",
+                        help="default: the published machine; reduced: one warp, one instruction per block, "
+                             "16 memory words (its circuit fits Qwen3.5-2B's shape)")
 
     c = sub.add_parser("compile", help="show a kernel's PTX, machine blocks, launch prompt, or the circuit layout")
     common(c, optional=True)
@@ -70,8 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="narrow (the embedded circuit's own shape) or Qwen3.5-2B's")
     b.add_argument("--max-params", type=float, default=4e9,
                    help="refuse a dense checkpoint above this many parameters (default 4e9, 16 GB as float32)")
+    machine_option(b)
 
-    sub.add_parser("machine", help="print the machine's limits")
+    machine_option(sub.add_parser("machine", help="print the machine's limits"))
     from .tui.cli_entry import add_parser as add_tui_parser
 
     add_tui_parser(sub)
@@ -84,7 +91,7 @@ def cmd_compile(ns) -> int:
     if ns.emit == "layout":
         from .host.model_backend import machine_circuit_for
 
-        print(circuit_layout(machine_circuit_for(DEFAULT_MACHINE)))
+        print(circuit_layout(machine_circuit_for(MACHINES[ns.machine])))
         return 0
     if ns.source is None:
         raise LaunchError("compile needs a KERNEL file (only --emit layout works without one)")
@@ -92,8 +99,8 @@ def cmd_compile(ns) -> int:
     if ns.emit == "tokens":
         from .host.model_backend import prompt_tokens
 
-        prog = bind(ck, _collect_args(ns.arg), block=ns.block, grid=ns.grid)
-        print(json.dumps(prompt_tokens(prog, DEFAULT_MACHINE)))
+        prog = bind(ck, _collect_args(ns.arg), block=ns.block, grid=ns.grid, machine=MACHINES[ns.machine])
+        print(json.dumps(prompt_tokens(prog, MACHINES[ns.machine])))
         return 0
     if ns.emit == "ptx":
         print(ck.ptx)
@@ -103,7 +110,7 @@ def cmd_compile(ns) -> int:
     if not args:
         args = placeholder_args(ck)
         note = "; placeholder arguments (pass --arg to bind a real launch)"
-    prog = bind(ck, args, block=ns.block, grid=ns.grid)
+    prog = bind(ck, args, block=ns.block, grid=ns.grid, machine=MACHINES[ns.machine])
     print(f"// kernel {prog.kernel}: {len(prog.blocks)} blocks, {prog.regs_used} registers, "
           f"{prog.preds_used} predicates{note}")
     for a in prog.arrays:
@@ -120,14 +127,14 @@ def cmd_run(ns) -> int:
     from .host.launch import bind, compile_kernel, read_outputs
 
     ck = compile_kernel(ns.source, ns.kernel, frontend=ns.frontend)
-    prog = bind(ck, _collect_args(ns.arg), block=ns.block, grid=ns.grid)
+    prog = bind(ck, _collect_args(ns.arg), block=ns.block, grid=ns.grid, machine=MACHINES[ns.machine])
     stream = sys.stderr if ns.json else sys.stdout
     if ns.backend == "model":
         return _run_model(ns, prog, stream)
     from .host.reference import format_step, run_program
 
     on_step = (lambda rec: print(format_step(rec), file=stream)) if ns.trace else None
-    res = run_program(prog, DEFAULT_MACHINE, step_budget=ns.step_budget, trace=False, on_step=on_step)
+    res = run_program(prog, MACHINES[ns.machine], step_budget=ns.step_budget, trace=False, on_step=on_step)
     outputs = read_outputs(prog, res.memory)
     if ns.json:
         print(json.dumps({"kernel": prog.kernel, "backend": ns.backend, "outputs": outputs, "steps": res.steps}))
@@ -151,15 +158,16 @@ def _run_model(ns, prog, stream) -> int:
     def on_token(tok_id, tok):
         print(f"{tok_id:6d}  {tok}", file=stream, flush=True)
 
-    runner = runner_for(DEFAULT_MACHINE)
+    machine = MACHINES[ns.machine]
+    runner = runner_for(machine)
     runner.track_margins = bool(ns.check)
-    launch = run_model(prog, DEFAULT_MACHINE, step_budget=ns.step_budget, on_token=on_token if ns.trace else None)
+    launch = run_model(prog, machine, step_budget=ns.step_budget, on_token=on_token if ns.trace else None)
     outputs = read_outputs(prog, launch.memory)
     info = {"tokens": len(launch.tokens), "launch_tokens": launch.tokens,
             "tokens_per_s": round(len(launch.tokens) / launch.seconds, 2)}
     problems = []
     if ns.check:
-        problems = check_against_reference(prog, launch, DEFAULT_MACHINE)
+        problems = check_against_reference(prog, launch, machine)
         info["exact"] = not problems
         info["min_margin"] = round(min(runner.min_margin, launch.margin_bits), 6)
     if ns.json:
@@ -204,35 +212,45 @@ def cmd_build(ns) -> int:
     from pathlib import Path
 
     from .checkpoint import save_checkpoint
-    from .compiler.sizing import QWEN35_2B, dense_parameters, misfits, needs
+    from .compiler.dense import DoesNotFit, dense_plan
+    from .compiler.sizing import QWEN35_2B, dense_parameters, needs
     from .errors import ResourceError
     from .host.model_backend import machine_circuit_for
+    from .vocab import vocab_for
 
-    mc = machine_circuit_for(DEFAULT_MACHINE)
-    plan, n = mc.plan, needs(mc.plan)
+    machine = MACHINES[ns.machine]
     if ns.shape == "qwen3.5-2b":
-        problems = misfits(n, QWEN35_2B)
-        if problems:
+        # values folded onto 2048 physical dims, MLPs and heads spread to the shape's widths
+        try:
+            mc, reuse = dense_plan(machine, QWEN35_2B)
+        except DoesNotFit as e:
             s = QWEN35_2B
-            raise ResourceError(f"the circuit of the default machine does not fit the Qwen3.5-2B shape "
+            raise ResourceError(f"the circuit of the {ns.machine} machine does not fit the Qwen3.5-2B shape "
                                 f"(hidden {s.hidden}, intermediate {s.intermediate}, {s.linear_heads} linear "
-                                f"heads of {s.key_dim} x {s.value_dim}):\n  " + "\n  ".join(problems))
-    dense = dense_parameters(plan.shape, n.layers, n.vocab)
+                                f"heads of {s.key_dim} x {s.value_dim}):\n  {e}") from None
+        plan = reuse.plan
+        note = f"; {reuse.logical} values on {reuse.physical} residual dims, {reuse.clear_gates} clear gates"
+    else:
+        mc = machine_circuit_for(machine)
+        plan, note = mc.plan, ""
+    n = needs(mc.plan)
+    dense = dense_parameters(plan.shape, len(plan.layers), len(plan.vocab))
     if dense > ns.max_params:
         raise ResourceError(
             f"a dense checkpoint of the circuit at shape {ns.shape} holds {dense:,} parameters "
             f"({dense * 4 / 1e12:.1f} TB as float32), over --max-params {int(ns.max_params):,}. The circuit "
             f"allocates {n.dims_used} residual dims (at least {n.reuse_bound} with every dead dim reused) and "
-            f"uses up to {n.units_max} "
-            f"MLP units and {n.heads_max} linear heads in one layer; a Qwen3.5 checkpoint is dense with "
-            f"equal layers. `qwengpu-mlx run` executes the same weights through the compact path.")
-    out = save_checkpoint(Path(ns.out), plan.config(), plan.weights(), plan.vocab, eos_token="STOP")
-    print(f"wrote {out} ({dense:,} parameters, {n.layers} layers)")
+            f"uses up to {n.units_max} MLP units and {n.heads_max} linear heads in one layer; a Qwen3.5 "
+            f"checkpoint is dense with equal layers. `qwengpu-mlx run` executes the same weights through the "
+            f"compact path; `--shape qwen3.5-2b` folds the residual for a dense checkpoint.")
+    eos = plan.vocab[vocab_for(machine).id("STOP")]  # the launch's last token: mlx-lm stops there
+    out = save_checkpoint(Path(ns.out), plan.config(), plan.weights(), plan.vocab, eos_token=eos)
+    print(f"wrote {out} ({dense:,} parameters, {len(plan.layers)} layers{note})")
     return 0
 
 
 def cmd_machine(ns) -> int:
-    m = DEFAULT_MACHINE
+    m = MACHINES[ns.machine]
     print(f"warpSize {m.lanes}; up to {m.max_warps} warps per block (blockDim.x <= {m.max_block_dim}); "
           f"{m.regs} register rows per lane ({m.usable_regs} usable, row 0 reads 0); {m.preds} predicates; "
           f"ROM {m.rom_blocks} blocks x {m.slots_per_block} instructions; {m.mem_words} memory words; "

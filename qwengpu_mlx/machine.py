@@ -61,6 +61,15 @@ class MachineConfig:
 
 DEFAULT_MACHINE = MachineConfig()
 
+REDUCED_MACHINE = MachineConfig(max_warps=1, regs=8, preds=4, slots_per_block=1, mem_words=16)
+"""A smaller machine (one warp of 4 lanes, 7 registers, 4 predicates, one instruction per
+block, 16 memory words) whose circuit fits Qwen3.5-2B's shape: ``qwengpu-mlx build
+--machine reduced --shape qwen3.5-2b`` writes it as a standard checkpoint that unmodified
+``mlx_lm.load`` runs (docs/CIRCUIT.md, "Dense checkpoints")."""
+
+MACHINES = {"default": DEFAULT_MACHINE, "reduced": REDUCED_MACHINE}
+"""The named machines the command line offers (``--machine``)."""
+
 
 def to_signed(value: int, bits: int = 32) -> int:
     """Two's-complement reading of the low ``bits`` bits of ``value``."""

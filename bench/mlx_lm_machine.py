@@ -1,0 +1,131 @@
+"""A whole SIMT machine as a Qwen3.5-2B-shaped checkpoint, run by unmodified mlx-lm.
+
+    .venv/bin/python bench/mlx_lm_machine.py [--out DIR]
+
+Builds the reduced machine's circuit (``qwengpu-mlx build --machine reduced --shape
+qwen3.5-2b``: hidden 2048, intermediate 6144, 16 linear heads of 128 x 128, 25 layers),
+saves it as a standard checkpoint, loads it with unmodified ``mlx_lm.load`` and decodes
+the dot product's launch prompt greedily with mlx-lm's own ``generate_step``. The tokens
+are compared one for one with (a) our compact runner over the same weights and (b) the
+embedded reduced circuit (``qwengpu-mlx run --machine reduced``); the result is read
+from mlx-lm's own cache (the memory head's recurrent state) and checked against the
+NumPy oracle and the reference replay. Prints the tokens/s of each path as ratios
+measured in this run (the machine is shared and noisy). Needs about 14 GB of memory and
+7 GB of disk; a benchmark, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import mlx.core as mx
+
+ROOT = Path(__file__).resolve().parents[1]
+
+import qwengpu_mlx.host.frontend  # noqa: E402,F401  (import order: the launch module needs it first)
+from qwengpu_mlx.checkpoint import save_checkpoint  # noqa: E402
+from qwengpu_mlx.compiler.compact import compact  # noqa: E402
+from qwengpu_mlx.compiler.dense import dense_plan  # noqa: E402
+from qwengpu_mlx.compiler.sizing import QWEN35_2B, dense_parameters  # noqa: E402
+from qwengpu_mlx.host import model_backend as mb  # noqa: E402
+from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs  # noqa: E402
+from qwengpu_mlx.host.reference import run_program  # noqa: E402
+from qwengpu_mlx.machine import REDUCED_MACHINE  # noqa: E402
+from qwengpu_mlx.runner import CircuitRunner  # noqa: E402
+from qwengpu_mlx.vocab import vocab_for  # noqa: E402
+
+
+class CacheState:
+    """mlx-lm's prompt cache seen through ``read_memory``'s interface."""
+
+    def __init__(self, cache, memory_head):
+        self.cache, self.memory_head = cache, memory_head
+
+    def recurrent_state(self, layer: int, head: int):
+        import numpy as np
+
+        return np.array(self.cache[layer][1][0, head])  # ssm state [B, Hv, Dv, Dk] -> [Dv, Dk]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", help="checkpoint directory (default: a temporary one, removed after)")
+    ns = ap.parse_args()
+    out = Path(ns.out) if ns.out else Path(tempfile.mkdtemp(prefix="qwengpu-2b-"))
+    m = REDUCED_MACHINE
+    spec = json.loads((ROOT / "examples/kernels/dot.json").read_text())
+    prog = bind(compile_kernel(ROOT / "examples/kernels/dot.cu", spec["kernel"]), spec["args"],
+                block=spec["block"], grid=spec["grid"], machine=m)
+    expected = [sum(a * b for a, b in zip(spec["args"]["a"], spec["args"]["b"]))]  # the oracle: a . b
+    stop = vocab_for(m).id("STOP")
+    try:
+        t = time.perf_counter()
+        mc, reuse = dense_plan(m, QWEN35_2B)
+        plan = reuse.plan
+        params = dense_parameters(plan.shape, len(plan.layers), len(plan.vocab))
+        save_checkpoint(out, plan.config(), plan.weights(), plan.vocab, eos_token=plan.vocab[stop])
+        build_s = time.perf_counter() - t
+        print(f"reduced machine at the Qwen3.5-2B shape: {len(plan.layers)} layers, {params:,} parameters, "
+              f"{reuse.logical} values on {reuse.physical} of {plan.shape.hidden} residual dims "
+              f"({reuse.clear_gates} clear gates); built and saved in {build_s:.0f} s", flush=True)
+        prompt = mb.prompt_tokens(prog, m)
+
+        # (b) the embedded reduced circuit (logical plan, compact path)
+        t = time.perf_counter()
+        launch = mb.run_model(prog, m)
+        emb_s = time.perf_counter() - t
+        # (a) our compact runner over the checkpoint's own plan
+        cc = compact(plan)
+        cc.memory_head = tuple(mc.memory_head)
+        runner = CircuitRunner(cc)
+        runner.track_margins = True
+        mb._RUNNERS[m] = runner
+        t = time.perf_counter()
+        same_plan = mb.run_model(prog, m)
+        ours_s = time.perf_counter() - t
+        del mb._RUNNERS[m], runner, cc
+
+        # (c) unmodified mlx_lm.load + mlx-lm's generation loop
+        import mlx_lm
+        from mlx_lm.generate import generate_step
+        from mlx_lm.models.cache import make_prompt_cache
+        from mlx_lm.sample_utils import make_sampler
+
+        lm, _tok = mlx_lm.load(str(out))
+        cache = make_prompt_cache(lm)
+        toks = []
+        t = time.perf_counter()
+        for tok, _ in generate_step(mx.array(prompt), lm, max_tokens=4 * len(launch.tokens),
+                                    sampler=make_sampler(temp=0.0), prompt_cache=cache):
+            toks.append(int(tok))
+            if toks[-1] == stop:
+                break
+        lm_s = time.perf_counter() - t
+        memory, _ = mb.read_memory(CacheState(cache, tuple(mc.memory_head)), m)
+        outputs = read_outputs(prog, memory)
+    finally:
+        if not ns.out:
+            shutil.rmtree(out, ignore_errors=True)
+    ref = run_program(prog, m, trace=False)
+    ok = toks == same_plan.tokens == launch.tokens and outputs["out"] == expected \
+        and read_outputs(prog, ref.memory)["out"] == expected \
+        and not mb.check_against_reference(prog, same_plan, m)
+    n = len(toks)
+    print(f"mlx_lm.load + generate_step: {n} tokens, out = {outputs['out']} (oracle {expected}); "
+          f"identical to our runner over the same weights: {toks == same_plan.tokens}, "
+          f"to the embedded reduced circuit: {toks == launch.tokens}; replay exact: "
+          f"{not mb.check_against_reference(prog, same_plan, m)}")
+    print(f"tokens/s: mlx-lm dense {n / lm_s:.2f}, our compact runner on the same weights {n / ours_s:.2f} "
+          f"({lm_s / ours_s:.1f}x faster), embedded circuit {n / emb_s:.2f}")
+    print("EXACT" if ok else "MISMATCH")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

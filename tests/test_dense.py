@@ -1,0 +1,138 @@
+"""Dense checkpoints: dim reuse, and a whole machine at Qwen3.5-2B's shape.
+
+The reduced machine's circuit, folded onto 2048 residual dims with clear gates, must
+run the same launch as the embedded circuit: same tokens, outputs equal to the NumPy
+oracle, every step equal to the reference replay. (That unmodified mlx-lm runs the saved
+checkpoint of it to the same tokens is ``bench/mlx_lm_machine.py``: 1.5 billion
+parameters is a benchmark's size, not a test's; ``tests/test_equivalence.py`` checks the
+three paths on a small circuit.)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from qwengpu_mlx.compiler.assemble import CircuitPlan, Shape
+from qwengpu_mlx.compiler.compact import compact
+from qwengpu_mlx.compiler.dense import DoesNotFit, dense_plan
+from qwengpu_mlx.compiler.residual import ResidualLayout
+from qwengpu_mlx.compiler.reuse import reuse_dims
+from qwengpu_mlx.compiler.sizing import QWEN35_2B
+from qwengpu_mlx.host import model_backend as mb
+from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs
+from qwengpu_mlx.machine import DEFAULT_MACHINE, REDUCED_MACHINE
+from qwengpu_mlx.runner import CircuitRunner
+
+from clitools import cli
+
+try:
+    from oracles import ORACLES
+except ImportError:  # pragma: no cover - run from the repository root
+    from tests.oracles import ORACLES
+
+KERNELS = Path(__file__).resolve().parents[1] / "examples" / "kernels"
+
+
+def chain_plan() -> tuple[CircuitPlan, dict]:
+    """x (token bit) -> a (MLP 0) -> b (MLP 1) -> c (MLP 3) -> output; b is a 2-writer OR."""
+    shape = Shape(hidden=64, intermediate=64, linear_heads=2, key_dim=16, value_dim=16)
+    lay = ResidualLayout(shape.hidden)
+    x, a, b, c = (lay.alloc(n, 1)[0] for n in "xabc")
+    plan = CircuitPlan(shape, lay)
+    plan.vocab = ["t0", "t1"]
+    plan.embedding = np.zeros((2, shape.hidden), np.float32)
+    plan.embedding[:, lay.ONE] = plan.levels.K
+    plan.embedding[1, x] = 1.0
+    plan.mlp(1).copy("b1", a, [(b, 1)])
+    plan.mlp(1).not_("b2", a, [(b, 1)])  # b = a OR NOT a = 1: two writers, value in 0..2
+    plan.mlp(0).copy("a", x, [(a, 1)])
+    plan.mlp(3).and_("c", [b, x], [(c, 1)])
+    plan.new_layer()
+    plan.final_norm_dims = [c]
+    return plan, {"x": x, "a": a, "b": b, "c": c}
+
+
+def test_values_with_disjoint_lives_share_a_dim_through_clear_gates():
+    plan, d = chain_plan()
+    r = reuse_dims(plan, units=64)
+    m = r.mapping
+    # a is read last by MLP 1 and b is first seen after MLP 1: a's clear (MLP 1) comes
+    # between, so b takes a's dim; c takes it from b the same way (b's clear at MLP 3)
+    assert m[d["a"]] == m[d["b"]] == m[d["c"]]
+    assert m[d["x"]] != m[d["a"]]  # a token bit keeps its dim: its level is not a gate's
+    clears = {i: sorted(g.name for g in lp.mlp.gates if g.name.startswith("clear."))
+              for i, lp in enumerate(r.plan.layers) if lp.mlp}
+    p = m[d["a"]]
+    assert clears[1] == [f"clear.{p}.+1"]  # a is 0 or 1: one step
+    assert clears[3] == [f"clear.{p}.+1", f"clear.{p}.+2"]  # b counts two writers: 0..2
+    assert r.physical < r.logical and r.plan.layout.used == r.physical
+    assert plan.layers[1].mlp.gates[0].name == "b1"  # the logical plan is untouched
+
+
+def test_default_machine_does_not_fit_the_2b_shape_and_says_why():
+    with pytest.raises(DoesNotFit, match=r"residual: \d+ dims after reuse .* the shape has 2048"):
+        dense_plan(DEFAULT_MACHINE, QWEN35_2B)
+
+
+@pytest.fixture(scope="module")
+def reduced():
+    mc, r = dense_plan(REDUCED_MACHINE, QWEN35_2B)
+    return mc, r
+
+
+def test_reduced_machine_fits_every_width_of_the_2b_shape(reduced):
+    mc, r = reduced
+    plan, s = r.plan, QWEN35_2B
+    assert plan.shape == s and r.physical <= s.hidden
+    assert len(plan.layers) <= 45
+    dims = set()
+    for i, lp in enumerate(plan.layers):
+        if lp.mlp:
+            assert lp.mlp.units <= s.intermediate
+            dims |= {d for g in lp.mlp.gates for d, _ in g.terms + g.outputs}
+        if lp.mixer and lp.mixer.heads:
+            assert s.is_linear(i) and len(lp.mixer.heads) <= s.linear_heads
+            assert all(h.rows <= s.key_dim and 2 * h.bits <= s.value_dim for h in lp.mixer.heads)
+            dims |= {int(x) for x in lp.mixer.input_dims()} | {int(x) for x in lp.mixer.output_dims()}
+    assert max(dims) < s.hidden
+
+
+@pytest.mark.parametrize("name", ["dot", "grid_index"])  # a loop, a grid; both fit 16 words
+def test_reduced_machine_at_the_2b_shape_runs_the_same_launch(reduced, name):
+    mc, r = reduced
+    spec = json.loads((KERNELS / f"{name}.json").read_text())
+    prog = bind(compile_kernel(KERNELS / f"{name}.cu", spec["kernel"]), spec["args"], block=spec["block"],
+                grid=spec["grid"], machine=REDUCED_MACHINE)
+    embedded = mb.run_model(prog, REDUCED_MACHINE)  # the logical plan, compact path
+    cc = compact(r.plan)
+    cc.memory_head = tuple(mc.memory_head)
+    runner = CircuitRunner(cc)
+    runner.track_margins = True
+    saved = mb._RUNNERS.get(REDUCED_MACHINE)
+    mb._RUNNERS[REDUCED_MACHINE] = runner
+    try:
+        folded = mb.run_model(prog, REDUCED_MACHINE)
+    finally:
+        mb._RUNNERS.pop(REDUCED_MACHINE)
+        if saved is not None:
+            mb._RUNNERS[REDUCED_MACHINE] = saved
+    assert folded.tokens == embedded.tokens
+    outputs = read_outputs(prog, folded.memory)
+    assert outputs == ORACLES[name](spec)
+    assert mb.check_against_reference(prog, folded, REDUCED_MACHINE) == []
+    assert 0.45 < runner.min_margin <= 0.5
+
+
+def test_cli_runs_the_reduced_machine_and_refuses_what_it_lacks():
+    r = cli("run", KERNELS / "dot.cu", "--machine", "reduced", "--backend", "model", "--arg", "a=1,2,3",
+            "--arg", "b=4,5,6", "--arg", "out=0", "--arg", "n=3", "--check", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["outputs"]["out"] == [32] and out["exact"] is True  # a . b, and every step replayed
+    r = cli("run", KERNELS / "dot.cu", "--machine", "reduced", "--block", "8", "--arg", "a=1,2,3",
+            "--arg", "b=4,5,6", "--arg", "out=0", "--arg", "n=3")
+    assert r.returncode == 2 and "blockDim.x = 8" in r.stderr and "1 warps of 4" in r.stderr
