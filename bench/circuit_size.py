@@ -17,7 +17,7 @@ from qwengpu_mlx.compiler.compact import compact
 from qwengpu_mlx.compiler.dense import DoesNotFit, dense_plan
 from qwengpu_mlx.compiler.sizing import QWEN35_2B, dense_parameters, misfits, needs, nonzero_parameters
 from qwengpu_mlx.host.model_backend import machine_circuit_for
-from qwengpu_mlx.machine import DEFAULT_MACHINE, REDUCED_MACHINE
+from qwengpu_mlx.machine import DEFAULT_MACHINE, ONE_SLOT_MACHINE
 
 
 def main() -> int:
@@ -36,7 +36,7 @@ def main() -> int:
     problems = misfits(n, QWEN35_2B)
     print("fits the Qwen3.5-2B shape" if not problems else
           "does not fit the Qwen3.5-2B shape:\n  " + "\n  ".join(problems))
-    for name, machine in (("default", DEFAULT_MACHINE), ("reduced", REDUCED_MACHINE)):
+    for name, machine in (("default", DEFAULT_MACHINE), ("one-slot", ONE_SLOT_MACHINE)):
         try:
             _, reuse = dense_plan(machine, QWEN35_2B)
         except DoesNotFit as e:

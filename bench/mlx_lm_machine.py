@@ -2,12 +2,12 @@
 
     .venv/bin/python bench/mlx_lm_machine.py [--out DIR]
 
-Builds the reduced machine's circuit (``qwengpu-mlx build --machine reduced --shape
+Builds the one-slot machine's circuit (``qwengpu-mlx build --machine one-slot --shape
 qwen3.5-2b``: hidden 2048, intermediate 6144, 16 linear heads of 128 x 128, 25 layers),
 saves it as a standard checkpoint, loads it with unmodified ``mlx_lm.load`` and decodes
 the dot product's launch prompt greedily with mlx-lm's own ``generate_step``. The tokens
 are compared one for one with (a) our compact runner over the same weights and (b) the
-embedded reduced circuit (``qwengpu-mlx run --machine reduced``); the result is read
+embedded one-slot circuit (``qwengpu-mlx run --machine one-slot``); the result is read
 from mlx-lm's own cache (the memory head's recurrent state) and checked against the
 NumPy oracle and the reference replay. Prints the tokens/s of each path as ratios
 measured in this run (the machine is shared and noisy). Needs about 14 GB of memory and
@@ -36,7 +36,7 @@ from qwengpu_mlx.compiler.sizing import QWEN35_2B, dense_parameters  # noqa: E40
 from qwengpu_mlx.host import model_backend as mb  # noqa: E402
 from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs  # noqa: E402
 from qwengpu_mlx.host.reference import run_program  # noqa: E402
-from qwengpu_mlx.machine import REDUCED_MACHINE  # noqa: E402
+from qwengpu_mlx.machine import ONE_SLOT_MACHINE  # noqa: E402
 from qwengpu_mlx.runner import CircuitRunner  # noqa: E402
 from qwengpu_mlx.vocab import vocab_for  # noqa: E402
 
@@ -58,7 +58,7 @@ def main() -> int:
     ap.add_argument("--out", help="checkpoint directory (default: a temporary one, removed after)")
     ns = ap.parse_args()
     out = Path(ns.out) if ns.out else Path(tempfile.mkdtemp(prefix="qwengpu-2b-"))
-    m = REDUCED_MACHINE
+    m = ONE_SLOT_MACHINE
     spec = json.loads((ROOT / "examples/kernels/dot.json").read_text())
     prog = bind(compile_kernel(ROOT / "examples/kernels/dot.cu", spec["kernel"]), spec["args"],
                 block=spec["block"], grid=spec["grid"], machine=m)
@@ -71,12 +71,12 @@ def main() -> int:
         params = dense_parameters(plan.shape, len(plan.layers), len(plan.vocab))
         save_checkpoint(out, plan.config(), plan.weights(), plan.vocab, eos_token=plan.vocab[stop])
         build_s = time.perf_counter() - t
-        print(f"reduced machine at the Qwen3.5-2B shape: {len(plan.layers)} layers, {params:,} parameters, "
+        print(f"one-slot machine at the Qwen3.5-2B shape: {len(plan.layers)} layers, {params:,} parameters, "
               f"{reuse.logical} values on {reuse.physical} of {plan.shape.hidden} residual dims "
               f"({reuse.clear_gates} clear gates); built and saved in {build_s:.0f} s", flush=True)
         prompt = mb.prompt_tokens(prog, m)
 
-        # (b) the embedded reduced circuit (logical plan, compact path)
+        # (b) the embedded one-slot circuit (logical plan, compact path)
         t = time.perf_counter()
         launch = mb.run_model(prog, m)
         emb_s = time.perf_counter() - t
@@ -119,7 +119,7 @@ def main() -> int:
     n = len(toks)
     print(f"mlx_lm.load + generate_step: {n} tokens, out = {outputs['out']} (oracle {expected}); "
           f"identical to our runner over the same weights: {toks == same_plan.tokens}, "
-          f"to the embedded reduced circuit: {toks == launch.tokens}; replay exact: "
+          f"to the embedded one-slot circuit: {toks == launch.tokens}; replay exact: "
           f"{not mb.check_against_reference(prog, same_plan, m)}")
     print(f"tokens/s: mlx-lm dense {n / lm_s:.2f}, our compact runner on the same weights {n / ours_s:.2f} "
           f"({lm_s / ours_s:.1f}x faster), embedded circuit {n / emb_s:.2f}")

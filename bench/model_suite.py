@@ -1,6 +1,12 @@
 """Run the conformance suite on the model backend: exactness, margins, speed.
 
     .venv/bin/python bench/model_suite.py [KERNEL ...]
+    .venv/bin/python bench/model_suite.py --machine one-slot --shape qwen3.5-2b [--subset | KERNEL ...]
+
+``--shape qwen3.5-2b`` runs the circuit folded for a dense Qwen3.5-2B-shaped checkpoint
+(``compiler.dense``: the very weights ``qwengpu-mlx build`` saves) through the compact
+path; ``--subset`` runs the representative subset (divergence, loops, a shared-memory
+reduction with barriers, atomics, every shuffle mode, a grid) instead of all kernels.
 
 Prints one line per kernel (outputs vs the NumPy oracle, --check replay, tokens,
 tokens/s, smallest gate margin) and a summary with ratios measured in this run (this
@@ -10,6 +16,7 @@ machine is shared and noisy): model time / reference time, and the circuit's siz
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -23,7 +30,7 @@ from oracles import ORACLES  # noqa: E402
 from qwengpu_mlx.host import model_backend as mb  # noqa: E402
 from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs  # noqa: E402
 from qwengpu_mlx.host.reference import run_program  # noqa: E402
-from qwengpu_mlx.machine import DEFAULT_MACHINE  # noqa: E402
+from qwengpu_mlx.machine import MACHINES  # noqa: E402
 
 
 def circuit_size(mc) -> tuple[int, int]:
@@ -35,32 +42,55 @@ def circuit_size(mc) -> tuple[int, int]:
     return dense_parameters(plan.shape, len(plan.layers), len(plan.vocab)), nonzero_parameters(compact(plan))
 
 
-def main(names: list[str]) -> int:
+SUBSET = ["nested_branches", "early_return", "lane_while", "reduce_shared_tree", "atomic_contention",
+          "shfl_xor_allreduce", "shfl_down_reduce", "shfl_up_scan", "shfl_broadcast", "grid_index"]
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("kernels", nargs="*")
+    ap.add_argument("--machine", choices=sorted(MACHINES), default="default")
+    ap.add_argument("--shape", choices=["narrow", "qwen3.5-2b"], default="narrow")
+    ap.add_argument("--subset", action="store_true")
+    ns = ap.parse_args(argv)
+    machine = MACHINES[ns.machine]
     t0 = time.perf_counter()
-    mc, runner = mb.circuit_for(DEFAULT_MACHINE)
+    if ns.shape == "qwen3.5-2b":
+        from qwengpu_mlx.compiler.compact import compact
+        from qwengpu_mlx.compiler.dense import dense_plan
+        from qwengpu_mlx.compiler.sizing import QWEN35_2B
+        from qwengpu_mlx.runner import CircuitRunner
+
+        mc, reuse = dense_plan(machine, QWEN35_2B)
+        mc.plan = reuse.plan  # sizes below are the folded plan's
+        cc = compact(reuse.plan)
+        cc.memory_head = tuple(mc.memory_head)
+        mb._CIRCUITS[machine], mb._RUNNERS[machine] = mc, CircuitRunner(cc)
+    mc, runner = mb.circuit_for(machine)
     build_s = time.perf_counter() - t0
     runner.track_margins = True
-    kernels = names or sorted(p.stem for p in (ROOT / "examples" / "kernels").glob("*.json"))
+    kernels = ns.kernels or (SUBSET if ns.subset else
+                             sorted(p.stem for p in (ROOT / "examples" / "kernels").glob("*.json")))
     exact = tokens = 0
     t_model = t_ref = 0.0
     worst = 1.0
     for name in kernels:
         spec = json.loads((ROOT / "examples" / "kernels" / f"{name}.json").read_text())
         prog = bind(compile_kernel(ROOT / "examples" / "kernels" / f"{name}.cu", spec["kernel"]), spec["args"],
-                    block=spec["block"], grid=spec["grid"])
+                    block=spec["block"], grid=spec["grid"], machine=machine)
         runner.min_margin = float("inf")
         t = time.perf_counter()
-        ref = run_program(prog, DEFAULT_MACHINE, trace=False)
+        ref = run_program(prog, machine, trace=False)
         t_ref += time.perf_counter() - t
         t = time.perf_counter()
         try:  # a wrong launch could loop: bound it by a generous multiple of the steps it needs
-            launch = mb.run_model(prog, DEFAULT_MACHINE, step_budget=2 * ref.steps + 8)
+            launch = mb.run_model(prog, machine, step_budget=2 * ref.steps + 8)
         except Exception as e:  # report and go on
             print(f"{name:24s} ERROR {type(e).__name__}: {e}", flush=True)
             continue
         t_model += time.perf_counter() - t
         ok = read_outputs(prog, launch.memory) == ORACLES[name](spec)
-        problems = mb.check_against_reference(prog, launch, DEFAULT_MACHINE)
+        problems = mb.check_against_reference(prog, launch, machine)
         exact += ok and not problems
         tokens += len(launch.tokens)
         worst = min(worst, runner.min_margin)
@@ -72,7 +102,7 @@ def main(names: list[str]) -> int:
           f"smallest gate margin {worst:.4f} bits (0.5 ideal)")
     print(f"model/reference time ratio {t_model / max(t_ref, 1e-9):.0f}x; {tokens / max(t_model, 1e-9):.1f} tokens/s "
           f"on this CPU; circuit built in {build_s:.1f} s; {len(mc.plan.layers)} layers")
-    print(f"circuit parameters at the narrow shape: dense {dense / 1e9:.1f} G, non-zero {nz / 1e6:.1f} M "
+    print(f"{ns.machine} machine; circuit parameters at the {ns.shape} shape: dense {dense / 1e9:.1f} G, non-zero {nz / 1e6:.1f} M "
           f"(ratio {dense / nz:.0f})")
     return 0 if exact == len(kernels) else 1
 

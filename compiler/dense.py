@@ -20,20 +20,21 @@ from .machine_circuit import MachineCircuit
 from .reuse import Reuse, reuse_dims
 from .sizing import misfits, needs
 
-SPREAD_SHARE = 0.75  # of the target MLP width for the logical gates; the rest is room for clear gates
+SPREAD_SHARES = (0.8, 0.75, 0.85, 0.7, 0.9)
+"""Shares of the target MLP width the logical gates are spread to, tried in turn: the
+rest is room for the clear gates of dim reuse, and how many dims the fold needs depends
+on where that room falls."""
 
 
 class DoesNotFit(ValueError):
     """The machine's circuit needs more than the shape has; the message names what."""
 
 
-def dense_plan(machine: MachineConfig, shape: Shape) -> tuple[MachineCircuit, Reuse]:
-    """(the MachineCircuit, its plan on ``shape``'s physical dims), or DoesNotFit."""
+def _fold(machine: MachineConfig, shape: Shape, share: float) -> tuple[MachineCircuit, Reuse]:
     mc = MachineCircuit(machine)
     mc.build()
     mc.plan.finalize()
-    units = int(shape.intermediate * SPREAD_SHARE) // 2 * 2
-    mc.schedule(units=units, heads=shape.linear_heads)
+    mc.schedule(units=int(shape.intermediate * share) // 2 * 2, heads=shape.linear_heads)
     if mc.scheduled.startswith("MLPs not spread"):  # too tight: the full width, less room for clears
         mc = MachineCircuit(machine)
         mc.build()
@@ -41,11 +42,21 @@ def dense_plan(machine: MachineConfig, shape: Shape) -> tuple[MachineCircuit, Re
         mc.schedule(units=shape.intermediate, heads=shape.linear_heads)
     n = needs(mc.plan)
     problems = [p for p in misfits(n, shape) if not p.startswith("residual:")]
-    if n.heads_max > shape.linear_heads:
-        problems.append(f"linear attention: {n.heads_max} heads in one layer, the shape has {shape.linear_heads}")
     if problems:
-        raise DoesNotFit("; ".join(dict.fromkeys(problems)))
-    r = reuse_dims(mc.plan, units=shape.intermediate)
+        raise DoesNotFit("; ".join(problems))
+    return mc, reuse_dims(mc.plan, units=shape.intermediate)
+
+
+def dense_plan(machine: MachineConfig, shape: Shape) -> tuple[MachineCircuit, Reuse]:
+    """(the MachineCircuit, its plan on ``shape``'s physical dims), or DoesNotFit naming what."""
+    best = None
+    for share in SPREAD_SHARES:
+        mc, r = _fold(machine, shape, share)
+        if best is None or r.physical < best[1].physical:
+            best = (mc, r)
+        if r.physical <= shape.hidden:
+            break
+    mc, r = best
     if r.physical > shape.hidden:
         raise DoesNotFit(f"residual: {r.physical} dims after reuse ({r.logical} values), the shape has "
                          f"{shape.hidden}")

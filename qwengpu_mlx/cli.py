@@ -47,8 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     def machine_option(sp):
         sp.add_argument("--machine", choices=sorted(MACHINES), default="default",
-                        help="default: the published machine; reduced: one warp, one instruction per block, "
-                             "16 memory words (its circuit fits Qwen3.5-2B's shape)")
+                        help="default: the published machine; one-slot: the same with one instruction per "
+                             "block (its circuit fits Qwen3.5-2B's shape)")
 
     c = sub.add_parser("compile", help="show a kernel's PTX, machine blocks, launch prompt, or the circuit layout")
     common(c, optional=True)

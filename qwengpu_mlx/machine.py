@@ -61,13 +61,14 @@ class MachineConfig:
 
 DEFAULT_MACHINE = MachineConfig()
 
-REDUCED_MACHINE = MachineConfig(max_warps=1, regs=8, preds=4, slots_per_block=1, mem_words=16)
-"""A smaller machine (one warp of 4 lanes, 7 registers, 4 predicates, one instruction per
-block, 16 memory words) whose circuit fits Qwen3.5-2B's shape: ``qwengpu-mlx build
---machine reduced --shape qwen3.5-2b`` writes it as a standard checkpoint that unmodified
-``mlx_lm.load`` runs (docs/CIRCUIT.md, "Dense checkpoints")."""
+ONE_SLOT_MACHINE = MachineConfig(slots_per_block=1)
+"""The published machine with one instruction per block instead of three: every other
+limit is the default's, and its circuit (25 layers) fits Qwen3.5-2B's shape, so
+``qwengpu-mlx build --machine one-slot --shape qwen3.5-2b`` writes it as a standard
+checkpoint that unmodified ``mlx_lm.load`` runs (docs/CIRCUIT.md, "Dense checkpoints").
+Launches take more steps (one per instruction)."""
 
-MACHINES = {"default": DEFAULT_MACHINE, "reduced": REDUCED_MACHINE}
+MACHINES = {"default": DEFAULT_MACHINE, "one-slot": ONE_SLOT_MACHINE}
 """The named machines the command line offers (``--machine``)."""
 
 
