@@ -54,8 +54,8 @@ def dense_plan(machine: MachineConfig, shape: Shape) -> tuple[MachineCircuit, Re
         mc, r = _fold(machine, shape, share)
         if best is None or r.physical < best[1].physical:
             best = (mc, r)
-        if r.physical <= shape.hidden:
-            break
+        if r.physical <= shape.hidden or r.physical > 1.2 * shape.hidden:
+            break  # it fits; or it is so far over that no other share will make it fit
     mc, r = best
     if r.physical > shape.hidden:
         raise DoesNotFit(f"residual: {r.physical} dims after reuse ({r.logical} values), the shape has "

@@ -82,7 +82,6 @@ def spread_mlps(plan: CircuitPlan, cap: int, must_see: dict[str, set[str]] | Non
             for h in lp.mixer.heads:
                 for _, d, _ in h.read_terms:
                     head_write[d].append((i, h.name))
-    final = set(int(d) for d in plan.final_norm_dims) if plan.final_norm_dims is not None else set()
     consumers: list[list[int]] = [[] for _ in range(n)]
     seen: list[list[int]] = [[] for _ in range(n)]  # the writers of its inputs a gate sees
     for k, g in enumerate(gates):
