@@ -1,11 +1,12 @@
 """A whole SIMT machine as a Qwen3.5-2B-shaped checkpoint, run by unmodified mlx-lm.
 
-    .venv/bin/python bench/mlx_lm_machine.py [--out DIR]
+    .venv/bin/python bench/mlx_lm_machine.py [--out DIR] [--kernel NAME]
 
 Builds the one-slot machine's circuit (``qwengpu-mlx build --machine one-slot --shape
 qwen3.5-2b``: hidden 2048, intermediate 6144, 16 linear heads of 128 x 128, 25 layers),
 saves it as a standard checkpoint, loads it with unmodified ``mlx_lm.load`` and decodes
-the dot product's launch prompt greedily with mlx-lm's own ``generate_step``. The tokens
+the dot product's launch prompt (or ``--kernel NAME``'s, from examples/kernels) greedily
+with mlx-lm's own ``generate_step``. The tokens
 are compared one for one with (a) our compact runner over the same weights and (b) the
 embedded one-slot circuit (``qwengpu-mlx run --machine one-slot``); the result is read
 from mlx-lm's own cache (the memory head's recurrent state) and checked against the
@@ -27,6 +28,9 @@ from pathlib import Path
 import mlx.core as mx
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from oracles import ORACLES  # noqa: E402
 
 import qwengpu_mlx.host.frontend  # noqa: E402,F401  (import order: the launch module needs it first)
 from qwengpu_mlx.checkpoint import save_checkpoint  # noqa: E402
@@ -56,13 +60,14 @@ class CacheState:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", help="checkpoint directory (default: a temporary one, removed after)")
+    ap.add_argument("--kernel", default="dot", help="a conformance kernel (default dot)")
     ns = ap.parse_args()
     out = Path(ns.out) if ns.out else Path(tempfile.mkdtemp(prefix="qwengpu-2b-"))
     m = ONE_SLOT_MACHINE
-    spec = json.loads((ROOT / "examples/kernels/dot.json").read_text())
-    prog = bind(compile_kernel(ROOT / "examples/kernels/dot.cu", spec["kernel"]), spec["args"],
+    spec = json.loads((ROOT / f"examples/kernels/{ns.kernel}.json").read_text())
+    prog = bind(compile_kernel(ROOT / f"examples/kernels/{ns.kernel}.cu", spec["kernel"]), spec["args"],
                 block=spec["block"], grid=spec["grid"], machine=m)
-    expected = [sum(a * b for a, b in zip(spec["args"]["a"], spec["args"]["b"]))]  # the oracle: a . b
+    expected = ORACLES[ns.kernel](spec)  # NumPy, from the kernel's meaning
     stop = vocab_for(m).id("STOP")
     try:
         t = time.perf_counter()
@@ -113,11 +118,12 @@ def main() -> int:
         if not ns.out:
             shutil.rmtree(out, ignore_errors=True)
     ref = run_program(prog, m, trace=False)
-    ok = toks == same_plan.tokens == launch.tokens and outputs["out"] == expected \
-        and read_outputs(prog, ref.memory)["out"] == expected \
+    ok = toks == same_plan.tokens == launch.tokens and outputs == expected \
+        and read_outputs(prog, ref.memory) == expected \
         and not mb.check_against_reference(prog, same_plan, m)
     n = len(toks)
-    print(f"mlx_lm.load + generate_step: {n} tokens, out = {outputs['out']} (oracle {expected}); "
+    print(f"{ns.kernel}: mlx_lm.load + generate_step: {n} tokens, outputs equal to the oracle: "
+          f"{outputs == expected}; "
           f"identical to our runner over the same weights: {toks == same_plan.tokens}, "
           f"to the embedded one-slot circuit: {toks == launch.tokens}; replay exact: "
           f"{not mb.check_against_reference(prog, same_plan, m)}")
