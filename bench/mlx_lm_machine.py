@@ -34,7 +34,6 @@ from oracles import ORACLES  # noqa: E402
 
 import qwengpu_mlx.host.frontend  # noqa: E402,F401  (import order: the launch module needs it first)
 from qwengpu_mlx.checkpoint import save_checkpoint  # noqa: E402
-from qwengpu_mlx.compiler.compact import compact  # noqa: E402
 from qwengpu_mlx.compiler.dense import dense_plan  # noqa: E402
 from qwengpu_mlx.compiler.sizing import QWEN35_2B, dense_parameters  # noqa: E402
 from qwengpu_mlx.host import model_backend as mb  # noqa: E402
@@ -86,15 +85,13 @@ def main() -> int:
         launch = mb.run_model(prog, m)
         emb_s = time.perf_counter() - t
         # (a) our compact runner over the checkpoint's own plan
-        cc = compact(plan)
-        cc.memory_head = tuple(mc.memory_head)
-        runner = CircuitRunner(cc)
+        runner = CircuitRunner(mb.compact_circuit(mc, plan))
         runner.track_margins = True
         mb._RUNNERS[m] = runner
         t = time.perf_counter()
         same_plan = mb.run_model(prog, m)
         ours_s = time.perf_counter() - t
-        del mb._RUNNERS[m], runner, cc
+        del mb._RUNNERS[m], runner
 
         # (c) unmodified mlx_lm.load + mlx-lm's generation loop
         import mlx_lm

@@ -56,16 +56,13 @@ def main(argv: list[str]) -> int:
     machine = MACHINES[ns.machine]
     t0 = time.perf_counter()
     if ns.shape == "qwen3.5-2b":
-        from qwengpu_mlx.compiler.compact import compact
         from qwengpu_mlx.compiler.dense import dense_plan
         from qwengpu_mlx.compiler.sizing import QWEN35_2B
         from qwengpu_mlx.runner import CircuitRunner
 
         mc, reuse = dense_plan(machine, QWEN35_2B)
         mc.plan = reuse.plan  # sizes below are the folded plan's
-        cc = compact(reuse.plan)
-        cc.memory_head = tuple(mc.memory_head)
-        mb._CIRCUITS[machine], mb._RUNNERS[machine] = mc, CircuitRunner(cc)
+        mb._CIRCUITS[machine], mb._RUNNERS[machine] = mc, CircuitRunner(mb.compact_circuit(mc))
     mc, runner = mb.circuit_for(machine)
     build_s = time.perf_counter() - t0
     runner.track_margins = True

@@ -30,16 +30,18 @@ class DoesNotFit(ValueError):
     """The machine's circuit needs more than the shape has; the message names what."""
 
 
-def _fold(machine: MachineConfig, shape: Shape, share: float) -> tuple[MachineCircuit, Reuse]:
+def _scheduled(machine: MachineConfig, units: int, heads: int) -> MachineCircuit:
     mc = MachineCircuit(machine)
     mc.build()
     mc.plan.finalize()
-    mc.schedule(units=int(shape.intermediate * share) // 2 * 2, heads=shape.linear_heads)
+    mc.schedule(units=units, heads=heads)
+    return mc
+
+
+def _fold(machine: MachineConfig, shape: Shape, share: float) -> tuple[MachineCircuit, Reuse]:
+    mc = _scheduled(machine, int(shape.intermediate * share) // 2 * 2, shape.linear_heads)
     if mc.scheduled.startswith("MLPs not spread"):  # too tight: the full width, less room for clears
-        mc = MachineCircuit(machine)
-        mc.build()
-        mc.plan.finalize()
-        mc.schedule(units=shape.intermediate, heads=shape.linear_heads)
+        mc = _scheduled(machine, shape.intermediate, shape.linear_heads)
     n = needs(mc.plan)
     problems = [p for p in misfits(n, shape) if not p.startswith("residual:")]
     if problems:

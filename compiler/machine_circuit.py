@@ -40,7 +40,7 @@ from .schedule import ScheduleError, gate_alaps, heads_seen, spread_heads, sprea
 from .sizing import QWEN35_2B
 from .control import EN_BITS, ST_BITS, ST_DEPTH, ST_MASK, ST_READY, Control
 from .tokens import OUT_GAIN, TokenDims
-from qwengpu_mlx.vocab import ENT_ITEMS, MAX_GRID
+from qwengpu_mlx.vocab import ENT_ITEMS
 
 MAX_LAYERS = 45
 MEM_WORD_BITS = 7  # binary digits of a memory word index
@@ -345,7 +345,6 @@ class MachineCircuit:
         # register-write keys: VAL(s, l) header -> row (w, dst of slot s) in lane l's heads.
         # The MLP picks the destination of the slot the header names (4 dims); the heads'
         # own SiLU decodes (dst, warp, lane) into the one-hot key (``decoded_key``).
-        R = m.regs
         self.val_dst = self.alloc("val.dst", len(self.f[0]["dst"]))
         for s in range(m.slots_per_block):
             for i, d in enumerate(self.f[s]["dst"]):

@@ -131,14 +131,11 @@ def reuse_dims(plan: CircuitPlan, *, units: int | None = None) -> Reuse:
     lay = plan.layout
     vis, end, gate_w, head_w, plain = _lives(plan)
     cls = lay.scale_class
-    emb = {int(d) for d in plan.embedding_dims()}
-    dims = sorted(d for d in set(vis) | set(end) if d in vis)  # written (or embedded) dims
-    fixed = emb | {lay.ONE, lay.ONE1, lay.ONE2}
-    # physical dims: (time the current value is last read, its clear steps or None, its logical dim)
-    phys: list[list] = []
+    fixed = {int(d) for d in plan.embedding_dims()} | {lay.ONE, lay.ONE1, lay.ONE2}
+    phys: list[list | None] = []  # per physical dim: the clear steps of the value it holds now
     mapping: dict[int, int] = {}
     clears: list[tuple[int, int, list]] = []  # (MLP layer, physical dim, steps)
-    by_start = sorted(dims, key=lambda d: (vis[d], d))
+    by_start = sorted(vis, key=lambda d: (vis[d], d))  # written (or embedded) dims, first seen first
     cap = units or plan.shape.intermediate
     room = [cap - (lp.mlp.units if lp.mlp is not None else 0) for lp in plan.layers]
     free_at: list[tuple[int, int]] = []  # heap of (first clear layer, physical dim) holding a dead clearable value
@@ -154,20 +151,20 @@ def reuse_dims(plan: CircuitPlan, *, units: int | None = None) -> Reuse:
                 if 2 * c + 1 >= vis[d]:
                     tried.append((c, q))
                     break  # the heap's smallest is too late: all are
-                need = 2 * len(phys[q][1])
+                need = 2 * len(phys[q])
                 x = next((x for x in range(c, (vis[d] - 2) // 2 + 1) if room[x] >= need), None)
                 if x is None:
                     tried.append((c, q))
                     continue
                 room[x] -= need
-                clears.append((x, q, phys[q][1]))
+                clears.append((x, q, phys[q]))
                 p = q
             for item in tried:
                 heapq.heappush(free_at, item)
         if p is None:
             p = len(phys)
             phys.append(None)
-        phys[p] = [end[d], steps, d]
+        phys[p] = steps
         mapping[d] = p
         if steps is not None and end[d] >= 0:
             heapq.heappush(free_at, (max(0, math.ceil((end[d] - 1) / 2)), p))
@@ -175,7 +172,7 @@ def reuse_dims(plan: CircuitPlan, *, units: int | None = None) -> Reuse:
     for d in sorted(end):
         if d not in mapping:
             mapping[d] = len(phys)
-            phys.append([end[d], None, d])
+            phys.append(None)
     out = copy.deepcopy(plan)
     _remap(out, mapping)
     out.layout.spaces = {}  # the logical names no longer own a dim each (``mapping`` has them)

@@ -1,4 +1,4 @@
-"""Retiming: move MLP gates into later layers where they have slack, to cap a layer's width.
+"""Retiming: move MLP gates and heads into later layers where they have slack, to cap a layer's width.
 
 The machine circuit places every gate at the earliest layer its inputs allow, so a few
 layers carry most of the MLP units (the ALU families of a slot start together). Qwen3.5
@@ -215,28 +215,24 @@ def spread_heads(plan: CircuitPlan, cap: int, gate_alap: dict[str, int] | None =
                 for d, _ in g.outputs:
                     gate_write[d].append(i)
     final = set(int(d) for d in plan.final_norm_dims) if plan.final_norm_dims is not None else set()
-    where = {}  # id(head) -> layer
-    for i, lp in enumerate(plan.layers):
-        if lp.mixer is not None:
-            for h in lp.mixer.heads:
-                where[id(h)] = i
+    dims_of = {}  # id(head) -> (dims it reads, dims it writes); heads keep their terms when they move
+    for lp in plan.layers:
+        for h in (lp.mixer.heads if lp.mixer is not None else []):
+            ins = {d for _, d, _, _ in h.key_terms} | {d for _, d, _ in h.query_terms}
+            dims_of[id(h)] = (ins | {d for _, d, _, _ in h.value_terms}, {d for _, d, _ in h.read_terms})
 
     def heads_at(j):
         lp = plan.layers[j]
         return lp.mixer.heads if lp.mixer is not None else []
 
-    def head_dims(h):
-        ins = {d for _, d, _, _ in h.key_terms} | {d for _, d, _ in h.query_terms} | {d for _, d, _, _ in h.value_terms}
-        return ins, {d for _, d, _ in h.read_terms}
-
     def latest(h, i) -> int:
-        ins, outs = head_dims(h)
+        ins, outs = dims_of[id(h)]
         t = L - 1
         for d in outs:
             t = min([t] + [j for j in gate_read.get(d, ()) if j >= i] + ([L] if d in final else []))
         for j in range(i + 1, L):  # heads reading its outputs, heads writing its inputs
             for other in heads_at(j):
-                oi, oo = head_dims(other)
+                oi, oo = dims_of[id(other)]
                 if oi & outs:
                     t = min(t, j - 1)
                 if oo & ins:

@@ -25,6 +25,13 @@ def _bits(n: int) -> int:
     return max(1, (n - 1).bit_length())
 
 
+def _set_bits(x: dict, space, value: int) -> None:
+    """Write ``value`` in binary into ``space`` (bit i in its dim i) of the row ``x``."""
+    for i in range(space.width):
+        if value >> i & 1:
+            x[space[i]] = 1.0
+
+
 class TokenDims:
     """Residual dims of token fields (inputs) and of output codes (OUT)."""
 
@@ -83,56 +90,38 @@ class TokenDims:
             x = {}
             x[self.kind[tok.kind]] = 1.0
             if tok.kind == "PROG":
-                for space, val in ((self.prog_block, f["block"]), (self.prog_piece, f["piece"])):
-                    for i in range(space.width):
-                        if val >> i & 1:
-                            x[space[i]] = 1.0
+                _set_bits(x, self.prog_block, f["block"])
+                _set_bits(x, self.prog_piece, f["piece"])
             elif tok.kind == "MEM":
-                for i in range(self.mem_addr.width):
-                    if f["addr"] >> i & 1:
-                        x[self.mem_addr[i]] = 1.0
+                _set_bits(x, self.mem_addr, f["addr"])
                 x[self.mem_item[f["item"]]] = 1.0
             elif tok.kind in ("C0", "C1", "C2"):
-                j = int(tok.kind[1])
-                for i in range(CHUNK_BITS[j]):
-                    if f["value"] >> i & 1:
-                        x[self.chunk[j][i]] = 1.0
+                _set_bits(x, self.chunk[int(tok.kind[1])], f["value"])
             elif tok.kind == "DIMS":
                 n = f["ntid"]
-                for i in range(5):
-                    if n >> i & 1:
-                        x[self.dims_ntid[i]] = 1.0
+                _set_bits(x, self.dims_ntid, n)
                 for lane in range(m.lanes):
                     if lane < n:
                         x[self.dims_mask0[lane]] = 1.0
             elif tok.kind == "EXEC":
                 x[self.exec_b[f["block"]]] = 1.0
                 x[self.exec_w[f["warp"]]] = 1.0
-                for lane in range(m.lanes):
-                    if f["mask"] >> lane & 1:
-                        x[self.exec_m[lane]] = 1.0
+                _set_bits(x, self.exec_m, f["mask"])
             elif tok.kind == "VAL":
                 x[self.val_slot[f["slot"]]] = 1.0
                 x[self.val_lane[f["lane"]]] = 1.0
             elif tok.kind == "PVAL":
                 x[self.pval_lane[f["lane"]]] = 1.0
-                for i in range(m.preds):
-                    if f["bits"] >> i & 1:
-                        x[self.pval_bits[i]] = 1.0
+                _set_bits(x, self.pval_bits, f["bits"])
             elif tok.kind in ("GRID", "CTA"):
-                space, val = (self.grid_n, f["nctaid"]) if tok.kind == "GRID" else (self.cta_c, f["ctaid"])
-                for i in range(space.width):
-                    if val >> i & 1:
-                        x[space[i]] = 1.0
+                _set_bits(x, *((self.grid_n, f["nctaid"]) if tok.kind == "GRID" else (self.cta_c, f["ctaid"])))
             elif tok.kind == "ENT":
                 x[self.ent_item[f["item"]]] = 1.0
                 x[self.ent_wl[f["warp"] * STACK_LEVELS + f["level"]]] = 1.0
             elif tok.kind == "WST":
                 x[self.wst_w[f["warp"]]] = 1.0
             elif tok.kind == "FAULT":
-                for i in range(2):
-                    if f["code"] >> i & 1:
-                        x[self.fault_code[i]] = 1.0
+                _set_bits(x, self.fault_code, f["code"])
             # output code (bipolar)
             for k, d in self.out_class.items():
                 x[d] = 1.0 if k == tok.kind else -1.0

@@ -37,17 +37,19 @@ def runner_for(machine: MachineConfig = DEFAULT_MACHINE):
     corrupt or stale: ``qwengpu_mlx.circuit_cache``) or compiled; once per process."""
     if machine not in _RUNNERS:
         from qwengpu_mlx.circuit_cache import cached_compact
-        from qwengpu_mlx.compiler.compact import compact
         from qwengpu_mlx.runner import CircuitRunner
 
-        def build():
-            mc = machine_circuit_for(machine)
-            cc = compact(mc.plan)
-            cc.memory_head = tuple(mc.memory_head)
-            return cc
-
-        _RUNNERS[machine] = CircuitRunner(cached_compact(machine, build))
+        _RUNNERS[machine] = CircuitRunner(cached_compact(machine, lambda: compact_circuit(machine_circuit_for(machine))))
     return _RUNNERS[machine]
+
+
+def compact_circuit(mc, plan=None):
+    """The compact circuit of ``plan`` (default: ``mc.plan``), knowing where the host reads memory."""
+    from qwengpu_mlx.compiler.compact import compact
+
+    cc = compact(mc.plan if plan is None else plan)
+    cc.memory_head = tuple(mc.memory_head)
+    return cc
 
 
 def runner_ready(machine: MachineConfig = DEFAULT_MACHINE) -> bool:

@@ -14,13 +14,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from qwengpu_mlx.compiler.assemble import CircuitPlan, Shape
-from qwengpu_mlx.compiler.compact import compact
 from qwengpu_mlx.compiler.dense import dense_plan
-from qwengpu_mlx.compiler.residual import ResidualLayout
 from qwengpu_mlx.compiler.reuse import reuse_dims
 from qwengpu_mlx.compiler.sizing import QWEN35_2B
 from qwengpu_mlx.host import model_backend as mb
@@ -29,6 +26,7 @@ from qwengpu_mlx.machine import ONE_SLOT_MACHINE
 from qwengpu_mlx.runner import CircuitRunner
 
 from clitools import cli
+from plans import two_token_plan
 
 try:
     from oracles import ORACLES
@@ -41,13 +39,7 @@ KERNELS = Path(__file__).resolve().parents[1] / "examples" / "kernels"
 def chain_plan() -> tuple[CircuitPlan, dict]:
     """x (token bit) -> a (MLP 0) -> b (MLP 1) -> c (MLP 3) -> output; b is a 2-writer OR."""
     shape = Shape(hidden=64, intermediate=64, linear_heads=2, key_dim=16, value_dim=16)
-    lay = ResidualLayout(shape.hidden)
-    x, a, b, c = (lay.alloc(n, 1)[0] for n in "xabc")
-    plan = CircuitPlan(shape, lay)
-    plan.vocab = ["t0", "t1"]
-    plan.embedding = np.zeros((2, shape.hidden), np.float32)
-    plan.embedding[:, lay.ONE] = plan.levels.K
-    plan.embedding[1, x] = 1.0
+    plan, (x, a, b, c) = two_token_plan(shape, "xabc")
     plan.mlp(1).copy("b1", a, [(b, 1)])
     plan.mlp(1).not_("b2", a, [(b, 1)])  # b = a OR NOT a = 1: two writers, value in 0..2
     plan.mlp(0).copy("a", x, [(a, 1)])
@@ -105,9 +97,7 @@ def test_one_slot_machine_at_the_2b_shape_runs_the_same_launch(one_slot, name):
     prog = bind(compile_kernel(KERNELS / f"{name}.cu", spec["kernel"]), spec["args"], block=spec["block"],
                 grid=spec["grid"], machine=ONE_SLOT_MACHINE)
     embedded = mb.run_model(prog, ONE_SLOT_MACHINE)  # the logical plan, compact path
-    cc = compact(r.plan)
-    cc.memory_head = tuple(mc.memory_head)
-    runner = CircuitRunner(cc)
+    runner = CircuitRunner(mb.compact_circuit(mc, r.plan))
     runner.track_margins = True
     saved = mb._RUNNERS.get(ONE_SLOT_MACHINE)
     mb._RUNNERS[ONE_SLOT_MACHINE] = runner

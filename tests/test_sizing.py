@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 
 from qwengpu_mlx.compiler.assemble import CircuitPlan, Shape
-from qwengpu_mlx.compiler.residual import ResidualLayout
 from qwengpu_mlx.compiler.sizing import QWEN35_2B, dense_parameters, live_dims, misfits, needs
 
 from clitools import cli
+from plans import two_token_plan
 
 SHAPE = Shape(hidden=64, intermediate=64, linear_heads=2, key_dim=16, value_dim=16, attn_heads=2, kv_heads=1,
               head_dim=16)
@@ -18,13 +17,7 @@ SHAPE = Shape(hidden=64, intermediate=64, linear_heads=2, key_dim=16, value_dim=
 
 def chain_plan() -> CircuitPlan:
     """Embedding writes a; layer 0 copies a to b; layer 1 copies b to c; the output reads c."""
-    lay = ResidualLayout(SHAPE.hidden)
-    a, b, c = (lay.alloc(n, 1)[0] for n in "abc")
-    plan = CircuitPlan(SHAPE, lay)
-    plan.vocab = ["t0", "t1"]
-    plan.embedding = np.zeros((2, SHAPE.hidden), np.float32)
-    plan.embedding[:, lay.ONE] = plan.levels.K
-    plan.embedding[1, a] = 1.0
+    plan, (a, b, c) = two_token_plan(SHAPE, "abc")
     plan.mlp(0).copy("b", a, [(b, 1)])
     plan.mlp(1).copy("c", b, [(c, 1)])
     plan.new_layer()
