@@ -20,15 +20,16 @@ layer0 (MLP 1)
 
     shift stage 1: the shift amount s = b (unsigned, 32 bits) is split as
     ``s = 4h + k`` (k = bits 0..1, h = bits 2..4) plus ``big = [bits 5..31 != 0]``.
-    ``xl = a << k`` and ``xr = a >> k`` (arithmetic fill ``a31 & signed``) into private
-    dims, one gate per (bit, k) ``[a_src + E_k(b0, b1) >= 1 + popcount(k)]`` where
+    ``xs = a << k`` when shl is selected, ``a >> k`` (arithmetic fill ``a31 & signed``)
+    when shr is (one private word: the op bit is a term of every stage-1 gate), one gate
+    per (bit, k) ``[a_src + op + E_k(b0, b1) >= 2 + popcount(k)]`` where
     ``E_k`` weighs b's bits +1 where k has a 1 and -1 where it has a 0 (so the sum
     reaches its maximum only when the 2-bit field equals k); the one-hot
     ``eqh[h] = [bits 2..4 == h and bits 5..31 == 0]`` and ``big``.
 
 layer0 + 1 (MLP 2)
-    shift stage 2, gated by the op bit: ``out_i += [xl_{i-4h} + eqh_h + shl >= 3]``,
-    ``out_i += [xr_{i+4h} + eqh_h + shr >= 3]``, sign fill ``[a31 + signed + eqh_h + shr
+    shift stage 2, gated by the op bit: ``out_i += [xs_{i-4h} + eqh_h + shl >= 3]``,
+    ``out_i += [xs_{i+4h} + eqh_h + shr >= 3]``, sign fill ``[a31 + signed + eqh_h + shr
     >= 4]`` to the bits ``i >= 32 - 4h`` (one gate per h, many outputs) and the clamp
     ``[a31 + signed + big + shr >= 4]`` to all 32 bits (amounts >= 32).
 
@@ -38,7 +39,7 @@ Every gate's input sum lies within [-30, 8] bit units.
 from __future__ import annotations
 
 from .mlp import eq_terms
-from .residual import Subspace
+from .residual import BIT, Subspace
 
 OPS = ("mov", "and", "or", "xor", "not", "shl", "shr", "selp")
 W = 32
@@ -49,9 +50,8 @@ def build_logic_family(plan, layer0: int, *, name: str, a: Subspace, b: Subspace
     """Build one logic/shift/select unit; returns the first MLP layer it leaves unused.
 
     Uses ``plan.mlp(layer0)`` (bitwise ops and shift stage 1) and, when a shift is
-    present, ``plan.mlp(layer0 + 1)`` (shift stage 2). Allocates ``{name}.xl``,
-    ``{name}.xr`` (32 each, only for the shifts present), ``{name}.eqh`` (8) and
-    ``{name}.big`` (1).
+    present, ``plan.mlp(layer0 + 1)`` (shift stage 2). Allocates ``{name}.xs`` (32),
+    ``{name}.eqh`` (8) and ``{name}.big`` (1).
     """
     for s, what in ((a, "a"), (b, "b"), (out, "out")):
         if len(s) != W:
@@ -97,21 +97,21 @@ def build_logic_family(plan, layer0: int, *, name: str, a: Subspace, b: Subspace
     for h in range(8):
         t, pc = eq_terms(hi, h)
         m1.gate(f"{name}.eqh[{h}]", t + [(d, -1) for d in upper], pc, [(eqh[h], 1.0)])
+    # one word holds a << k for shl and a >> k for shr (the op bit gates stage 1 too)
+    xl = xr = lay.alloc(f"{name}.xs", W, value_range=BIT)
     if has("shl"):
-        xl = lay.alloc(f"{name}.xl", W)
         for i in range(W):
             for k in range(min(i, 3) + 1):
                 t, pc = eq_terms(lo, k)
-                m1.gate(f"{name}.xl[{i}]<{k}", [(a[i - k], 1)] + t, 1 + pc, [(xl[i], 1.0)])
+                m1.gate(f"{name}.xl[{i}]<{k}", [(a[i - k], 1), (op["shl"], 1)] + t, 2 + pc, [(xl[i], 1.0)])
     if has("shr"):
-        xr = lay.alloc(f"{name}.xr", W)
         for i in range(W):
             for k in range(min(W - 1 - i, 3) + 1):
                 t, pc = eq_terms(lo, k)
-                m1.gate(f"{name}.xr[{i}]>{k}", [(a[i + k], 1)] + t, 1 + pc, [(xr[i], 1.0)])
+                m1.gate(f"{name}.xr[{i}]>{k}", [(a[i + k], 1), (op["shr"], 1)] + t, 2 + pc, [(xr[i], 1.0)])
         for k in range(1, 4):  # arithmetic fill of the top k bits
             t, pc = eq_terms(lo, k)
-            m1.gate(f"{name}.xr.fill{k}", [(a[W - 1], 1), (signed, 1)] + t, 2 + pc,
+            m1.gate(f"{name}.xr.fill{k}", [(a[W - 1], 1), (signed, 1), (op["shr"], 1)] + t, 3 + pc,
                     [(xr[i], 1.0) for i in range(W - k, W)])
 
     # ---- shift stage 2 (layer0 + 1) --------------------------------------------------

@@ -103,6 +103,8 @@ def resolve_nibbles(plan, layer0: int, *, name: str, nib: Subspace, ymax: list[i
                 outs.append((nib[n + 1], scale))
             L2.gate(f"{name}.h{n}.{q}", [(nib[n], inv)], 16 * q, outs)
     zmax = [min(15, ymax[n]) + (hmax[n - 1] if n else 0) for n in range(nn)]
+    for n in range(nn):  # what the nibbles hold from the split on, when dim reuse clears them
+        plan.layout.claim([nib[n]], 0.0, zmax[n] * scale)
 
     # ---- digit bookkeeping ------------------------------------------------------------
     # digit (n, s) sits at result position p = 4n + s, byte p // 8, weight 2^(p mod 8)

@@ -194,16 +194,27 @@ class CircuitPlan:
         }
 
     def weights(self) -> dict[str, mx.array]:
+        """Every parameter of the dense checkpoint, by its mlx-lm name."""
+        out: dict[str, mx.array] = {}
+        for part in self.weight_shards():
+            out.update(part)
+        return out
+
+    def weight_shards(self):
+        """The same parameters one part at a time: the embedding and final norm, then each
+        layer's. A 2B-shaped checkpoint is gigabytes; ``save_checkpoint`` writes the parts
+        as shards, so only one layer is ever dense in memory."""
         self.finalize()
         s, L = self.shape, self.levels
         if len(self.layers) < s.full_attention_interval:
             raise ValueError(f"mlx-lm needs at least {s.full_attention_interval} layers "
                              f"(num_hidden_layers < full_attention_interval raises there)")
-        if self.embedding is None and self.embedding_sparse is not None:
+        embedding = self.embedding
+        if embedding is None and self.embedding_sparse is not None:
             dims, Es = self.embedding_sparse
-            self.embedding = np.zeros((len(self.vocab), s.hidden), np.float32)
-            self.embedding[:, dims] = Es
-        if self.embedding is None or self.embedding.shape != (len(self.vocab), s.hidden):
+            embedding = np.zeros((len(self.vocab), s.hidden), np.float32)
+            embedding[:, dims] = Es
+        if embedding is None or embedding.shape != (len(self.vocab), s.hidden):
             raise ValueError("embedding table missing or of the wrong shape")
         H = s.hidden
         nw = np.full((H,), L.norm_weight(H), np.float32)
@@ -212,12 +223,10 @@ class CircuitPlan:
         if self.final_norm_dims is not None:
             fnw = np.zeros((H,), np.float32)
             fnw[np.asarray(self.final_norm_dims, dtype=np.int64)] = L.norm_weight(H)
-        out: dict[str, np.ndarray] = {pre + "embed_tokens.weight": self.embedding.astype(np.float32),
-                                      pre + "norm.weight": fnw}
+        yield {pre + "embed_tokens.weight": mx.array(embedding.astype(np.float32)), pre + "norm.weight": mx.array(fnw)}
         for i, lp in enumerate(self.layers):
             p = f"{pre}layers.{i}."
-            out[p + "input_layernorm.weight"] = nw
-            out[p + "post_attention_layernorm.weight"] = nw
+            out: dict[str, np.ndarray] = {p + "input_layernorm.weight": nw, p + "post_attention_layernorm.weight": nw}
             if s.is_linear(i):
                 mixer = lp.mixer or DeltaNetBuilder(self.layout, heads=s.linear_heads, key_dim=s.key_dim,
                                                     value_dim=s.value_dim, levels=L)
@@ -236,7 +245,7 @@ class CircuitPlan:
             out[p + "mlp.gate_proj.weight"] = g
             out[p + "mlp.up_proj.weight"] = u
             out[p + "mlp.down_proj.weight"] = d
-        return {k: mx.array(v) for k, v in out.items()}
+            yield {k: mx.array(v) for k, v in out.items()}
 
     def usage(self) -> list[dict]:
         """Per layer: residual dims, heads and MLP units actually used (for sparse execution)."""

@@ -35,7 +35,7 @@ from .assemble import CircuitPlan, Shape
 from .deltanet import CURRENT
 from .levels import DEFAULT_LEVELS, Levels
 from .mlp import eq_terms
-from .residual import ResidualLayout, Subspace
+from .residual import BIT, ResidualLayout, Subspace
 from .schedule import ScheduleError, gate_alaps, heads_seen, spread_heads, spread_mlps
 from .sizing import QWEN35_2B
 from .control import EN_BITS, ST_BITS, ST_DEPTH, ST_MASK, ST_READY, Control
@@ -47,6 +47,7 @@ MEM_WORD_BITS = 7  # binary digits of a memory word index
 MLP_UNITS = QWEN35_2B.intermediate  # every MLP is spread to Qwen3.5-2B's width
 LINEAR_HEADS = QWEN35_2B.linear_heads  # and heads towards its heads per layer
 OPNDS = ("a", "b", "c", "d")
+EARLY_OPNDS = ("a", "b", "c")  # read before the ALU; d (the destination's old value) just before the merge
 PREDOPS = ("guard", "p0", "p1", "pold")
 
 
@@ -92,8 +93,8 @@ class MachineCircuit:
         self.layer(layer)
         return self.plan.mlp(layer).gate(name, terms, theta, outputs)
 
-    def alloc(self, name: str, width: int) -> Subspace:
-        return self.lay.alloc(name, width)
+    def alloc(self, name: str, width: int, **kw) -> Subspace:
+        return self.lay.alloc(name, width, **kw)
 
     def head(self, layer: int, name: str, rows: int, bits: int):
         self.layer(layer)
@@ -185,9 +186,13 @@ class MachineCircuit:
         self.ctl.early(2)
         L = 2
         slots = []
+        self.slot_end = []  # per slot: the first layer that sees its results
         for s in range(m.slots_per_block):
+            if s:
+                self.fetch_slot(s, L)
             io, L = self.slot(s, L, slots)
             slots.append(io)
+            self.slot_end.append(L)
         L = self.ctl.late(L, slots)
         L = self.latch(L, slots)
         L = self.emit(L)
@@ -243,14 +248,19 @@ class MachineCircuit:
                list(self.ctx_hdr_vs.dims) + list(self.ctx_hdr_vl.dims) + list(self.ctx_hdr_mem.dims)
                + list(self.ctx_hdr_ent.dims) + list(self.ctx_hdr_wst.dims))
 
-    def fetch(self, L: int) -> None:
-        """ROM read (query: ctx.block), field decoders, register/predicate write keys."""
-        m, t, v = self.m, self.t, self.vocab
-        P = v.pieces
-        self.rom = []
-        for p in range(P):
-            h = self.head(L, f"rom.piece{p}", m.rom_blocks, 32)
-            out = self.alloc(f"rom.piece{p}", 32)
+    def read_rom(self, L: int, name: str, pieces: dict[int, list[int]]) -> dict[int, int]:
+        """ROM heads at layer ``L`` (query: ctx.block), one per piece, reading the listed bits.
+
+        Every head keeps its own copy of the program (the PROG records write them all), so a
+        slot's fields can be read just before the slot instead of all at the start: the
+        raw bits then stay in the residual for a few layers, not for the whole pass.
+        Returns ROM bit position (piece * 32 + bit) -> residual dim.
+        """
+        m, t = self.m, self.t
+        dims = {}
+        for p, bits in pieces.items():
+            h = self.head(L, f"{name}.piece{p}", m.rom_blocks, 32)
+            out = self.alloc(f"{name}.piece{p}", len(bits))
             for b in range(m.rom_blocks):
                 # key row b from the PROG(block, piece) header 3 tokens back, decoded by the SiLU
                 bt, bth = eq_terms(t.prog_block.dims, b)
@@ -260,62 +270,93 @@ class MachineCircuit:
             for j in range(3):
                 for i in range(CHUNK_BITS[j]):
                     h.value_bit(CHUNK_SHIFT[j] + i, t.chunk[j][i], tap=1 + j)
-            for i in range(32):
-                h.read_bit(i, out[i])
-            self.rom.append(out)
-        # raw field dims
-        self.f = []
-        for s in range(m.slots_per_block):
-            fields = {}
-            for name, (off, w) in SLOT_FIELDS.items():
-                dims = []
+            for k, i in enumerate(bits):
+                h.read_bit(i, out[k])
+                dims[p * 32 + i] = out[k]
+        return dims
+
+    @staticmethod
+    def slot_positions(s: int, names=None) -> dict[int, list[int]]:
+        """piece -> ROM bit positions in it of slot ``s``'s fields (``names``: only those)."""
+        out: dict[int, list[int]] = {}
+        for name, (off, w) in SLOT_FIELDS.items():
+            if names is None or name in names:
                 for i in range(w):
                     pos = s * SLOT_BITS + off + i
-                    dims.append(self.rom[pos // 32][pos % 32])
-                fields[name] = dims
-            self.f.append(fields)
-        tb = term_piece(m)
-        self.tf = {name: [self.rom[tb][off + i] for i in range(w)] for name, (off, w) in TERM_FIELDS.items()}
-        pb = pfinal_piece(m)
-        self.pfinal = [[self.rom[pb][4 * p + i] for i in range(4)] for p in range(m.preds)]
+                    out.setdefault(pos // 32, []).append(pos % 32)
+        return {p: sorted(b) for p, b in sorted(out.items())}
 
-        # decoders (MLP of layer L): op one-hots, source one-hots, etc.
-        self.op = []
-        self.src = []
-        self.psrc = []
-        for s in range(m.slots_per_block):
-            f = self.f[s]
-            ops = {}
-            for code, op in enumerate(OPCODES):
-                if op is None:
-                    continue
-                d = self.alloc(f"dec.s{s}.op.{op.value}", 1)[0]
-                terms, th = eq_terms(f["op"], code)
-                self.gate(L, f"dec.s{s}.op{code}", terms, th, [(d, 1)])
-                ops[op] = d
-            for name, values in (("cmp", CMPS), ("mode", MODES)):
-                sp = self.alloc(f"dec.s{s}.{name}", len(values))
-                for code in range(len(values)):
-                    terms, th = eq_terms(f[name], code)
-                    self.gate(L, f"dec.s{s}.{name}{code}", terms, th, [(sp[code], 1)])
-                ops[name] = sp
-            self.op.append(ops)
-            srcs = {}
-            for X in OPNDS:
-                sp = self.alloc(f"dec.s{s}.src_{X}", 32)  # one-hot over the 5-bit code
-                for code in range(1, SRC_SCALED + len(SCALED_SPECIALS)):
-                    terms, th = eq_terms(f[f"src_{X}"], code)
-                    self.gate(L, f"dec.s{s}.src_{X}{code}", terms, th, [(sp[code], 1)])
-                srcs[X] = sp
-            self.src.append(srcs)
-            ps = {}
-            for X in PREDOPS:
-                sp = self.alloc(f"dec.s{s}.{X}", 16)
-                for code in range(0, PSRC_FWD + m.slots_per_block):
-                    terms, th = eq_terms(f[X], code)
-                    self.gate(L, f"dec.s{s}.{X}{code}", terms, th, [(sp[code], 1)])
-                ps[X] = sp
-            self.psrc.append(ps)
+    def slot_fields(self, s: int, rom: dict[int, int], names=None) -> dict[str, list[int]]:
+        return {name: [rom[s * SLOT_BITS + off + i] for i in range(w)]
+                for name, (off, w) in SLOT_FIELDS.items() if names is None or name in names}
+
+    def decode_slot(self, s: int, L: int) -> None:
+        """Slot ``s``'s field decoders (MLP of layer ``L``): op, cmp, mode, source one-hots."""
+        m, f = self.m, self.f[s]
+        ops = {}
+        for code, op in enumerate(OPCODES):
+            if op is None:
+                continue
+            d = self.alloc(f"dec.s{s}.op.{op.value}", 1)[0]
+            terms, th = eq_terms(f["op"], code)
+            self.gate(L, f"dec.s{s}.op{code}", terms, th, [(d, 1)])
+            ops[op] = d
+        for name, values in (("cmp", CMPS), ("mode", MODES)):
+            sp = self.alloc(f"dec.s{s}.{name}", len(values))
+            for code in range(len(values)):
+                terms, th = eq_terms(f[name], code)
+                self.gate(L, f"dec.s{s}.{name}{code}", terms, th, [(sp[code], 1)])
+            ops[name] = sp
+        self.op[s] = ops
+        srcs = {}
+        for X in OPNDS:
+            sp = self.alloc(f"dec.s{s}.src_{X}", 32)  # one-hot over the 5-bit code
+            for code in range(1, SRC_SCALED + len(SCALED_SPECIALS)):
+                terms, th = eq_terms(f[f"src_{X}"], code)
+                self.gate(L, f"dec.s{s}.src_{X}{code}", terms, th, [(sp[code], 1)])
+            srcs[X] = sp
+        self.src[s] = srcs
+        ps = {}
+        for X in PREDOPS:
+            sp = self.alloc(f"dec.s{s}.{X}", 16)
+            for code in range(0, PSRC_FWD + m.slots_per_block):
+                terms, th = eq_terms(f[X], code)
+                self.gate(L, f"dec.s{s}.{X}{code}", terms, th, [(sp[code], 1)])
+            ps[X] = sp
+        self.psrc[s] = ps
+
+    def fetch_slot(self, s: int, Lm: int) -> None:
+        """Read and decode slot ``s``'s fields (s > 0) just below its register reads at ``Lm``."""
+        R = self.free_linear_layer(Lm, len(EARLY_OPNDS) * self.m.lanes)
+        Lr = self.free_linear_layer(R - 1, SLOT_BITS // 32)
+        rom = self.read_rom(Lr, f"rom.s{s}", self.slot_positions(s))
+        dst = self.f[s]["dst"]  # read at the start, for the register-write keys
+        self.f[s] = self.slot_fields(s, rom)
+        self.f[s]["dst"] = dst
+        self.decode_slot(s, Lr)
+
+    def fetch(self, L: int) -> None:
+        """ROM read (query: ctx.block), field decoders, register/predicate write keys.
+
+        Slot 0, the terminator and the final predicates are read here; later slots only
+        their destinations (every slot's register-write key needs them from the start),
+        the rest in ``fetch_slot``.
+        """
+        m, t = self.m, self.t
+        S = m.slots_per_block
+        early = self.slot_positions(0)
+        for s in range(1, S):
+            for p, bits in self.slot_positions(s, ("dst",)).items():
+                early.setdefault(p, []).extend(bits)
+        tb, pb = term_piece(m), pfinal_piece(m)
+        for p in (tb, pb):
+            early[p] = list(range(32))
+        rom = self.read_rom(L, "rom", {p: sorted(set(b)) for p, b in sorted(early.items())})
+        self.f = [self.slot_fields(0, rom)] + [self.slot_fields(s, rom, ("dst",)) for s in range(1, S)]
+        self.tf = {name: [rom[tb * 32 + off + i] for i in range(w)] for name, (off, w) in TERM_FIELDS.items()}
+        self.pfinal = [[rom[pb * 32 + 4 * p + i] for i in range(4)] for p in range(m.preds)]
+        self.op, self.src, self.psrc = [None] * S, [None] * S, [None] * S
+        self.decode_slot(0, L)
         # terminator and pfinal decoders
         self.t_kind = {}
         for code, kind in enumerate(TERM_KINDS):
@@ -334,19 +375,11 @@ class MachineCircuit:
                 terms, th = eq_terms(self.pfinal[p], code)
                 self.gate(L, f"dec.pfinal{p}.{code}", terms, th, [(sp[code], 1)])
             self.t_pfinal.append(sp)
-        # sign-extended memory offsets
-        self.off32 = []
-        for s in range(m.slots_per_block):
-            sp = self.alloc(f"dec.s{s}.offset32", 32)
-            bits = self.f[s]["offset"]
-            for i in range(32):
-                self.gate(L, f"dec.s{s}.off{i}", [(bits[min(i, 9)], 1)], 1, [(sp[i], 1)])
-            self.off32.append(sp)
         # register-write keys: VAL(s, l) header -> row (w, dst of slot s) in lane l's heads.
         # The MLP picks the destination of the slot the header names (4 dims); the heads'
         # own SiLU decodes (dst, warp, lane) into the one-hot key (``decoded_key``).
         self.val_dst = self.alloc("val.dst", len(self.f[0]["dst"]))
-        for s in range(m.slots_per_block):
+        for s in range(S):
             for i, d in enumerate(self.f[s]["dst"]):
                 self.gate(L, f"val.dst.s{s}b{i}", [(t.val_slot[s], 1), (d, 1)], 2, [(self.val_dst[i], 1)])
         # predicate-write keys: PVAL(l) -> row w in lane l's predicate heads
@@ -356,7 +389,6 @@ class MachineCircuit:
                 self.gate(L, f"pkey.l{lane}w{w}", [(t.pval_lane[lane], 1), (self.ctx_w[w], 1)], 2,
                           [(self.pkey[lane][w], 1)])
         # VAL(s, l) header currently open (for emission): slot x lane one-hot
-        S = m.slots_per_block
         for s in range(S):
             for lane in range(m.lanes):
                 self.gate(L, f"hdr.val.s{s}l{lane}", [(self.ctx_hdr_vs[s], 1), (self.ctx_hdr_vl[lane], 1)], 2,
@@ -375,6 +407,16 @@ class MachineCircuit:
                 h.read_bit(i, out[i])
             self.pfile.append(out)
 
+    def linear_with_room(self, lo: int, need: int) -> int:
+        """The first linear layer at or after ``lo`` with ``need`` free heads."""
+        L = self.linear_at_or_after(lo)
+        while True:
+            self.layer(L)
+            mixer = self.plan.layers[L].mixer
+            if (len(mixer.heads) if mixer else 0) + need <= min(self.plan.shape.linear_heads, LINEAR_HEADS):
+                return L
+            L = self.linear_at_or_after(L + 1)
+
     def free_linear_layer(self, hi: int, need: int, lo: int = 2) -> int:
         """The latest linear layer in [lo, hi] with ``need`` free heads."""
         for L in range(hi, lo - 1, -1):
@@ -386,16 +428,16 @@ class MachineCircuit:
                     return L
         raise ValueError(f"no linear layer in {lo}..{hi} has {need} free heads")
 
-    def register_reads(self, s: int, layer: int) -> dict:
-        """Lane heads holding the register file; read operands of slot s by ``layer``."""
+    def register_reads(self, s: int, layer: int, opnds=EARLY_OPNDS) -> dict:
+        """Lane heads holding the register file; read operands ``opnds`` of slot s by ``layer``."""
         m, t = self.m, self.t
         R = m.regs
         outs = {}
-        L = self.free_linear_layer(layer, len(OPNDS) * m.lanes)
-        for X in OPNDS:
+        L = self.free_linear_layer(layer, len(opnds) * m.lanes)
+        for X in opnds:
             for lane in range(m.lanes):
                 h = self.head(L, f"reg.s{s}.{X}.lane{lane}", m.max_warps * R, 32)
-                out = self.alloc(f"opnd.s{s}.{X}.lane{lane}", 32)
+                out = self.alloc(f"opnd.s{s}.{X}.lane{lane}", 32, value_range=BIT)
                 for w in range(m.max_warps):
                     for r in range(1, R):  # row 0 reads 0: never written, never read
                         terms, th = eq_terms(self.val_dst.dims, r)
@@ -433,31 +475,35 @@ class MachineCircuit:
             return [(self.ctx_cta[bit], 1)] if bit < self.ctx_cta.width else []
         raise KeyError(name)
 
-    def slot(self, s: int, Lm: int, prev: list) -> tuple[SlotIO, int]:
-        m = self.m
-        N = m.lanes
-        f, op, src, psrc = self.f[s], self.op[s], self.src[s], self.psrc[s]
-        opnd = self.register_reads(s, Lm)
-        # ---- operand mux (MLP of Lm): immediates, specials, forwarded results
+    def operand_mux(self, s: int, L: int, opnd: dict, prev: list) -> None:
+        """Operands that are no register (MLP of ``L``): immediates, specials, forwarded results."""
+        f, src = self.f[s], self.src[s]
         for (X, lane), out in opnd.items():
             sel = src[X]
             for i in range(32):
-                self.gate(Lm, f"mux.s{s}{X}l{lane}.imm{i}", [(sel[SRC_IMM], 1), (f["imm"][i], 1)], 2, [(out[i], 1)])
+                self.gate(L, f"mux.s{s}{X}l{lane}.imm{i}", [(sel[SRC_IMM], 1), (f["imm"][i], 1)], 2, [(out[i], 1)])
                 specials = [(SRC_SPECIAL + k, nm) for k, nm in enumerate(SPECIAL_REGISTERS)]
                 specials += [(SRC_SCALED + k, nm) for k, nm in enumerate(SCALED_SPECIALS)]
                 for code, name in specials:
                     terms = self.special_bit(name, lane, i)
                     if terms:
-                        self.gate(Lm, f"mux.s{s}{X}l{lane}.sp{code}b{i}", [(sel[code], 1)] + terms, 2,
+                        self.gate(L, f"mux.s{s}{X}l{lane}.sp{code}b{i}", [(sel[code], 1)] + terms, 2,
                                   [(out[i], 1)])
                 for k, pv in enumerate(prev):
-                    self.gate(Lm, f"mux.s{s}{X}l{lane}.fwd{k}b{i}", [(sel[SRC_FWD + k], 1), (pv.res[lane][i], 1)], 2,
+                    self.gate(L, f"mux.s{s}{X}l{lane}.fwd{k}b{i}", [(sel[SRC_FWD + k], 1), (pv.res[lane][i], 1)], 2,
                               [(out[i], 1)])
+
+    def slot(self, s: int, Lm: int, prev: list) -> tuple[SlotIO, int]:
+        m = self.m
+        N = m.lanes
+        f, op, src, psrc = self.f[s], self.op[s], self.src[s], self.psrc[s]
+        opnd = self.register_reads(s, Lm)
+        self.operand_mux(s, Lm, opnd, prev)
         # predicate operands (value after negation)
         pval = {}
         for X in PREDOPS:
             for lane in range(N):
-                d = self.alloc(f"pop.s{s}.{X}.lane{lane}", 1)[0]
+                d = self.alloc(f"pop.s{s}.{X}.lane{lane}", 1, value_range=BIT)[0]
                 sel = psrc[X]
                 neg = f.get(f"{X}_neg", [None])[0]
                 sources = [(PSRC_FILE + i, self.pfile[lane][i]) for i in range(m.preds)]
@@ -473,8 +519,8 @@ class MachineCircuit:
                 pval[(X, lane)] = d
         # ---- ALU (from Lm + 1)
         A = Lm + 1
-        alu = [self.alloc(f"alu.s{s}.lane{lane}", 32) for lane in range(N)]
-        palu = [self.alloc(f"palu.s{s}.lane{lane}", 1)[0] for lane in range(N)]
+        alu = [self.alloc(f"alu.s{s}.lane{lane}", 32, value_range=BIT) for lane in range(N)]
+        palu = [self.alloc(f"palu.s{s}.lane{lane}", 1, value_range=BIT)[0] for lane in range(N)]
         ends = []
         for lane in range(N):
             a, b, c = opnd[("a", lane)], opnd[("b", lane)], opnd[("c", lane)]
@@ -518,7 +564,7 @@ class MachineCircuit:
         W = m.mem_words
         if W > 1 << MEM_WORD_BITS:
             raise ValueError(f"{W} memory words need more than {MEM_WORD_BITS} word-address bits")
-        word = [self.alloc(f"memw.s{s}.lane{lane}", MEM_WORD_BITS) for lane in range(N)]
+        word = [self.alloc(f"memw.s{s}.lane{lane}", MEM_WORD_BITS, value_range=BIT) for lane in range(N)]
         valid = [self.alloc(f"memok.s{s}.lane{lane}", 1)[0] for lane in range(N)]  # 0 <= S < 4W
         aligned = [self.alloc(f"memal.s{s}.lane{lane}", 1)[0] for lane in range(N)]  # S % 4 == 0
         fault = self.alloc(f"fault.s{s}", 1)[0]
@@ -553,7 +599,7 @@ class MachineCircuit:
             self.gate(A, f"executed.s{s}l{lane}", [(self.ctx_m[lane], 1), (pval[("guard", lane)], 1)], 2,
                       [(executed[lane], 1)])
         Lr = self.linear_at_or_after(A + 1)
-        memval = [self.alloc(f"memval.s{s}.lane{lane}", 32) for lane in range(N)]
+        memval = [self.alloc(f"memval.s{s}.lane{lane}", 32, value_range=BIT) for lane in range(N)]
         for lane in range(N):
             h = self.head(Lr, f"mem.s{s}.lane{lane}", W, 32)
             for w_ in range(W):
@@ -596,8 +642,8 @@ class MachineCircuit:
             for k in range(lane + 1, N):
                 self.gate(Lq, f"atom.later.s{s}.{lane}{k}", [(eqm[(lane, k)], 1), (executed[k], 1)], 2,
                           [(later[lane], 1)])
-        old = [self.alloc(f"atom.old.s{s}.lane{lane}", 32) for lane in range(N)]
-        new = [self.alloc(f"atom.new.s{s}.lane{lane}", 32) for lane in range(N)]
+        old = [self.alloc(f"atom.old.s{s}.lane{lane}", 32, value_range=BIT) for lane in range(N)]
+        new = [self.alloc(f"atom.new.s{s}.lane{lane}", 32, value_range=BIT) for lane in range(N)]
         is_atom = op[Op.ATOM_ADD]
         qends = []
         for lane in range(N):
@@ -607,11 +653,18 @@ class MachineCircuit:
             qends.append(build_multi_add(self.plan, Lq, name=f"atom.new.s{s}l{lane}",
                                          terms=terms + [(opnd[("b", lane)], None)], out=new[lane], enable=is_atom))
         Lmg = max(qends + [La])
+        # d, the destination's old value, only the merge reads: read it just below the merge,
+        # unless it may come forwarded from earlier slots of the last slot (their results
+        # would then stay in the residual through this slot's ALU)
+        late_d = s < m.slots_per_block - 1 or not prev
+        Ld = self.free_linear_layer(Lmg - 1, N, lo=Lm) if late_d else Lm
+        opnd.update(self.register_reads(s, Ld, ("d",)))
+        self.operand_mux(s, Ld if late_d else Lm, {k: v for k, v in opnd.items() if k[0] == "d"}, prev)
         # ---- merge: result where the guard holds, the old value where it fails
-        res = [self.alloc(f"res.s{s}.lane{lane}", 32) for lane in range(N)]
-        pres = [self.alloc(f"pres.s{s}.lane{lane}", 1)[0] for lane in range(N)]
+        res = [self.alloc(f"res.s{s}.lane{lane}", 32, value_range=BIT) for lane in range(N)]
+        pres = [self.alloc(f"pres.s{s}.lane{lane}", 1, value_range=BIT)[0] for lane in range(N)]
         mem_present = [self.alloc(f"mem.present.s{s}.lane{lane}", 1)[0] for lane in range(N)]
-        mem_value = [self.alloc(f"mem.value.s{s}.lane{lane}", 32) for lane in range(N)]
+        mem_value = [self.alloc(f"mem.value.s{s}.lane{lane}", 32, value_range=BIT) for lane in range(N)]
         for lane in range(N):
             g = pval[("guard", lane)]
             d_ = opnd[("d", lane)]
@@ -642,7 +695,7 @@ class MachineCircuit:
         m, t, ctl = self.m, self.t, self.ctl
         N, S = m.lanes, m.slots_per_block
         L = self.linear_at_or_after(L)
-        self.l_res, self.l_mem_value, self.l_mem_meta = {}, {}, {}
+        self.l_mem_meta = {}
 
         def latch(name, sources):
             nonlocal L
@@ -660,11 +713,23 @@ class MachineCircuit:
             self.one_row_reader(h)
             return out
 
+        # register and memory values: one head per record, read only while the last record
+        # header names it, all into one 32-bit bus; they sit right after their slot, so the
+        # slot's results need not stay in the residual until the emission layers
+        self.l_value = self.alloc("latch.value", 32, value_range=BIT)
         for s in range(S):
+            io = slots[s]
+            for kind, srcs, hdrs in (("res", io.res, self.ctx_hdr_val), ("memv", io.mem_value, self.ctx_hdr_mem)):
+                Ls = self.linear_with_room(self.slot_end[s], N)
+                for lane in range(N):
+                    src, hdr = srcs[lane], hdrs[s * N + lane]
+                    h = self.head(Ls, f"latch.{kind}.s{s}l{lane}", 1, len(src))
+                    h.key(0, t.kind["EXEC"], CURRENT)
+                    for i, d in enumerate(src.dims):
+                        h.value_bit(i, d, CURRENT)
+                        h.read_bit(i, self.l_value[i])
+                    self.decoded_query(h, 0, [(hdr, 1)], 1)
             for lane in range(N):
-                io = slots[s]
-                self.l_res[(s, lane)] = latch(f"latch.res.s{s}l{lane}", list(io.res[lane].dims))
-                self.l_mem_value[(s, lane)] = latch(f"latch.memv.s{s}l{lane}", list(io.mem_value[lane].dims))
                 self.l_mem_meta[(s, lane)] = latch(f"latch.memm.s{s}l{lane}",
                                                    list(io.mem_word[lane].dims) + [io.mem_present[lane]])
         self.l_pfin = latch("latch.pfin", [d for lane in range(N) for d in self.pfin[lane].dims])
@@ -805,22 +870,18 @@ class MachineCircuit:
         # chunks of the open record: value bit of the item named by the last header
 
         def value_sources(bit):
-            """(header dim, extra condition terms, value term) per record kind for one payload bit."""
-            out = []
-            for s in range(S):
-                for lane in range(N):
-                    out.append((self.ctx_hdr_val[s * N + lane], [], (self.l_res[(s, lane)][bit], 1)))
-                    out.append((self.ctx_hdr_mem[s * N + lane], [], (self.l_mem_value[(s, lane)][bit], 1)))
+            """Condition-and-value terms, one list per source of one payload bit."""
+            out = [[(self.l_value[bit], 1)]]  # VAL and MEM records: the bus holds the named one
             for k in range(ENT_ITEMS):
                 if bit < EN_BITS:
-                    out.append((self.ctx_hdr_ent[k], [], (self.l_ent[k][bit], 1)))
+                    out.append([(self.ctx_hdr_ent[k], 1), (self.l_ent[k][bit], 1)])
             for w in range(W):
                 if bit < ST_BITS:
-                    out.append((self.ctx_hdr_wst[w], [(ph, -1)], (self.l_wst[w][bit], 1)))
+                    out.append([(self.ctx_hdr_wst[w], 1), (ph, -1), (self.l_wst[w][bit], 1)])
                     if bit in (ST_READY, ST_DEPTH):
-                        out.append((self.ctx_hdr_wst[w], [(ph, 1)], (self.ONE, 1.0 / self.K)))
+                        out.append([(self.ctx_hdr_wst[w], 1), (ph, 1), (self.ONE, 1.0 / self.K)])
                     elif ST_MASK <= bit < ST_MASK + N:
-                        out.append((self.ctx_hdr_wst[w], [(ph, 1)], (ctl.exist[w][bit - ST_MASK], 1)))
+                        out.append([(self.ctx_hdr_wst[w], 1), (ph, 1), (ctl.exist[w][bit - ST_MASK], 1)])
             return out
 
         for c in range(3):
@@ -828,10 +889,9 @@ class MachineCircuit:
             emit_class(f"em.chunk{c}", kind, [(mid[c], 1)], 1)
             for i in range(CHUNK_BITS[c]):
                 bit = CHUNK_SHIFT[c] + i
-                for q, (hdr, extra, val) in enumerate(value_sources(bit)):
-                    terms = [(mid[c], 1), (hdr, 1), val] + extra
-                    th = 3 + sum(1 for _, w_ in extra if w_ > 0)
-                    emit_field(f"em.ch{c}.b{i}.{q}", kind, "value", i, terms, th)
+                for q, src in enumerate(value_sources(bit)):
+                    th = 1 + sum(1 for _, w_ in src if w_ > 0)
+                    emit_field(f"em.ch{c}.b{i}.{q}", kind, "value", i, [(mid[c], 1)] + src, th)
         # after the last record of an EXEC step: the latched next token
         nk = self.l_next
         K_EXEC, K_CTA, K_STOP, K_F0, K_F1, K_F2 = (11 + i for i in range(6))

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
+BIT = (0.0, 1.0)  # ``value_range`` of a value that is 0 or 1 at every pass
+
+
 @dataclass(frozen=True)
 class Subspace:
     name: str
@@ -48,6 +51,7 @@ class ResidualLayout:
     spaces: dict[str, Subspace] = field(default_factory=dict)
     scale_class: dict[int, int] = field(default_factory=dict)
     references: dict[int, tuple[int, float]] = field(default_factory=dict)  # class -> (dim, weight)
+    ranges: dict[int, tuple[float, float]] = field(default_factory=dict)  # dim -> (lo, hi) its value keeps to
     _next: int = 0
 
     def __post_init__(self):
@@ -59,7 +63,13 @@ class ResidualLayout:
         """(dim, weight) whose product is the constant 1 at scale class ``cls``."""
         return self.references.get(cls, (self.ONE, 1.0 / K))
 
-    def alloc(self, name: str, width: int) -> Subspace:
+    def alloc(self, name: str, width: int, *, value_range: tuple[float, float] | None = None) -> Subspace:
+        """``width`` fresh dims named ``name``.
+
+        ``value_range`` is what the builder knows about the value (``BIT``: it is 0 or 1 at
+        every pass, as a one-hot selection of bits is), tighter than its writers' weights
+        say; dim reuse (``compiler.reuse``) clears it with that many steps.
+        """
         if name in self.spaces:
             raise ValueError(f"residual subspace {name!r} allocated twice")
         if self._next + width > self.hidden:
@@ -67,8 +77,15 @@ class ResidualLayout:
                              f"{self.hidden - self._next} of {self.hidden} left")
         s = Subspace(name, self._next, width)
         self.spaces[name] = s
+        if value_range is not None:
+            self.claim(s.dims, *value_range)
         self._next += width
         return s
+
+    def claim(self, dims, lo: float, hi: float) -> None:
+        """Record that the value of each of ``dims`` stays in [lo, hi] (see ``alloc``)."""
+        for d in dims:
+            self.ranges[int(d)] = (float(lo), float(hi))
 
     def __getitem__(self, name: str) -> Subspace:
         return self.spaces[name]

@@ -39,6 +39,9 @@ from .assemble import CircuitPlan
 from .mlp import Gate
 
 CLEAR_RANGE = 64  # the most clear gates one value may need (hi - lo)
+GATE_RESIDUE, HEAD_RESIDUE = 1e-6, 5e-4  # relative residue a clear leaves (see ``_residue``)
+RESIDUE_TOLERANCE = 0.02  # most a reader's decision may move (of 0.5) from residues in its inputs
+SENSITIVE = 16.0  # a reader weight above which a value keeps off dims that held head outputs
 
 
 @dataclass
@@ -62,7 +65,9 @@ def _lives(plan: CircuitPlan):
     gate_w: dict[int, list] = defaultdict(list)  # dim -> output weights of MLP writers
     head_w: dict[int, list] = defaultdict(list)  # dim -> read weights of head writers
     plain: set[int] = set()  # dims a plain key or query reads
+    gain: dict[int, float] = defaultdict(float)  # dim -> largest weight a reader's decision gives it
     one2 = plan.layout.ONE2
+    G = plan.levels.decode_gain
 
     def seen(d, t):
         vis[d] = min(vis.get(d, t), t)
@@ -84,26 +89,42 @@ def _lives(plan: CircuitPlan):
                 decoded_k = any(d == one2 for _, d, _, _ in h.key_terms)
                 if not decoded_q:
                     plain.update(d for _, d, _ in h.query_terms)
+                else:
+                    for _, d, w in h.query_terms:
+                        gain[d] = max(gain[d], abs(w) / G)
                 if not decoded_k:
                     plain.update(d for _, d, _, _ in h.key_terms)
+                else:
+                    for _, d, _, w in h.key_terms:
+                        gain[d] = max(gain[d], abs(w) / G)
         if lp.mlp is not None:
             for g in lp.mlp.gates:
-                for d, _ in g.terms:
+                for d, w in g.terms:
                     read(d, 2 * i + 1)
+                    gain[d] = max(gain[d], abs(w))
                 for d, w in g.outputs:
                     seen(d, 2 * i + 2)
                     gate_w[d].append(w)
     for d in plan.final_norm_dims or []:
         read(int(d), 2 * L)
-    return vis, end, gate_w, head_w, plain
+    return vis, end, gate_w, head_w, plain, gain
 
 
-def _clear_steps(d: int, cls: dict, gate_w: dict, head_w: dict) -> list | None:
+def _residue(steps: list, from_head: bool) -> float:
+    """Bound on what clearing a value leaves in its dim: a relative error of its largest
+    magnitude, float32 rounding for gate outputs, the read path's RMSNorm epsilon for a
+    head's (measured about 2e-4 on a bit; the bound allows for more)."""
+    mag = max(k * abs(w) for _, k, w in steps)
+    return mag * (HEAD_RESIDUE if from_head else GATE_RESIDUE)
+
+
+def _clear_steps(d: int, cls: dict, gate_w: dict, head_w: dict, ranges: dict) -> list | None:
     """(input weight, k, output weight) clear gates for dim d, or None if it cannot be cleared.
 
     Every writer adds an integer weight times a 0/1 decision (a head read of a stored bit
     counts as weight 1), so the value is an integer in [lo, hi], the sums of the negative
-    and positive weights; the staircase clears each one of them.
+    and positive weights, narrowed to what its builder claimed (``ResidualLayout.alloc``'s
+    ``value_range``); the staircase clears each one of them.
     """
     if cls.get(d) != 2:
         return None
@@ -115,6 +136,9 @@ def _clear_steps(d: int, cls: dict, gate_w: dict, head_w: dict) -> list | None:
         return None
     hi = int(sum(w for w in ws if w > 0) / u)
     lo = int(sum(w for w in ws if w < 0) / u)
+    if d in ranges:
+        r_lo, r_hi = ranges[d]
+        hi, lo = min(hi, math.floor(r_hi / u + 1e-6)), max(lo, math.ceil(r_lo / u - 1e-6))
     if hi - lo > CLEAR_RANGE:
         return None
     return [(1 / u, k, -u) for k in range(1, hi + 1)] + [(-1 / u, k, u) for k in range(1, -lo + 1)]
@@ -129,51 +153,67 @@ def reuse_dims(plan: CircuitPlan, *, units: int | None = None) -> Reuse:
     """
     plan.finalize()
     lay = plan.layout
-    vis, end, gate_w, head_w, plain = _lives(plan)
+    vis, end, gate_w, head_w, plain, gain = _lives(plan)
     cls = lay.scale_class
     fixed = {int(d) for d in plan.embedding_dims()} | {lay.ONE, lay.ONE1, lay.ONE2}
+    dead = {d for d in vis if end.get(d, -1) < 0 and d not in fixed}  # written, never read: the writes go
     phys: list[list | None] = []  # per physical dim: the clear steps of the value it holds now
+    residue: list[float] = []  # per physical dim: bound on what its clears have left behind
+    from_head: list[bool] = []  # per physical dim: a head writes the value it holds now
     mapping: dict[int, int] = {}
     clears: list[tuple[int, int, list]] = []  # (MLP layer, physical dim, steps)
-    by_start = sorted(vis, key=lambda d: (vis[d], d))  # written (or embedded) dims, first seen first
+    by_start = sorted(set(vis) - dead, key=lambda d: (vis[d], d))  # written (or embedded) dims, first seen first
     cap = units or plan.shape.intermediate
     room = [cap - (lp.mlp.units if lp.mlp is not None else 0) for lp in plan.layers]
-    free_at: list[tuple[int, int]] = []  # heap of (first clear layer, physical dim) holding a dead clearable value
+    # dead clearable values, as heaps of (first clear layer, physical dim): "dirty" dims hold
+    # a residue too large for a sensitive reader (a weight above SENSITIVE), so those go
+    # to the other values first and the clean dims stay for the sensitive ones
+    free_at: dict[bool, list[tuple[int, int]]] = {False: [], True: []}
     for d in by_start:
-        steps = None if d in fixed else _clear_steps(d, cls, gate_w, head_w)
+        steps = None if d in fixed else _clear_steps(d, cls, gate_w, head_w, lay.ranges)
         p = None
         if d not in fixed and d not in plain and vis[d] >= 0:
             # a dead value whose clear gates fit an MLP that reads after its last reader and
             # before this value is seen (2x + 1 < vis): the oldest first
-            tried = []
-            while free_at and p is None:
-                c, q = heapq.heappop(free_at)
-                if 2 * c + 1 >= vis[d]:
-                    tried.append((c, q))
-                    break  # the heap's smallest is too late: all are
-                need = 2 * len(phys[q])
-                x = next((x for x in range(c, (vis[d] - 2) // 2 + 1) if room[x] >= need), None)
-                if x is None:
-                    tried.append((c, q))
-                    continue
-                room[x] -= need
-                clears.append((x, q, phys[q]))
-                p = q
-            for item in tried:
-                heapq.heappush(free_at, item)
+            for dirty in ((True, False) if gain.get(d, 0.0) <= SENSITIVE else (False,)):
+                heap, tried = free_at[dirty], []
+                while heap and p is None:
+                    c, q = heapq.heappop(heap)
+                    if 2 * c + 1 >= vis[d]:
+                        tried.append((c, q))
+                        break  # the heap's smallest is too late: all are
+                    need = 2 * len(phys[q])
+                    x = next((x for x in range(c, (vis[d] - 2) // 2 + 1) if room[x] >= need), None)
+                    left = residue[q] + _residue(phys[q], from_head[q])
+                    if x is None or left * gain.get(d, 0.0) > RESIDUE_TOLERANCE:
+                        tried.append((c, q))
+                        continue
+                    room[x] -= need
+                    clears.append((x, q, phys[q]))
+                    residue[q] = left
+                    p = q
+                for item in tried:
+                    heapq.heappush(heap, item)
+                if p is not None:
+                    break
         if p is None:
             p = len(phys)
             phys.append(None)
+            residue.append(0.0)
+            from_head.append(False)
         phys[p] = steps
+        from_head[p] = bool(head_w.get(d))
         mapping[d] = p
         if steps is not None and end[d] >= 0:
-            heapq.heappush(free_at, (max(0, math.ceil((end[d] - 1) / 2)), p))
+            left = residue[p] + _residue(steps, from_head[p])
+            heapq.heappush(free_at[left * SENSITIVE > RESIDUE_TOLERANCE], (max(0, math.ceil((end[d] - 1) / 2)), p))
     # dims nobody writes (allocated but unused) still need a home if read
     for d in sorted(end):
-        if d not in mapping:
+        if d not in mapping and end[d] >= 0:
             mapping[d] = len(phys)
             phys.append(None)
     out = copy.deepcopy(plan)
+    _drop_writes(out, dead)
     _remap(out, mapping)
     out.layout.spaces = {}  # the logical names no longer own a dim each (``mapping`` has them)
     out.layout._next = len(phys)
@@ -184,6 +224,18 @@ def reuse_dims(plan: CircuitPlan, *, units: int | None = None) -> Reuse:
                                   ((p, float(w)),), 2 * len(mlp.gates)))
     n_clear = sum(len(s) for _, _, s in clears)
     return Reuse(out, len(phys), lay.used, n_clear, mapping)
+
+
+def _drop_writes(plan: CircuitPlan, dead: set[int]) -> None:
+    """Remove every write to ``dead`` dims (nobody reads them), and gates left writing nothing."""
+    for lp in plan.layers:
+        if lp.mlp is not None:
+            gates = [replace(g, outputs=tuple((d, w) for d, w in g.outputs if d not in dead))
+                     for g in lp.mlp.gates]
+            lp.mlp.gates = [replace(g, unit=2 * u) for u, g in enumerate(g for g in gates if g.outputs)]
+        if lp.mixer is not None:
+            for h in lp.mixer.heads:
+                h.read_terms = [(b, d, w) for b, d, w in h.read_terms if d not in dead]
 
 
 def _remap(plan: CircuitPlan, m: dict[int, int]) -> None:
@@ -203,6 +255,7 @@ def _remap(plan: CircuitPlan, m: dict[int, int]) -> None:
                 h.read_terms = [(b, f(d), w) for b, d, w in h.read_terms]
     lay.scale_class = {f(d): c for d, c in lay.scale_class.items()}
     lay.references = {c: (f(d), w) for c, (d, w) in lay.references.items()}
+    lay.ranges = {}  # per logical value; a physical dim holds several
     for name in ("ONE", "ONE1", "ONE2"):
         setattr(lay, name, f(getattr(lay, name)))
     if plan.embedding_sparse is not None:

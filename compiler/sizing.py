@@ -113,7 +113,8 @@ def misfits(n: Needs, shape: Shape) -> list[str]:
     """Why a circuit with needs ``n`` does not fit ``shape`` (empty: it fits)."""
     out = []
     if n.dims_used > shape.hidden:
-        out.append(f"residual: {n.dims_used} dims allocated; with every dead dim reused it would still need "
+        out.append(f"residual: {n.dims_used} dims allocated; with every dead dim reused, as scheduled, it would "
+                   f"still need "
                    f"{n.reuse_bound} ({n.embedding_dims} embedding dims, which cannot be reused, plus the "
                    f"{n.reuse_bound - n.embedding_dims} computed ones live at once at the widest layer), "
                    f"the shape has {shape.hidden}")

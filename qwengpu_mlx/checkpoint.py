@@ -243,12 +243,10 @@ def save_tokenizer(
 # ------------------------------------------------------------------- save / load
 
 
-def _check_weights(model: Model, weights: Dict[str, mx.array]) -> None:
-    want = dict(tree_flatten(model.parameters()))
-    missing = sorted(set(want) - set(weights))
+def _check_part(want: Dict[str, mx.array], weights: Dict[str, mx.array]) -> None:
     extra = sorted(set(weights) - set(want))
-    if missing or extra:
-        raise ValueError(f"weights do not match the config: missing {missing[:5]}, extra {extra[:5]}")
+    if extra:
+        raise ValueError(f"weights do not match the config: extra {extra[:5]}")
     for k, v in weights.items():
         if tuple(v.shape) != tuple(want[k].shape):
             raise ValueError(f"{k}: shape {tuple(v.shape)}, config wants {tuple(want[k].shape)}")
@@ -257,37 +255,53 @@ def _check_weights(model: Model, weights: Dict[str, mx.array]) -> None:
 def save_checkpoint(
     out_dir: Union[str, Path],
     config: Union[dict, ModelConfig],
-    weights: Dict[str, mx.array],
+    weights: Union[Dict[str, mx.array], Sequence[Dict[str, mx.array]], Iterable[Dict[str, mx.array]]],
     vocab: Sequence[str],
     *,
     eos_token: Optional[str] = None,
     special_tokens: Iterable[str] = (),
+    shards: int = 1,
 ) -> Path:
     """Write a Qwen3.5 checkpoint that ``mlx_lm.load(out_dir)`` loads unmodified.
 
     ``config``: text config (flat or nested in ``text_config``). ``weights``: this
     model's parameter names (``language_model.`` prefix optional; HF layout is
-    converted), every tensor saved in its own dtype. ``vocab``: token strings, id =
+    converted), every tensor saved in its own dtype; or ``shards`` dicts of them, one
+    per file (``model-0000k-of-0000n.safetensors`` and the index), consumed one at a time
+    so a model larger than memory can be written. ``vocab``: token strings, id =
     position; ``len(vocab) <= vocab_size`` (rows past the vocab have no string).
     """
     cfg = config if isinstance(config, ModelConfig) else ModelConfig.from_dict(config)
     if len(vocab) > cfg.vocab_size:
         raise ValueError(f"{len(vocab)} tokens but vocab_size is {cfg.vocab_size}")
     model = Model(cfg)  # parameters stay lazy (never evaluated): used for names/shapes
-    weights = model.sanitize(dict(weights))
-    _check_weights(model, weights)
-
-    dtypes = {v.dtype for v in weights.values()}
-    dtype = "float32" if mx.float32 in dtypes and len(dtypes) == 1 else "bfloat16"
-    if mx.float16 in dtypes:
-        dtype = "float16"
+    want = dict(tree_flatten(model.parameters()))
+    parts = [weights] if isinstance(weights, dict) else weights
     eos_id = list(vocab).index(eos_token) if eos_token is not None else None
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    seen: Dict[str, str] = {}
+    dtypes = set()
+    for k, part in enumerate(parts):
+        part = model.sanitize(dict(part))
+        _check_part(want, part)
+        name = "model.safetensors" if shards == 1 else f"model-{k + 1:05d}-of-{shards:05d}.safetensors"
+        mx.save_safetensors(str(out_dir / name), part, metadata={"format": "mlx"})
+        seen.update({key: name for key in part})
+        dtypes |= {v.dtype for v in part.values()}
+        del part
+    missing = sorted(set(want) - set(seen))
+    if missing:
+        raise ValueError(f"weights do not match the config: missing {missing[:5]}")
+    if shards > 1:
+        (out_dir / "model.safetensors.index.json").write_text(
+            json.dumps({"metadata": {"format": "mlx"}, "weight_map": seen}, indent=2) + "\n")
+    dtype = "float32" if mx.float32 in dtypes and len(dtypes) == 1 else "bfloat16"
+    if mx.float16 in dtypes:
+        dtype = "float16"
     full = checkpoint_config(config, eos_token_id=eos_id, dtype=dtype)
     (out_dir / "config.json").write_text(json.dumps(full, indent=2) + "\n")
-    mx.save_safetensors(str(out_dir / "model.safetensors"), weights, metadata={"format": "mlx"})
     save_tokenizer(out_dir, vocab, eos_token=eos_token, special_tokens=special_tokens)
     return out_dir
 

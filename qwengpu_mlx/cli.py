@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     def machine_option(sp):
         sp.add_argument("--machine", choices=sorted(MACHINES), default="default",
                         help="default: the published machine; one-slot: the same with one instruction per "
-                             "block (its circuit fits Qwen3.5-2B's shape)")
+                             "block (25 layers instead of 45; both fit Qwen3.5-2B's shape)")
 
     c = sub.add_parser("compile", help="show a kernel's PTX, machine blocks, launch prompt, or the circuit layout")
     common(c, optional=True)
@@ -244,7 +244,8 @@ def cmd_build(ns) -> int:
             f"checkpoint is dense with equal layers. `qwengpu-mlx run` executes the same weights through the "
             f"compact path; `--shape qwen3.5-2b` folds the residual for a dense checkpoint.")
     eos = plan.vocab[vocab_for(machine).id("STOP")]  # the launch's last token: mlx-lm stops there
-    out = save_checkpoint(Path(ns.out), plan.config(), plan.weights(), plan.vocab, eos_token=eos)
+    out = save_checkpoint(Path(ns.out), plan.config(), plan.weight_shards(), plan.vocab, eos_token=eos,
+                          shards=1 + len(plan.layers))  # one layer dense in memory at a time
     print(f"wrote {out} ({dense:,} parameters, {len(plan.layers)} layers{note})")
     return 0
 

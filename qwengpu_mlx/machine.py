@@ -63,10 +63,9 @@ DEFAULT_MACHINE = MachineConfig()
 
 ONE_SLOT_MACHINE = MachineConfig(slots_per_block=1)
 """The published machine with one instruction per block instead of three: every other
-limit is the default's, and its circuit (25 layers) fits Qwen3.5-2B's shape, so
-``qwengpu-mlx build --machine one-slot --shape qwen3.5-2b`` writes it as a standard
-checkpoint that unmodified ``mlx_lm.load`` runs (docs/CIRCUIT.md, "Dense checkpoints").
-Launches take more steps (one per instruction)."""
+limit is the default's. Its circuit needs 25 layers instead of 45 (both fit Qwen3.5-2B's
+shape: ``qwengpu-mlx build [--machine one-slot] --shape qwen3.5-2b``, docs/CIRCUIT.md,
+"Dense checkpoints"); launches take more steps (one per instruction) and more tokens."""
 
 MACHINES = {"default": DEFAULT_MACHINE, "one-slot": ONE_SLOT_MACHINE}
 """The named machines the command line offers (``--machine``)."""

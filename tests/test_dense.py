@@ -1,28 +1,28 @@
 """Dense checkpoints: dim reuse, and a whole machine at Qwen3.5-2B's shape.
 
-The one-slot machine's circuit, folded onto 2048 residual dims with clear gates, must
-run the same launch as the embedded circuit: same tokens, outputs equal to the NumPy
-oracle, every step equal to the reference replay. (That unmodified mlx-lm runs the saved
-checkpoint of it to the same tokens is ``bench/mlx_lm_machine.py``: 1.5 billion
-parameters is a benchmark's size, not a test's; ``tests/test_equivalence.py`` checks the
-three paths on a small circuit. That the default machine does not fit yet, and says by
-how much, is ``tests/test_sizing.py``.)
+Each machine's circuit (the default one and the one-slot one), folded onto 2048
+residual dims with clear gates, must run the same launch as the embedded circuit: same
+tokens, outputs equal to the NumPy oracle, every step equal to the reference replay.
+(That unmodified mlx-lm runs the saved checkpoint to the same tokens is
+``bench/mlx_lm_machine.py``: billions of parameters is a benchmark's size, not a test's;
+``tests/test_equivalence.py`` checks the three paths on a small circuit.)
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from qwengpu_mlx.compiler.assemble import CircuitPlan, Shape
-from qwengpu_mlx.compiler.dense import dense_plan
+from qwengpu_mlx.compiler.dense import DoesNotFit, dense_plan
 from qwengpu_mlx.compiler.reuse import reuse_dims
 from qwengpu_mlx.compiler.sizing import QWEN35_2B
 from qwengpu_mlx.host import model_backend as mb
 from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs
-from qwengpu_mlx.machine import ONE_SLOT_MACHINE
+from qwengpu_mlx.machine import MACHINES, ONE_SLOT_MACHINE
 from qwengpu_mlx.runner import CircuitRunner
 
 from clitools import cli
@@ -66,14 +66,38 @@ def test_values_with_disjoint_lives_share_a_dim_through_clear_gates():
     assert plan.layers[1].mlp.gates[0].name == "b1"  # the logical plan is untouched
 
 
-@pytest.fixture(scope="module")
-def one_slot():
-    mc, r = dense_plan(ONE_SLOT_MACHINE, QWEN35_2B)
-    return mc, r
+def test_a_claimed_range_shortens_the_clear_and_unread_values_take_no_dim():
+    shape = Shape(hidden=64, intermediate=64, linear_heads=2, key_dim=16, value_dim=16)
+    plan, (x, a, b, c, junk) = two_token_plan(shape, "xabcj")
+    plan.layout.claim([b], 0, 1)  # two writers, but never both: NOT a and a
+    plan.mlp(0).copy("a", x, [(a, 1)])
+    plan.mlp(0).copy("junk", x, [(junk, 1)])  # written, read by nobody
+    plan.mlp(1).copy("b1", a, [(b, 1)])
+    plan.mlp(1).not_("b2", a, [(b, 1)])
+    plan.mlp(3).and_("c", [b, x], [(c, 1)])
+    plan.new_layer()
+    plan.final_norm_dims = [c]
+    r = reuse_dims(plan, units=64)
+    p = r.mapping[a]
+    assert r.mapping[b] == r.mapping[c] == p
+    clears = {i: sorted(g.name for g in lp.mlp.gates if g.name.startswith("clear."))
+              for i, lp in enumerate(r.plan.layers) if lp.mlp}
+    assert clears[3] == [f"clear.{p}.+1"]  # b cleared in one step: its claim, not its two writers
+    assert junk not in r.mapping
+    kept = r.plan.layers[0].mlp.gates
+    assert "junk" in [g.name for g in plan.layers[0].mlp.gates] and "junk" not in [g.name for g in kept]
+    assert [g.unit for g in kept] == [2 * i for i in range(len(kept))]  # units renumbered after the drop
 
 
-def test_one_slot_machine_fits_every_width_of_the_2b_shape(one_slot):
-    mc, r = one_slot
+@pytest.fixture(scope="module", params=["default", "one-slot"])
+def folded(request):
+    machine = MACHINES[request.param]
+    mc, r = dense_plan(machine, QWEN35_2B)
+    return machine, mc, r
+
+
+def test_both_machines_fit_every_width_of_the_2b_shape(folded):
+    machine, mc, r = folded
     plan, s = r.plan, QWEN35_2B
     assert plan.shape == s and r.physical <= s.hidden
     assert len(plan.layers) <= 45
@@ -91,27 +115,33 @@ def test_one_slot_machine_fits_every_width_of_the_2b_shape(one_slot):
 
 # divergence and a loop; a butterfly shuffle over the warp
 @pytest.mark.parametrize("name", ["dot", "shfl_xor_allreduce"])
-def test_one_slot_machine_at_the_2b_shape_runs_the_same_launch(one_slot, name):
-    mc, r = one_slot
+def test_the_machine_at_the_2b_shape_runs_the_same_launch(folded, name):
+    machine, mc, r = folded
     spec = json.loads((KERNELS / f"{name}.json").read_text())
     prog = bind(compile_kernel(KERNELS / f"{name}.cu", spec["kernel"]), spec["args"], block=spec["block"],
-                grid=spec["grid"], machine=ONE_SLOT_MACHINE)
-    embedded = mb.run_model(prog, ONE_SLOT_MACHINE)  # the logical plan, compact path
+                grid=spec["grid"], machine=machine)
+    embedded = mb.run_model(prog, machine)  # the logical plan, compact path
     runner = CircuitRunner(mb.compact_circuit(mc, r.plan))
     runner.track_margins = True
-    saved = mb._RUNNERS.get(ONE_SLOT_MACHINE)
-    mb._RUNNERS[ONE_SLOT_MACHINE] = runner
+    saved = mb._RUNNERS.get(machine)
+    mb._RUNNERS[machine] = runner
     try:
-        folded = mb.run_model(prog, ONE_SLOT_MACHINE)
+        run = mb.run_model(prog, machine)
     finally:
-        mb._RUNNERS.pop(ONE_SLOT_MACHINE)
+        mb._RUNNERS.pop(machine)
         if saved is not None:
-            mb._RUNNERS[ONE_SLOT_MACHINE] = saved
-    assert folded.tokens == embedded.tokens
-    outputs = read_outputs(prog, folded.memory)
+            mb._RUNNERS[machine] = saved
+    assert run.tokens == embedded.tokens
+    outputs = read_outputs(prog, run.memory)
     assert outputs == ORACLES[name](spec)
-    assert mb.check_against_reference(prog, folded, ONE_SLOT_MACHINE) == []
+    assert mb.check_against_reference(prog, run, machine) == []
     assert 0.45 < runner.min_margin <= 0.5
+
+
+def test_a_shape_too_narrow_is_refused_by_how_much():
+    narrow = replace(QWEN35_2B, hidden=1536)
+    with pytest.raises(DoesNotFit, match=r"residual: \d+ dims after reuse \(\d+ values\), the shape has 1536"):
+        dense_plan(ONE_SLOT_MACHINE, narrow)
 
 
 def test_cli_runs_the_one_slot_machine_and_refuses_what_does_not_fit():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 
 
 from qwengpu_mlx.compiler.assemble import CircuitPlan, Shape
@@ -55,14 +54,8 @@ def test_fit_to_a_shape():
 
 
 def test_build_refuses_what_does_not_fit(tmp_path):
+    # (a shape too narrow for the folded circuit: tests/test_dense.py)
     out = tmp_path / "ck"
-    r = cli("build", "--out", out, "--shape", "qwen3.5-2b")
-    assert r.returncode == 2
-    assert "default machine does not fit the Qwen3.5-2B shape" in r.stderr
-    # the schedule pass brings every MLP to 6144 units and every layer to 16 heads: only the
-    # residual stays too wide, even with the values folded onto reused dims
-    assert "MLP:" not in r.stderr and "linear attention:" not in r.stderr
-    assert re.search(r"residual: \d+ dims after reuse \(\d+ values\), the shape has 2048", r.stderr)
     r = cli("build", "--out", out)
     assert r.returncode == 2 and "over --max-params 4,000,000,000" in r.stderr and "parameters" in r.stderr
     assert not out.exists()  # nothing half-written
