@@ -10,6 +10,12 @@ step by step; each line gives the smallest signal ratio r = |circuit| / |circuit
 over the launch's tokens and whether the launch stayed exact (outputs and the --check
 replay). The smallest r that holds is the figure.
 
+    .venv/bin/python bench/host_robustness.py --2b [--subset [SCALE]]
+
+does the same with the circuit folded for the Qwen3.5-2B shape (the dense checkpoint's
+weights: values sharing dims through clear gates) and a 64-dim host in the dims it
+leaves free.
+
     .venv/bin/python bench/host_robustness.py --subset [SCALE]
 
 runs a representative subset of the conformance suite (divergence, loops, a shared-
@@ -67,13 +73,18 @@ def launch_with_host(front: HostFront, prog, max_tokens: int = 100, expected=Non
     return result, front.min_ratio
 
 
-def subset(free: np.ndarray, scale: float) -> int:
+def massive_for(hidden: int) -> dict[int, float]:
+    """MASSIVE's three activations, on dims inside a host of this width."""
+    return {d * hidden // 256: v for d, v in MASSIVE.items()}
+
+
+def subset(free: np.ndarray, scale: float, host_dims: int = 256) -> int:
     """The representative subset with the host in front at one scale."""
     sys.path.insert(0, str(ROOT / "tests"))
     from oracles import ORACLES
     from qwengpu_mlx.host.reference import run_program
 
-    host = random_host(massive=MASSIVE)
+    host = random_host(host_dims, massive=massive_for(host_dims))
     exact, smallest = 0, 1.0
     for name in SUBSET:
         spec = json.loads((ROOT / f"examples/kernels/{name}.json").read_text())
@@ -89,14 +100,34 @@ def subset(free: np.ndarray, scale: float) -> int:
     return 0 if exact == len(SUBSET) else 1
 
 
+def folded_2b() -> np.ndarray:
+    """Run the circuit folded for the Qwen3.5-2B shape (the checkpoint's own weights); its free dims."""
+    from qwengpu_mlx.compiler.dense import dense_plan
+    from qwengpu_mlx.compiler.sizing import QWEN35_2B
+    from qwengpu_mlx.runner import CircuitRunner
+
+    mc, r = dense_plan(DEFAULT_MACHINE, QWEN35_2B)
+    mb._RUNNERS[DEFAULT_MACHINE] = CircuitRunner(mb.compact_circuit(mc, r.plan))
+    print(f"folded for the Qwen3.5-2B shape: {r.physical} of {QWEN35_2B.hidden} dims used; the host gets "
+          f"the other {QWEN35_2B.hidden - r.physical}", flush=True)
+    return np.arange(r.physical, QWEN35_2B.hidden)
+
+
 def main() -> int:
-    mc = mb.machine_circuit_for(DEFAULT_MACHINE)
-    free = np.arange(mc.lay.used, mc.plan.shape.hidden)
-    if sys.argv[1:2] == ["--subset"]:
-        return subset(free, float(sys.argv[2]) if len(sys.argv) > 2 else 2500.0)
+    args = sys.argv[1:]
+    host_dims = 256
+    if "--2b" in args:  # the folded plan leaves few free dims: a narrower host
+        args.remove("--2b")
+        free = folded_2b()
+        host_dims = 64
+    else:
+        mc = mb.machine_circuit_for(DEFAULT_MACHINE)
+        free = np.arange(mc.lay.used, mc.plan.shape.hidden)
+    if args[:1] == ["--subset"]:
+        return subset(free, float(args[1]) if len(args) > 1 else 2500.0, host_dims)
     spec = json.loads((ROOT / "examples/kernels/dot.json").read_text())
     prog = bind(compile_kernel(ROOT / "examples/kernels/dot.cu"), spec["args"], block=spec["block"])
-    host = random_host(massive=MASSIVE)
+    host = random_host(host_dims, massive=massive_for(host_dims))
     smallest = None
     for scale in (1, 100, 300, 1000, 2000, 3000, 3500, 4000, 4500):
         ok, r = launch_with_host(HostFront(host, free, scale), prog)

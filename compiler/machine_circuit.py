@@ -287,6 +287,7 @@ class MachineCircuit:
         return {p: sorted(b) for p, b in sorted(out.items())}
 
     def slot_fields(self, s: int, rom: dict[int, int], names=None) -> dict[str, list[int]]:
+        """Field name -> its bits' residual dims, from a ``read_rom`` map."""
         return {name: [rom[s * SLOT_BITS + off + i] for i in range(w)]
                 for name, (off, w) in SLOT_FIELDS.items() if names is None or name in names}
 
@@ -496,7 +497,7 @@ class MachineCircuit:
     def slot(self, s: int, Lm: int, prev: list) -> tuple[SlotIO, int]:
         m = self.m
         N = m.lanes
-        f, op, src, psrc = self.f[s], self.op[s], self.src[s], self.psrc[s]
+        f, op, psrc = self.f[s], self.op[s], self.psrc[s]
         opnd = self.register_reads(s, Lm)
         self.operand_mux(s, Lm, opnd, prev)
         # predicate operands (value after negation)

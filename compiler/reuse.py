@@ -1,7 +1,7 @@
 """Residual dim reuse: fold the compiler's logical dims onto the fewest physical ones.
 
 The stages allocate a fresh residual dim for every value (``ResidualLayout``), about
-11,000 for the default machine, while far fewer hold a live value at any layer. A dense
+9,600 for the default machine, while far fewer hold a live value at any layer. A dense
 Qwen3.5 checkpoint pays for every dim in every layer, so ``reuse_dims`` hands a dim whose
 value is dead to a later value, like a register allocator. The residual only adds, so
 the old value must first be cancelled: a *clear* gate reads it after its last reader and
@@ -14,15 +14,20 @@ Which values can be cleared, exactly:
   leave a residue of (1 - r^2) under a host model, so they keep their dims;
 * written by MLP gates with integer output weights (and head reads of stored bits,
   weight 1), so the value is an integer in [lo, hi] (the sums of the negative and the
-  positive weights): the clear gates are the staircase ``[x >= k] -> -1`` for k = 1..hi
-  and ``[-x >= k] -> +1`` for k = 1..-lo, exact for every integer value in the range
-  (a head's read carries a relative residue of about 1e-7, far inside every margin).
+  positive weights, narrowed to the builder's ``value_range`` claim): the clear gates
+  are the staircase ``[x >= k] -> -1`` for k = 1..hi and ``[-x >= k] -> +1`` for
+  k = 1..-lo, exact for every integer value in the range.
 
-A dim that a plain (not SiLU-decoded) key or query reads must be exactly zero when its
-value is 0 (L2 normalisation would blow up any residue), so such values never take over
-a dim that held something else. Everything else is dataflow: the clear gate reads at an
-MLP x at or after the old value's last read and before the new value is first seen, so
-the old value's readers do not see it and the new value's readers do.
+A clear leaves a residue (float32 rounding of a gate's output, the read path of a
+head's): a value takes over a dim only while those residues, times the largest weight
+its readers give it, stay far inside the margin; dims that held head outputs go first
+to values whose readers weigh them lightly. A value nobody reads takes no dim (its
+writes are dropped). A dim that a plain (not SiLU-decoded) key or query reads must be
+exactly zero when its value is 0 (L2 normalisation would blow up any residue), so such
+values never take over a dim that held something else. Everything else is dataflow: the
+clear gate reads at an MLP x at or after the old value's last read and before the new
+value is first seen, so the old value's readers do not see it and the new value's
+readers do.
 """
 
 from __future__ import annotations

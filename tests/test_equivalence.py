@@ -21,6 +21,8 @@ Paths: (a) ``CircuitRunner`` over ``compact(plan)``; (b) our dense ``Model`` wit
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -226,8 +228,13 @@ def test_three_paths_agree(circuit, tmp_path):
     runner = CircuitRunner(compact(plan))
     a_toks, a_logits, a_state = _runner_greedy(runner, prompt, N_GEN)
 
-    # (c) checkpoint -> unmodified mlx_lm.load -> mlx-lm's generation loop
-    save_checkpoint(tmp_path, plan.config(), plan.weights(), vocab, eos_token="<STOP>")
+    # (c) checkpoint (one shard per layer, as `build` writes a 2B-shaped one) -> unmodified
+    # mlx_lm.load -> mlx-lm's generation loop
+    n = 1 + len(plan.layers)
+    save_checkpoint(tmp_path, plan.config(), plan.weight_shards(), vocab, eos_token="<STOP>", shards=n)
+    assert len(list(tmp_path.glob("model-*-of-*.safetensors"))) == n
+    index = json.loads((tmp_path / "model.safetensors.index.json").read_text())["weight_map"]
+    assert set(index) == set(plan.weights())
     lm, tok = mlx_lm.load(str(tmp_path))
     c_toks, c_logprobs = [], []
     for t, lp in generate_step(mx.array(prompt), lm, max_tokens=N_GEN, sampler=make_sampler(temp=0.0)):
