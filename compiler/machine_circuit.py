@@ -329,8 +329,9 @@ class MachineCircuit:
     def fetch_slot(self, s: int, Lm: int) -> None:
         """Read and decode slot ``s``'s fields (s > 0) just below its register reads at ``Lm``."""
         R = self.free_linear_layer(Lm, len(EARLY_OPNDS) * self.m.lanes)
-        Lr = self.free_linear_layer(R - 1, SLOT_BITS // 32)
-        rom = self.read_rom(Lr, f"rom.s{s}", self.slot_positions(s))
+        pieces = self.slot_positions(s)
+        Lr = self.free_linear_layer(R - 1, len(pieces))
+        rom = self.read_rom(Lr, f"rom.s{s}", pieces)
         dst = self.f[s]["dst"]  # read at the start, for the register-write keys
         self.f[s] = self.slot_fields(s, rom)
         self.f[s]["dst"] = dst
