@@ -329,12 +329,10 @@ class MachineCircuit:
     def fetch_slot(self, s: int, Lm: int) -> None:
         """Read and decode slot ``s``'s fields (s > 0) just below its register reads at ``Lm``."""
         R = self.free_linear_layer(Lm, len(EARLY_OPNDS) * self.m.lanes)
-        pieces = self.slot_positions(s)
+        rest = [name for name in SLOT_FIELDS if name != "dst"]  # dst: read at the start (``fetch``)
+        pieces = self.slot_positions(s, rest)
         Lr = self.free_linear_layer(R - 1, len(pieces))
-        rom = self.read_rom(Lr, f"rom.s{s}", pieces)
-        dst = self.f[s]["dst"]  # read at the start, for the register-write keys
-        self.f[s] = self.slot_fields(s, rom)
-        self.f[s]["dst"] = dst
+        self.f[s].update(self.slot_fields(s, self.read_rom(Lr, f"rom.s{s}", pieces), rest))
         self.decode_slot(s, Lr)
 
     def fetch(self, L: int) -> None:
@@ -409,25 +407,24 @@ class MachineCircuit:
                 h.read_bit(i, out[i])
             self.pfile.append(out)
 
+    def _has_room(self, L: int, need: int, cap: int) -> bool:
+        """Layer ``L`` (a linear one) takes ``need`` more heads under ``cap``."""
+        self.layer(L)
+        mixer = self.plan.layers[L].mixer
+        return (len(mixer.heads) if mixer else 0) + need <= cap
+
     def linear_with_room(self, lo: int, need: int) -> int:
-        """The first linear layer at or after ``lo`` with ``need`` free heads."""
+        """The first linear layer at or after ``lo`` with ``need`` free heads (under the 2B head count)."""
         L = self.linear_at_or_after(lo)
-        while True:
-            self.layer(L)
-            mixer = self.plan.layers[L].mixer
-            if (len(mixer.heads) if mixer else 0) + need <= min(self.plan.shape.linear_heads, LINEAR_HEADS):
-                return L
+        while not self._has_room(L, need, min(self.plan.shape.linear_heads, LINEAR_HEADS)):
             L = self.linear_at_or_after(L + 1)
+        return L
 
     def free_linear_layer(self, hi: int, need: int, lo: int = 2) -> int:
         """The latest linear layer in [lo, hi] with ``need`` free heads."""
         for L in range(hi, lo - 1, -1):
-            if self.plan.shape.is_linear(L):
-                self.layer(L)
-                mixer = self.plan.layers[L].mixer
-                used = len(mixer.heads) if mixer else 0
-                if used + need <= self.plan.shape.linear_heads:
-                    return L
+            if self.plan.shape.is_linear(L) and self._has_room(L, need, self.plan.shape.linear_heads):
+                return L
         raise ValueError(f"no linear layer in {lo}..{hi} has {need} free heads")
 
     def register_reads(self, s: int, layer: int, opnds=EARLY_OPNDS) -> dict:
@@ -660,8 +657,9 @@ class MachineCircuit:
         # would then stay in the residual through this slot's ALU)
         late_d = s < m.slots_per_block - 1 or not prev
         Ld = self.free_linear_layer(Lmg - 1, N, lo=Lm) if late_d else Lm
-        opnd.update(self.register_reads(s, Ld, ("d",)))
-        self.operand_mux(s, Ld if late_d else Lm, {k: v for k, v in opnd.items() if k[0] == "d"}, prev)
+        d_opnd = self.register_reads(s, Ld, ("d",))
+        self.operand_mux(s, Ld, d_opnd, prev)
+        opnd.update(d_opnd)
         # ---- merge: result where the guard holds, the old value where it fails
         res = [self.alloc(f"res.s{s}.lane{lane}", 32, value_range=BIT) for lane in range(N)]
         pres = [self.alloc(f"pres.s{s}.lane{lane}", 1, value_range=BIT)[0] for lane in range(N)]

@@ -117,8 +117,8 @@ def _lives(plan: CircuitPlan):
 
 def _residue(steps: list, from_head: bool) -> float:
     """Bound on what clearing a value leaves in its dim: a relative error of its largest
-    magnitude, float32 rounding for gate outputs, the read path's RMSNorm epsilon for a
-    head's (measured about 2e-4 on a bit; the bound allows for more)."""
+    magnitude, float32 rounding for gate outputs (measured below 1e-6), the read path's for
+    a head's (measured 2.4e-4 on a bit at r = 1; the bound allows for more)."""
     mag = max(k * abs(w) for _, k, w in steps)
     return mag * (HEAD_RESIDUE if from_head else GATE_RESIDUE)
 
@@ -163,8 +163,7 @@ def reuse_dims(plan: CircuitPlan, *, units: int | None = None) -> Reuse:
     fixed = {int(d) for d in plan.embedding_dims()} | {lay.ONE, lay.ONE1, lay.ONE2}
     dead = {d for d in vis if end.get(d, -1) < 0 and d not in fixed}  # written, never read: the writes go
     phys: list[list | None] = []  # per physical dim: the clear steps of the value it holds now
-    residue: list[float] = []  # per physical dim: bound on what its clears have left behind
-    from_head: list[bool] = []  # per physical dim: a head writes the value it holds now
+    residue: list[float] = []  # per physical dim: bound on what its clears will have left behind
     mapping: dict[int, int] = {}
     clears: list[tuple[int, int, list]] = []  # (MLP layer, physical dim, steps)
     by_start = sorted(set(vis) - dead, key=lambda d: (vis[d], d))  # written (or embedded) dims, first seen first
@@ -189,13 +188,11 @@ def reuse_dims(plan: CircuitPlan, *, units: int | None = None) -> Reuse:
                         break  # the heap's smallest is too late: all are
                     need = 2 * len(phys[q])
                     x = next((x for x in range(c, (vis[d] - 2) // 2 + 1) if room[x] >= need), None)
-                    left = residue[q] + _residue(phys[q], from_head[q])
-                    if x is None or left * gain.get(d, 0.0) > RESIDUE_TOLERANCE:
+                    if x is None or residue[q] * gain.get(d, 0.0) > RESIDUE_TOLERANCE:
                         tried.append((c, q))
                         continue
                     room[x] -= need
                     clears.append((x, q, phys[q]))
-                    residue[q] = left
                     p = q
                 for item in tried:
                     heapq.heappush(heap, item)
@@ -205,13 +202,12 @@ def reuse_dims(plan: CircuitPlan, *, units: int | None = None) -> Reuse:
             p = len(phys)
             phys.append(None)
             residue.append(0.0)
-            from_head.append(False)
         phys[p] = steps
-        from_head[p] = bool(head_w.get(d))
         mapping[d] = p
-        if steps is not None and end[d] >= 0:
-            left = residue[p] + _residue(steps, from_head[p])
-            heapq.heappush(free_at[left * SENSITIVE > RESIDUE_TOLERANCE], (max(0, math.ceil((end[d] - 1) / 2)), p))
+        if steps is not None and end[d] >= 0:  # free once dead, with this value's clear residue added
+            residue[p] += _residue(steps, bool(head_w.get(d)))
+            heapq.heappush(free_at[residue[p] * SENSITIVE > RESIDUE_TOLERANCE],
+                           (max(0, math.ceil((end[d] - 1) / 2)), p))
     # dims nobody writes (allocated but unused) still need a home if read
     for d in sorted(end):
         if d not in mapping and end[d] >= 0:

@@ -255,7 +255,7 @@ def _check_part(want: Dict[str, mx.array], weights: Dict[str, mx.array]) -> None
 def save_checkpoint(
     out_dir: Union[str, Path],
     config: Union[dict, ModelConfig],
-    weights: Union[Dict[str, mx.array], Sequence[Dict[str, mx.array]], Iterable[Dict[str, mx.array]]],
+    weights: Union[Dict[str, mx.array], Iterable[Dict[str, mx.array]]],
     vocab: Sequence[str],
     *,
     eos_token: Optional[str] = None,
@@ -283,6 +283,7 @@ def save_checkpoint(
     out_dir.mkdir(parents=True, exist_ok=True)
     seen: Dict[str, str] = {}
     dtypes = set()
+    written = 0
     for k, part in enumerate(parts):
         part = model.sanitize(dict(part))
         _check_part(want, part)
@@ -290,7 +291,9 @@ def save_checkpoint(
         mx.save_safetensors(str(out_dir / name), part, metadata={"format": "mlx"})
         seen.update({key: name for key in part})
         dtypes |= {v.dtype for v in part.values()}
-        del part
+        written = k + 1
+    if written != shards:
+        raise ValueError(f"{written} weight parts written, {shards} announced in the shard names")
     missing = sorted(set(want) - set(seen))
     if missing:
         raise ValueError(f"weights do not match the config: missing {missing[:5]}")
