@@ -183,3 +183,14 @@ def cached_compact(machine, build, *, directory: Path | None = None, log=None, k
     except OSError as e:  # a read-only home still runs, it just rebuilds next time
         log(f"could not write the circuit cache in {directory or cache_dir()} ({e})")
     return cc
+
+
+def fingerprint(cc) -> str:
+    """SHA-256 of a compact circuit's every array and field: equal iff the weights are."""
+    arrays, meta = {}, {}
+    _flatten(cc, "", arrays, meta)
+    h = hashlib.sha256(json.dumps(meta, sort_keys=True).encode())
+    for name in sorted(arrays):
+        a = np.ascontiguousarray(arrays[name])
+        h.update(name.encode() + b"\0" + str(a.dtype).encode() + b"\0" + a.tobytes())
+    return h.hexdigest()
