@@ -12,11 +12,15 @@ Stages, each a function you can call on its own:
    instructions, barriers as block terminators, empty jumps threaded, blocks merged,
    reconvergence points (IPDOM) attached.
 4. ``regalloc.allocate``: virtual registers -> the 15 registers (and predicates) per lane.
+
+The IR the stages pass along (``LInstr``, ``MBlock``, ...) is defined in ``ir.py``
+(``regalloc.py`` reads it too, without importing this module); its names are
+re-exported here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from qwengpu_mlx.errors import LaunchError, ResourceError, UnsupportedError
 from qwengpu_mlx.isa import (
@@ -32,7 +36,19 @@ from qwengpu_mlx.isa import (
 )
 from qwengpu_mlx.machine import DEFAULT_MACHINE, SPECIAL_REGISTERS, MachineConfig
 
-from . import cfg
+from . import cfg, regalloc
+from .ir import (  # noqa: F401 - the IR's names stay importable from here
+    BasicBlock,
+    LBarrier,
+    LConst,
+    LInstr,
+    LParamLoad,
+    LTerm,
+    MBlock,
+    VPred,
+    VReg,
+)
+from .ir import successors as _succ
 from .ptx_ast import (
     ImmRef,
     MemRef,
@@ -57,91 +73,6 @@ CMP_NAMES = {
     "lt": ("lt", None), "le": ("le", None), "gt": ("gt", None), "ge": ("ge", None),
     "lo": ("lt", False), "ls": ("le", False), "hi": ("gt", False), "hs": ("ge", False),
 }
-
-
-# ----------------------------------------------------------------------------- IR
-
-
-@dataclass(frozen=True)
-class VReg:
-    name: str
-
-    def __str__(self) -> str:
-        return self.name
-
-
-@dataclass(frozen=True)
-class VPred:
-    name: str
-    negated: bool = False
-
-    def __str__(self) -> str:
-        return ("!" if self.negated else "") + self.name
-
-
-@dataclass
-class LInstr:
-    """One machine instruction over virtual registers, remembering its PTX origin."""
-
-    op: Op
-    dst: str | None = None  # vreg (or vpred for predicate-writing ops)
-    srcs: tuple = ()  # VReg | Imm | Special
-    psrcs: tuple[VPred, ...] = ()
-    guard: VPred | None = None
-    signed: bool = False
-    cmp: str | None = None
-    mode: str | None = None
-    offset: int = 0
-    space: str | None = None
-    pdst: str | None = None
-    line: int = 0
-    text: str = ""
-
-    @property
-    def writes_pred(self) -> bool:
-        return self.op is Op.SETP or self.op in (Op.PAND, Op.POR, Op.PXOR, Op.PNOT, Op.PMOV)
-
-
-@dataclass
-class LBarrier:
-    line: int = 0
-
-
-@dataclass
-class LTerm:
-    """End of a basic block: ``bra`` (maybe guarded), ``ret``/``exit`` (maybe guarded)."""
-
-    kind: str  # "bra" | "exit"
-    target: str | None = None
-    guard: VPred | None = None
-    line: int = 0
-
-
-@dataclass
-class LParamLoad:
-    """``ld.param``: becomes a constant once arguments are bound."""
-
-    dst: str
-    param: str
-    line: int = 0
-    bits: int = 32  # a sub-word parameter (short, char) keeps only its low bits...
-    signed: bool = False  # ...extended by its type's signedness, as ld.param.s16 does
-
-
-@dataclass
-class LConst:
-    """``mov %r, <constant or symbol address>`` and friends before folding."""
-
-    dst: str
-    value: int | str  # int, or the name of a .shared variable (its byte address)
-    line: int = 0
-
-
-@dataclass
-class BasicBlock:
-    label: str | None
-    items: list = field(default_factory=list)  # LInstr | LBarrier | LParamLoad | LConst
-    term: LTerm | None = None  # None: falls through
 
 
 def _unsupported(ins: PtxInstr, why: str) -> UnsupportedError:
@@ -735,17 +666,6 @@ def fold_address_offsets(blocks: list[BasicBlock]) -> None:
 # ----------------------------------------------------------------------------- stage 3
 
 
-@dataclass
-class MBlock:
-    """A machine block over virtual registers (before register allocation)."""
-
-    index: int
-    instrs: list[LInstr]
-    term: Terminator
-    label: str | None = None
-    term_pred: VPred | None = None  # the branch predicate, as a virtual predicate
-
-
 def block_fits(instrs: list, slots: int) -> bool:
     """Whether instructions can share one machine block.
 
@@ -890,14 +810,6 @@ def _simplify(blocks: list[MBlock], slots: int) -> list[MBlock]:
     return out
 
 
-def _succ(t: Terminator) -> list[int]:
-    if t.kind is TermKind.EXIT:
-        return []
-    if t.kind is TermKind.BRANCH:
-        return list(dict.fromkeys([t.target, t.fallthrough]))
-    return [t.target]
-
-
 def _reachable(by: dict[int, MBlock], entry: int) -> set[int]:
     seen, stack = set(), [entry]
     while stack:
@@ -997,8 +909,6 @@ def lower(module: PtxModule, kernel: PtxKernel, params: list[KernelParam],
           args: dict, *, block_dim: int = 4, grid_dim: int = 1,
           machine: MachineConfig = DEFAULT_MACHINE) -> Program:
     """Lower one PTX kernel bound to one launch's arguments into a machine program."""
-    from . import regalloc
-
     kname = _display_name(kernel.name)
     if not 1 <= block_dim <= machine.max_block_dim:
         raise ResourceError(f"blockDim.x = {block_dim}: the machine runs 1..{machine.max_block_dim} "

@@ -13,7 +13,7 @@ from qwengpu_mlx.errors import ResourceError
 from qwengpu_mlx.isa import Block, Imm, Instr, Op, Pred, Reg, Special
 from qwengpu_mlx.machine import MachineConfig
 
-from .lowering import LInstr, MBlock, VPred, VReg
+from .ir import LInstr, MBlock, VPred, VReg, successors
 
 PURE_OPS = {o for o in Op} - {Op.ST, Op.ATOM_ADD}
 
@@ -50,9 +50,7 @@ def _pred_defs(it: LInstr) -> set[str]:
 
 
 def _succ(b: MBlock) -> list[int]:
-    from .lowering import _succ as s
-
-    return s(b.term)
+    return successors(b.term)
 
 
 def _liveness(blocks: list[MBlock], uses, defs, term_uses) -> dict[int, set[str]]:
