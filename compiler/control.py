@@ -23,22 +23,14 @@ mask is not all its live lanes.
 
 from __future__ import annotations
 
-from qwengpu_mlx.encoding import PSRC_FILE, PSRC_FWD
+from qwengpu_mlx.encoding import PSRC_FILE, PSRC_FWD, TERM_FIELDS
 from qwengpu_mlx.isa import TermKind
+from qwengpu_mlx.records import NEXT_KINDS, ent_layout, next_layout, pc_bits, wst_layout
 from qwengpu_mlx.vocab import CHUNK_BITS, CHUNK_SHIFT, ENT_ITEMS, MAX_GRID, STACK_LEVELS
 
 
 D = STACK_LEVELS
-# status row bits
-ST_READY, ST_WAIT, ST_DONE = 0, 1, 2
-ST_DEPTH = 3  # .. 3 + D - 1
-ST_EXITED = 3 + D  # 4 lanes
-ST_PC = ST_EXITED + 4  # 5 bits
-ST_MASK = ST_PC + 5  # 4 lanes
-ST_BITS = ST_MASK + 4
-# stack entry bits
-EN_PC, EN_RPC, EN_RVALID, EN_MASK = 0, 5, 10, 11
-EN_BITS = 15
+LEVEL_BITS = max(1, (D - 1).bit_length())  # an ENT token's level field, in binary
 
 
 class Control:
@@ -48,6 +40,12 @@ class Control:
         self.t = mc.t
         self.W = mc.m.max_warps
         self.N = mc.m.lanes
+        # record bit layouts (``qwengpu_mlx.records``): the status row, a stack entry, the next token
+        self.ST, self.EN, self.NX = wst_layout(self.m), ent_layout(self.m), next_layout(self.m)
+        self.P = pc_bits(self.m)  # bits of a pc
+        if self.P > TERM_FIELDS["target"][1]:
+            raise ValueError(f"{self.m.rom_blocks} ROM blocks need {self.P}-bit pcs; "
+                             f"the terminator encodes {TERM_FIELDS['target'][1]}")
 
     # small helpers
     def g(self, L, name, terms, theta, outputs):
@@ -66,10 +64,10 @@ class Control:
         # warp status rows
         self.status = []
         for w in range(W):
-            h = mc.head(L, f"status.w{w}", 1, ST_BITS)
-            out = self.a(f"status.w{w}", ST_BITS)
+            h = mc.head(L, f"status.w{w}", 1, self.ST.bits)
+            out = self.a(f"status.w{w}", self.ST.bits)
             h.key(0, t.wst_w[w], tap=0)
-            for i in range(ST_BITS):
+            for i in range(self.ST.bits):
                 j = next(j for j in range(3) if CHUNK_SHIFT[j] <= i < CHUNK_SHIFT[j] + CHUNK_BITS[j])
                 h.value_bit(i, t.chunk[j][i - CHUNK_SHIFT[j]], tap=1 + j)
                 h.read_bit(i, out[i])
@@ -78,13 +76,13 @@ class Control:
         # stack entries of the running warp, one head per level
         self.entry = []
         for k in range(D):
-            h = mc.head(L, f"stack.level{k}", W * D, EN_BITS)
-            out = self.a(f"stack.level{k}", EN_BITS)
+            h = mc.head(L, f"stack.level{k}", W * D, self.EN.bits)
+            out = self.a(f"stack.level{k}", self.EN.bits)
             for w in range(W):
                 for lev in range(D):
                     h.key(w * D + lev, t.ent_wl[w * D + lev], tap=0)
                 h.query(w * D + k, mc.ctx_w[w])
-            for i in range(EN_BITS):
+            for i in range(self.EN.bits):
                 j = next(j for j in range(3) if CHUNK_SHIFT[j] <= i < CHUNK_SHIFT[j] + CHUNK_BITS[j])
                 h.value_bit(i, t.chunk[j][i - CHUNK_SHIFT[j]], tap=1 + j)
                 h.read_bit(i, out[i])
@@ -95,7 +93,7 @@ class Control:
             sp = self.a(f"exist.w{w}", N)
             for lane in range(N):
                 idx = w * N + lane
-                self.g(L, f"exist.w{w}l{lane}", [(mc.ctx_ntid[i], 2 ** i) for i in range(5)], idx + 1, [(sp[lane], 1)])
+                self.g(L, f"exist.w{w}l{lane}", [(mc.ctx_ntid[i], 2 ** i) for i in range(mc.ctx_ntid.width)], idx + 1, [(sp[lane], 1)])
             self.exist.append(sp)
 
     # ------------------------------------------------------------ early half
@@ -105,60 +103,61 @@ class Control:
         st, en = self.status, self.entry
         tf = mc.tf
         w1 = mc.ctx_w
+        P = self.P
         E0, E1, E2, E3, E4, E5, E6 = (L + i for i in range(7))
         # E0: depth and exited lanes of the running warp; other warps' flags; xors
         self.d = self.a("ctl.depth", D)
         self.exw = self.a("ctl.exited", N)
         for w in range(W):
             for k in range(D):
-                self.g(E0, f"ctl.d.w{w}k{k}", [(w1[w], 1), (st[w][ST_DEPTH + k], 1)], 2, [(self.d[k], 1)])
+                self.g(E0, f"ctl.d.w{w}k{k}", [(w1[w], 1), (st[w][self.ST.depth[k]], 1)], 2, [(self.d[k], 1)])
             for lane in range(N):
-                self.g(E0, f"ctl.ex.w{w}l{lane}", [(w1[w], 1), (st[w][ST_EXITED + lane], 1)], 2, [(self.exw[lane], 1)])
+                self.g(E0, f"ctl.ex.w{w}l{lane}", [(w1[w], 1), (st[w][self.ST.exited[lane]], 1)], 2, [(self.exw[lane], 1)])
         self.rdy_o = self.a("ctl.ready_other", W)
         self.wait_o = self.a("ctl.wait_other", W)
         for w in range(W):
-            self.g(E0, f"ctl.rdy.w{w}", [(st[w][ST_READY], 1), (self.exist[w][0], 1), (w1[w], -1)], 2,
+            self.g(E0, f"ctl.rdy.w{w}", [(st[w][self.ST.ready[0]], 1), (self.exist[w][0], 1), (w1[w], -1)], 2,
                    [(self.rdy_o[w], 1)])
-            self.g(E0, f"ctl.wt.w{w}", [(st[w][ST_WAIT], 1), (w1[w], -1)], 1, [(self.wait_o[w], 1)])
+            self.g(E0, f"ctl.wt.w{w}", [(st[w][self.ST.wait[0]], 1), (w1[w], -1)], 1, [(self.wait_o[w], 1)])
 
         def xor(layer, name, x, y, out):
             self.g(layer, name + ".a", [(x, 1), (y, -1)], 1, [(out, 1)])
             self.g(layer, name + ".b", [(x, -1), (y, 1)], 1, [(out, 1)])
 
-        self.xpr = [self.a(f"ctl.xpr{k}", 5) for k in range(D)]
+        self.xpr = [self.a(f"ctl.xpr{k}", P) for k in range(D)]
         for k in range(D):
-            for i in range(5):
-                xor(E0, f"ctl.xpr{k}.{i}", en[k][EN_PC + i], en[k][EN_RPC + i], self.xpr[k][i])
-        xFR, xTR = self.a("ctl.xFR", 5), self.a("ctl.xTR", 5)
-        for i in range(5):
+            for i in range(P):
+                xor(E0, f"ctl.xpr{k}.{i}", en[k][self.EN.pc[i]], en[k][self.EN.rpc[i]], self.xpr[k][i])
+        xFR, xTR = self.a("ctl.xFR", P), self.a("ctl.xTR", P)
+        for i in range(P):
             xor(E0, f"ctl.xFR{i}", tf["fallthrough"][i], tf["reconv"][i], xFR[i])
             xor(E0, f"ctl.xTR{i}", tf["target"][i], tf["reconv"][i], xTR[i])
         # waiting warps' masks versus their live lanes (deadlock test)
         xdl = self.a("ctl.xdl", W * N)
         for w in range(W):
             for lane in range(N):
-                live = [(self.exist[w][lane], 1), (st[w][ST_EXITED + lane], -1)]
-                r = st[w][ST_MASK + lane]
+                live = [(self.exist[w][lane], 1), (st[w][self.ST.exited[lane]], -1)]
+                r = st[w][self.ST.mask[lane]]
                 self.g(E1, f"ctl.xdl{w}{lane}.a", [(r, 1)] + [(d, -c) for d, c in live], 1, [(xdl[w * N + lane], 1)])
                 self.g(E1, f"ctl.xdl{w}{lane}.b", [(r, -1)] + live, 1, [(xdl[w * N + lane], 1)])
         # E1: top entry's rpc; lanes alive per level; pc==rpc per level; reconv tests
-        self.rpc = self.a("ctl.rpc_top", 5)
+        self.rpc = self.a("ctl.rpc_top", P)
         self.rval = self.a("ctl.rval_top", 1)[0]
         for k in range(D):
-            for i in range(5):
-                self.g(E1, f"ctl.rpc{k}.{i}", [(self.d[k], 1), (en[k][EN_RPC + i], 1)], 2, [(self.rpc[i], 1)])
-            self.g(E1, f"ctl.rval{k}", [(self.d[k], 1), (en[k][EN_RVALID], 1)], 2, [(self.rval, 1)])
+            for i in range(P):
+                self.g(E1, f"ctl.rpc{k}.{i}", [(self.d[k], 1), (en[k][self.EN.rpc[i]], 1)], 2, [(self.rpc[i], 1)])
+            self.g(E1, f"ctl.rval{k}", [(self.d[k], 1), (en[k][self.EN.rvalid[0]], 1)], 2, [(self.rval, 1)])
         lm0 = [self.a(f"ctl.lm0.{k}", N) for k in range(D)]
         lm1 = [self.a(f"ctl.lm1.{k}", N) for k in range(D)]
         for k in range(D):
             for lane in range(N):
-                mk = en[k][EN_MASK + lane]
+                mk = en[k][self.EN.mask[lane]]
                 self.g(E1, f"ctl.lm0.{k}{lane}", [(mk, 1), (self.exw[lane], -1)], 1, [(lm0[k][lane], 1)])
                 self.g(E1, f"ctl.lm1.{k}{lane}", [(mk, 1), (self.exw[lane], -1), (mc.ctx_m[lane], -1)], 1,
                        [(lm1[k][lane], 1)])
         pcrpc = self.a("ctl.pcrpc", D)
         for k in range(D):
-            self.g(E1, f"ctl.pcrpc{k}", [(en[k][EN_RVALID], 1)] + [(x, -1) for x in self.xpr[k].dims], 1, [(pcrpc[k], 1)])
+            self.g(E1, f"ctl.pcrpc{k}", [(en[k][self.EN.rvalid[0]], 1)] + [(x, -1) for x in self.xpr[k].dims], 1, [(pcrpc[k], 1)])
         rv = tf["reconv_valid"][0]
         self.fallIsR = self.a("ctl.fallIsR", 1)[0]
         self.targIsR = self.a("ctl.targIsR", 1)[0]
@@ -180,9 +179,9 @@ class Control:
                     [(self.wait_o[v], -1) for v in range(w)]
             self.g(E1, f"ctl.relW{w}", terms, 1, [(self.relW[w], 1)])
         # E2: xor of the jump targets with the top rpc; live levels; bad waiting warps
-        xT, xF, xR = self.a("ctl.xT", 5), self.a("ctl.xF", 5), self.a("ctl.xR", 5)
+        xT, xF, xR = self.a("ctl.xT", P), self.a("ctl.xF", P), self.a("ctl.xR", P)
         xv = self.a("ctl.xv", 1)[0]
-        for i in range(5):
+        for i in range(P):
             xor(E2, f"ctl.xT{i}", tf["target"][i], self.rpc[i], xT[i])
             xor(E2, f"ctl.xF{i}", tf["fallthrough"][i], self.rpc[i], xF[i])
             xor(E2, f"ctl.xR{i}", tf["reconv"][i], self.rpc[i], xR[i])
@@ -245,14 +244,14 @@ class Control:
             if k >= 1:
                 self.g(E5, f"ctl.lt.up{k}", [(self.base[k - 1], 1), (self.fallIsR, -1)], 1, [(self.lvl_t[k], 1)])
         # E6: what a pop (without / with this step's exit) resumes
-        self.popPC = [self.a(f"ctl.popPC{v}", 5) for v in range(2)]
+        self.popPC = [self.a(f"ctl.popPC{v}", P) for v in range(2)]
         self.popMask = [self.a(f"ctl.popMask{v}", N) for v in range(2)]
         for v, sel in enumerate((self.pop0, self.pop1)):
             for k in range(D):
-                for i in range(5):
-                    self.g(E6, f"ctl.popPC{v}.{k}.{i}", [(sel[k], 1), (en[k][EN_PC + i], 1)], 2, [(self.popPC[v][i], 1)])
+                for i in range(P):
+                    self.g(E6, f"ctl.popPC{v}.{k}.{i}", [(sel[k], 1), (en[k][self.EN.pc[i]], 1)], 2, [(self.popPC[v][i], 1)])
                 for lane in range(N):
-                    terms = [(sel[k], 1), (en[k][EN_MASK + lane], 1), (self.exw[lane], -1)]
+                    terms = [(sel[k], 1), (en[k][self.EN.mask[lane]], 1), (self.exw[lane], -1)]
                     if v == 1:
                         terms.append((mc.ctx_m[lane], -1))
                     self.g(E6, f"ctl.popMask{v}.{k}.{lane}", terms, 2, [(self.popMask[v][lane], 1)])
@@ -320,8 +319,8 @@ class Control:
         self.g(C4, "ctl.ovf.c", [(div, 1), (self.lvl_t[D], 1), (self.targIsR, -1)], 2, [(A["ovf"], 1)])
         self.g(C4, "ctl.ovf.d", [(div, 1), (self.lvl_t[D + 1], 1), (self.targIsR, -1)], 2, [(A["ovf"], 1)])
         # next block when continuing
-        jt = self.a("ctl.jt", 5)
-        for i in range(5):
+        jt = self.a("ctl.jt", self.P)
+        for i in range(self.P):
             self.g(C4, f"ctl.jt.t{i}", [(go_t, 1), (tf["target"][i], 1)], 2, [(jt[i], 1)])
             self.g(C4, f"ctl.jt.f{i}", [(go_f, 1), (tf["fallthrough"][i], 1)], 2, [(jt[i], 1)])
         # C5: scheduling decisions after a stop
@@ -341,24 +340,25 @@ class Control:
         """Next EXEC / CTA / STOP / FAULT and the records of this step (WST, ENT)."""
         mc, W, N = self.mc, self.W, self.N
         tf, A, st, w1 = mc.tf, self.A, self.status, mc.ctx_w
+        NX = self.NX
         O1, O2 = L, L + 1
         # which warp runs next and from where (O1): relW only when the release includes the runner
-        self.nb = self.a("ctl.next.block", 5)
-        self.nw = self.a("ctl.next.warp", 2)
-        self.nm = self.a("ctl.next.mask", N)
+        self.nb = self.a("ctl.next.block", NX.block.width)
+        self.nw = self.a("ctl.next.warp", NX.warp.width)
+        self.nm = self.a("ctl.next.mask", NX.mask.width)
         nb, nw, nm = self.nb, self.nw, self.nm
 
         def put(name, cond, bits_b=None, warp_terms=None, mask_b=None):
             """cond: list of terms all needed (threshold = len)."""
             th = sum(c for _, c in cond if c > 0)
             if bits_b is not None:
-                for i in range(5):
+                for i in range(NX.block.width):
                     self.g(O1, f"{name}.b{i}", cond + [(bits_b[i], 1)], th + 1, [(nb[i], 1)])
             if mask_b is not None:
                 for lane in range(N):
                     self.g(O1, f"{name}.m{lane}", cond + [(mask_b[lane], 1)], th + 1, [(nm[lane], 1)])
             if warp_terms is not None:
-                for i in range(2):
+                for i in range(NX.warp.width):
                     for w in range(W):
                         if w >> i & 1:
                             self.g(O1, f"{name}.w{i}.{w}", cond + [(warp_terms[w], 1)], th + 1, [(nw[i], 1)])
@@ -369,20 +369,20 @@ class Control:
         put("nx.pop1", [(A["pop1"], 1)], self.popPC[1], w1, self.popMask[1])
         # divergence: the taken side if it is not the reconvergence point, else the other side
         put("nx.div.t", [(A["div"], 1), (self.targIsR, -1)], tf["target"], w1, self.m_t)
-        for i in range(5):
+        for i in range(NX.block.width):
             self.g(O1, f"nx.div.f.b{i}", [(A["div"], 1), (self.targIsR, 1), (tf["fallthrough"][i], 1)], 3, [(nb[i], 1)])
         for lane in range(N):
             self.g(O1, f"nx.div.f.m{lane}", [(A["div"], 1), (self.targIsR, 1), (self.m_nt[lane], 1)], 3, [(nm[lane], 1)])
-        for i in range(2):
+        for i in range(NX.warp.width):
             for w in range(W):
                 if w >> i & 1:
                     self.g(O1, f"nx.div.f.w{i}.{w}", [(A["div"], 1), (self.targIsR, 1), (w1[w], 1)], 3, [(nw[i], 1)])
         # switch to the lowest ready warp
         for w in range(W):
             cond = [(A["sched"], 1), (self.schedR[w], 1)]
-            put(f"nx.sched{w}", cond, [st[w][ST_PC + i] for i in range(5)], None,
-                [st[w][ST_MASK + lane] for lane in range(N)])
-            for i in range(2):
+            put(f"nx.sched{w}", cond, [st[w][self.ST.pc[i]] for i in range(self.P)], None,
+                [st[w][self.ST.mask[lane]] for lane in range(N)])
+            for i in range(NX.warp.width):
                 if w >> i & 1:
                     self.g(O1, f"nx.sched{w}.w{i}", cond, 2, [(nw[i], 1)])
         # release after a barrier: the lowest of the runner and the waiting warps
@@ -392,22 +392,22 @@ class Control:
             put(f"nx.relme{w}", cond, tf["target"], None, mc.ctx_m)
             cond_o = [(A["release"], 1), (A["bar"], 1), (self.relW[w], 1), (w1[w], -1)]
             th = 3
-            for i in range(5):
-                self.g(O1, f"nx.relo{w}.b{i}", cond_o + [(st[w][ST_PC + i], 1)], th + 1, [(nb[i], 1)])
+            for i in range(NX.block.width):
+                self.g(O1, f"nx.relo{w}.b{i}", cond_o + [(st[w][self.ST.pc[i]], 1)], th + 1, [(nb[i], 1)])
             for lane in range(N):
-                self.g(O1, f"nx.relo{w}.m{lane}", cond_o + [(st[w][ST_MASK + lane], 1)], th + 1, [(nm[lane], 1)])
-            for i in range(2):
+                self.g(O1, f"nx.relo{w}.m{lane}", cond_o + [(st[w][self.ST.mask[lane]], 1)], th + 1, [(nm[lane], 1)])
+            for i in range(NX.warp.width):
                 if w >> i & 1:
                     self.g(O1, f"nx.rel{w}.w{i}", [(A["release"], 1), (A["bar"], 1), (self.relW[w], 1)], 3, [(nw[i], 1)])
             # release after the runner finished: the lowest waiting warp
             cond_d = [(A["release"], 1), (A["done"], 1), (self.schedW[w], 1)]
-            put(f"nx.reld{w}", cond_d, [st[w][ST_PC + i] for i in range(5)], None,
-                [st[w][ST_MASK + lane] for lane in range(N)])
-            for i in range(2):
+            put(f"nx.reld{w}", cond_d, [st[w][self.ST.pc[i]] for i in range(self.P)], None,
+                [st[w][self.ST.mask[lane]] for lane in range(N)])
+            for i in range(NX.warp.width):
                 if w >> i & 1:
                     self.g(O1, f"nx.reld{w}.w{i}", cond_d, 3, [(nw[i], 1)])
         # next kind
-        self.nk = {k: self.a(f"ctl.next.{k}", 1)[0] for k in ("EXEC", "CTA", "STOP", "FAULT0", "FAULT1", "FAULT2")}
+        self.nk = {k: self.a(f"ctl.next.{k}", 1)[0] for k in NEXT_KINDS}
         nk = self.nk
         faults = [io.fault for io in slots]
         fterms = [(f_, -4) for f_ in faults]
@@ -434,7 +434,7 @@ class Control:
             for k in range(1, MAX_GRID // 2 ** i + 1):
                 self.g(O1, f"ctl.ncta.b{i}.k{k}", ctaid, k * 2 ** i - 1, [(self.next_cta[i], 1 if k % 2 else -1)])
         # ---- records: WST for every warp, ENT for the pushes (O1)
-        self.wst = [self.a(f"ctl.wst.w{w}", ST_BITS) for w in range(W)]
+        self.wst = [self.a(f"ctl.wst.w{w}", self.ST.bits) for w in range(W)]
         self.wst_present = self.a("ctl.wst.present", W)
         for w in range(W):
             me = (w1[w], 1)
@@ -447,37 +447,37 @@ class Control:
             self.g(O1, f"wst{w}.pr.done", [me, (A["done"], 1), (A["ctadone"], -1)], 2, [(pr, 1)])
             # ready unless waiting (barrier without release) or done
             self.g(O1, f"wst{w}.ready", [me, (A["pop0"], 1), (A["pop1"], 1), (A["div"], 1), (A["release"], 1),
-                                         (A["done"], -4)], 2, [(o[ST_READY], 1)])
-            self.g(O1, f"wst{w}.wait", [me, (A["bar"], 1), (A["release"], -1)], 2, [(o[ST_WAIT], 1)])
-            self.g(O1, f"wst{w}.done", [me, (A["done"], 1)], 2, [(o[ST_DONE], 1)])
+                                         (A["done"], -4)], 2, [(o[self.ST.ready[0]], 1)])
+            self.g(O1, f"wst{w}.wait", [me, (A["bar"], 1), (A["release"], -1)], 2, [(o[self.ST.wait[0]], 1)])
+            self.g(O1, f"wst{w}.done", [me, (A["done"], 1)], 2, [(o[self.ST.done[0]], 1)])
             # depth
             for k in range(D):
-                self.g(O1, f"wst{w}.d.pop0.{k}", [me, (A["pop0"], 1), (self.pop0[k], 1)], 3, [(o[ST_DEPTH + k], 1)])
-                self.g(O1, f"wst{w}.d.pop1.{k}", [me, (A["pop1"], 1), (self.pop1[k], 1)], 3, [(o[ST_DEPTH + k], 1)])
-                self.g(O1, f"wst{w}.d.bar.{k}", [me, (A["bar"], 1), (self.d[k], 1)], 3, [(o[ST_DEPTH + k], 1)])
+                self.g(O1, f"wst{w}.d.pop0.{k}", [me, (A["pop0"], 1), (self.pop0[k], 1)], 3, [(o[self.ST.depth[k]], 1)])
+                self.g(O1, f"wst{w}.d.pop1.{k}", [me, (A["pop1"], 1), (self.pop1[k], 1)], 3, [(o[self.ST.depth[k]], 1)])
+                self.g(O1, f"wst{w}.d.bar.{k}", [me, (A["bar"], 1), (self.d[k], 1)], 3, [(o[self.ST.depth[k]], 1)])
                 # divergence: the top is the taken level, or the base if only the other side runs
                 self.g(O1, f"wst{w}.d.divt.{k}", [me, (A["div"], 1), (self.targIsR, -1), (self.lvl_t[k], 1)], 3,
-                       [(o[ST_DEPTH + k], 1)])
+                       [(o[self.ST.depth[k]], 1)])
                 self.g(O1, f"wst{w}.d.divf.{k}", [me, (A["div"], 1), (self.targIsR, 1), (self.base[k], 1)], 4,
-                       [(o[ST_DEPTH + k], 1)])
+                       [(o[self.ST.depth[k]], 1)])
             # exited lanes (this step's exit adds the mask)
             for lane in range(N):
-                self.g(O1, f"wst{w}.ex.{lane}", [me, (self.exw[lane], 1)], 2, [(o[ST_EXITED + lane], 1)])
+                self.g(O1, f"wst{w}.ex.{lane}", [me, (self.exw[lane], 1)], 2, [(o[self.ST.exited[lane]], 1)])
                 self.g(O1, f"wst{w}.exm.{lane}", [me, (mc.t_kind[TermKind.EXIT], 1), (mc.ctx_m[lane], 1),
-                                                 (self.exw[lane], -1)], 3, [(o[ST_EXITED + lane], 1)])
+                                                 (self.exw[lane], -1)], 3, [(o[self.ST.exited[lane]], 1)])
             # resume point after a barrier
-            for i in range(5):
-                self.g(O1, f"wst{w}.pc.{i}", [me, (A["bar"], 1), (tf["target"][i], 1)], 3, [(o[ST_PC + i], 1)])
+            for i in range(self.ST.pc.width):
+                self.g(O1, f"wst{w}.pc.{i}", [me, (A["bar"], 1), (tf["target"][i], 1)], 3, [(o[self.ST.pc[i]], 1)])
             for lane in range(N):
-                self.g(O1, f"wst{w}.mk.{lane}", [me, (A["bar"], 1), (mc.ctx_m[lane], 1)], 3, [(o[ST_MASK + lane], 1)])
+                self.g(O1, f"wst{w}.mk.{lane}", [me, (A["bar"], 1), (mc.ctx_m[lane], 1)], 3, [(o[self.ST.mask[lane]], 1)])
             # other warps: released from a barrier (state ready, the rest unchanged)
             rel = [(w1[w], -1), (A["release"], 1), (self.wait_o[w], 1)]
-            self.g(O1, f"wst{w}.rel.pr", rel, 2, [(pr, 1), (o[ST_READY], 1)])
-            for i in list(range(ST_DEPTH, ST_BITS)):
+            self.g(O1, f"wst{w}.rel.pr", rel, 2, [(pr, 1), (o[self.ST.ready[0]], 1)])
+            for i in range(self.ST.depth.offset, self.ST.bits):
                 self.g(O1, f"wst{w}.rel.{i}", rel + [(st[w][i], 1)], 3, [(o[i], 1)])
         # ENT records: e0 reconvergence entry (level d), e1 other side (base), e2 taken (level_t)
-        self.ent = [self.a(f"ctl.ent{k}", EN_BITS) for k in range(ENT_ITEMS)]
-        self.ent_level = [self.a(f"ctl.ent{k}.level", 3) for k in range(ENT_ITEMS)]
+        self.ent = [self.a(f"ctl.ent{k}", self.EN.bits) for k in range(ENT_ITEMS)]
+        self.ent_level = [self.a(f"ctl.ent{k}.level", LEVEL_BITS) for k in range(ENT_ITEMS)]
         self.ent_present = self.a("ctl.ent.present", ENT_ITEMS)
         dv = [(A["div"], 1)]
         rv = tf["reconv_valid"][0]
@@ -487,7 +487,7 @@ class Control:
 
         def level_bits(name, onehot, out, extra):
             for k in range(min(D, onehot.width)):
-                for i in range(3):
+                for i in range(LEVEL_BITS):
                     if k >> i & 1:
                         self.g(O1, f"{name}.{k}.{i}", extra + [(onehot[k], 1)], len(extra) + 1, [(out[i], 1)])
 
@@ -495,18 +495,18 @@ class Control:
         level_bits("ent1.lv", self.base, self.ent_level[1], dv)
         level_bits("ent2.lv", self.lvl_t, self.ent_level[2], dv)
         e0, e1, e2 = self.ent
-        for i in range(5):
-            self.g(O1, f"ent0.pc{i}", dv + [(tf["reconv"][i], 1)], 2, [(e0[EN_PC + i], 1)])
-            self.g(O1, f"ent0.rpc{i}", dv + [(self.rpc[i], 1)], 2, [(e0[EN_RPC + i], 1)])
-            self.g(O1, f"ent1.pc{i}", dv + [(tf["fallthrough"][i], 1)], 2, [(e1[EN_PC + i], 1)])
-            self.g(O1, f"ent2.pc{i}", dv + [(tf["target"][i], 1)], 2, [(e2[EN_PC + i], 1)])
+        for i in range(self.P):
+            self.g(O1, f"ent0.pc{i}", dv + [(tf["reconv"][i], 1)], 2, [(e0[self.EN.pc[i]], 1)])
+            self.g(O1, f"ent0.rpc{i}", dv + [(self.rpc[i], 1)], 2, [(e0[self.EN.rpc[i]], 1)])
+            self.g(O1, f"ent1.pc{i}", dv + [(tf["fallthrough"][i], 1)], 2, [(e1[self.EN.pc[i]], 1)])
+            self.g(O1, f"ent2.pc{i}", dv + [(tf["target"][i], 1)], 2, [(e2[self.EN.pc[i]], 1)])
             for e in (e1, e2):
-                self.g(O1, f"ent.R{i}.{e.name}", dv + [(tf["reconv"][i], 1)], 2, [(e[EN_RPC + i], 1)])
-        self.g(O1, "ent0.rv", dv + [(self.rval, 1)], 2, [(e0[EN_RVALID], 1)])
+                self.g(O1, f"ent.R{i}.{e.name}", dv + [(tf["reconv"][i], 1)], 2, [(e[self.EN.rpc[i]], 1)])
+        self.g(O1, "ent0.rv", dv + [(self.rval, 1)], 2, [(e0[self.EN.rvalid[0]], 1)])
         for e in (e1, e2):
-            self.g(O1, f"ent.rv.{e.name}", dv + [(rv, 1)], 2, [(e[EN_RVALID], 1)])
+            self.g(O1, f"ent.rv.{e.name}", dv + [(rv, 1)], 2, [(e[self.EN.rvalid[0]], 1)])
         for lane in range(N):
-            self.g(O1, f"ent0.m{lane}", dv + [(mc.ctx_m[lane], 1)], 2, [(e0[EN_MASK + lane], 1)])
-            self.g(O1, f"ent1.m{lane}", dv + [(self.m_nt[lane], 1)], 2, [(e1[EN_MASK + lane], 1)])
-            self.g(O1, f"ent2.m{lane}", dv + [(self.m_t[lane], 1)], 2, [(e2[EN_MASK + lane], 1)])
+            self.g(O1, f"ent0.m{lane}", dv + [(mc.ctx_m[lane], 1)], 2, [(e0[self.EN.mask[lane]], 1)])
+            self.g(O1, f"ent1.m{lane}", dv + [(self.m_nt[lane], 1)], 2, [(e1[self.EN.mask[lane]], 1)])
+            self.g(O1, f"ent2.m{lane}", dv + [(self.m_t[lane], 1)], 2, [(e2[self.EN.mask[lane]], 1)])
         return O2

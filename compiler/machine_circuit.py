@@ -38,9 +38,10 @@ from .mlp import eq_terms
 from .residual import BIT, ResidualLayout, Subspace
 from .schedule import ScheduleError, gate_alaps, heads_seen, spread_heads, spread_mlps
 from .sizing import QWEN35_2B
-from .control import EN_BITS, ST_BITS, ST_DEPTH, ST_MASK, ST_READY, Control
+from .control import LEVEL_BITS, Control
 from .tokens import OUT_GAIN, TokenDims
 from qwengpu_mlx.vocab import ENT_ITEMS
+from qwengpu_mlx.records import NEXT_KINDS, ent_layout, next_layout, wst_layout
 
 MAX_LAYERS = 45
 MEM_WORD_BITS = 7  # binary digits of a memory word index
@@ -733,8 +734,9 @@ class MachineCircuit:
                 self.l_mem_meta[(s, lane)] = latch(f"latch.memm.s{s}l{lane}",
                                                    list(io.mem_word[lane].dims) + [io.mem_present[lane]])
         self.l_pfin = latch("latch.pfin", [d for lane in range(N) for d in self.pfin[lane].dims])
-        self.l_next = latch("latch.next", list(ctl.nb.dims) + list(ctl.nw.dims) + list(ctl.nm.dims)
-                            + [ctl.nk[k] for k in ("EXEC", "CTA", "STOP", "FAULT0", "FAULT1", "FAULT2")])
+        next_bits = list(ctl.nb.dims) + list(ctl.nw.dims) + list(ctl.nm.dims) + [ctl.nk[k] for k in NEXT_KINDS]
+        assert len(next_bits) == next_layout(m).bits  # the latch holds the next token as ``records`` lays it out
+        self.l_next = latch("latch.next", next_bits)
         self.l_next_cta = latch("latch.next_cta", list(ctl.next_cta.dims))
         self.l_wst = [latch(f"latch.wst.w{w}", list(ctl.wst[w].dims) + [ctl.wst_present[w]])
                       for w in range(m.max_warps)]
@@ -746,6 +748,7 @@ class MachineCircuit:
         """Choose the next token from the current one and the latches (see module doc)."""
         m, t, ctl = self.m, self.t, self.ctl
         N, S, W = m.lanes, m.slots_per_block, m.max_warps
+        ST, EN, NX = wst_layout(m), ent_layout(m), next_layout(m)  # what the latches hold
         G = OUT_GAIN
         emit_bits = [self.f[s]["emit"][0] for s in range(S)]
         pemit = self.tf["pemit"][0]
@@ -776,13 +779,13 @@ class MachineCircuit:
             elif kind == "MEM":
                 s, lane = a, b
                 meta = self.l_mem_meta[(s, lane)]
-                self.gate(E1, f"em.pr{j}", [(meta[7], 1)] + nph, 1, [(present[j], 1)])
+                self.gate(E1, f"em.pr{j}", [(meta[MEM_WORD_BITS], 1)] + nph, 1, [(present[j], 1)])
                 self.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx_hdr_mem[s * N + lane], 1)], 2, [(cur[j], 1)])
             elif kind == "ENT":
-                self.gate(E1, f"em.pr{j}", [(self.l_ent[a][EN_BITS + 3], 1)] + nph, 1, [(present[j], 1)])
+                self.gate(E1, f"em.pr{j}", [(self.l_ent[a][EN.bits + LEVEL_BITS], 1)] + nph, 1, [(present[j], 1)])
                 self.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx_hdr_ent[a], 1)], 2, [(cur[j], 1)])
             elif kind == "WST":
-                self.gate(E1, f"em.pr{j}", [(self.l_wst[a][ST_BITS], 1)] + nph, 1, [(present[j], 1)])
+                self.gate(E1, f"em.pr{j}", [(self.l_wst[a][ST.bits], 1)] + nph, 1, [(present[j], 1)])
                 self.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx_hdr_wst[a], 1), (ph, -1)], 2, [(cur[j], 1)])
             else:  # WSTI: a thread block starts: every existing warp's initial status
                 self.gate(E1, f"em.pr{j}", [(ctl.exist[a][0], 1), (ph, 1)], 2, [(present[j], 1)])
@@ -853,17 +856,17 @@ class MachineCircuit:
                 emit_class(f"em.o{j}", "MEM", [(sel[j], 1)], 1)
                 const_field_bits(f"em.o{j}", "MEM", "item", a * N + b, sel[j])
                 meta = self.l_mem_meta[(a, b)]
-                for i in range(7):
+                for i in range(MEM_WORD_BITS):
                     emit_field(f"em.o{j}.addr{i}", "MEM", "addr", i, [(sel[j], 1), (meta[i], 1)], 2)
             elif kind == "ENT":
                 emit_class(f"em.o{j}", "ENT", [(sel[j], 1)], 1)
                 const_field_bits(f"em.o{j}", "ENT", "item", a, sel[j])
-                for i in range(2):
+                for i in range(of["ENT"]["warp"].width):
                     for w in range(W):
                         if w >> i & 1:
                             emit_field(f"em.o{j}.w{i}.{w}", "ENT", "warp", i, [(sel[j], 1), (self.ctx_w[w], 1)], 2)
-                for i in range(3):
-                    emit_field(f"em.o{j}.lv{i}", "ENT", "level", i, [(sel[j], 1), (self.l_ent[a][EN_BITS + i], 1)], 2)
+                for i in range(LEVEL_BITS):
+                    emit_field(f"em.o{j}.lv{i}", "ENT", "level", i, [(sel[j], 1), (self.l_ent[a][EN.bits + i], 1)], 2)
             else:  # WST / WSTI
                 emit_class(f"em.o{j}", "WST", [(sel[j], 1)], 1)
                 const_field_bits(f"em.o{j}", "WST", "warp", a, sel[j])
@@ -873,15 +876,16 @@ class MachineCircuit:
             """Condition-and-value terms, one list per source of one payload bit."""
             out = [[(self.l_value[bit], 1)]]  # VAL and MEM records: the bus holds the named one
             for k in range(ENT_ITEMS):
-                if bit < EN_BITS:
+                if bit < EN.bits:
                     out.append([(self.ctx_hdr_ent[k], 1), (self.l_ent[k][bit], 1)])
             for w in range(W):
-                if bit < ST_BITS:
+                if bit < ST.bits:
                     out.append([(self.ctx_hdr_wst[w], 1), (ph, -1), (self.l_wst[w][bit], 1)])
-                    if bit in (ST_READY, ST_DEPTH):
+                    # a thread block's start: every warp ready at depth 0, its existing lanes
+                    if bit in (ST.ready[0], ST.depth[0]):
                         out.append([(self.ctx_hdr_wst[w], 1), (ph, 1), (self.ONE, 1.0 / self.K)])
-                    elif ST_MASK <= bit < ST_MASK + N:
-                        out.append([(self.ctx_hdr_wst[w], 1), (ph, 1), (ctl.exist[w][bit - ST_MASK], 1)])
+                    elif ST.mask.offset <= bit < ST.mask.offset + ST.mask.width:
+                        out.append([(self.ctx_hdr_wst[w], 1), (ph, 1), (ctl.exist[w][bit - ST.mask.offset], 1)])
             return out
 
         for c in range(3):
@@ -894,21 +898,23 @@ class MachineCircuit:
                     emit_field(f"em.ch{c}.b{i}.{q}", kind, "value", i, [(mid[c], 1)] + src, th)
         # after the last record of an EXEC step: the latched next token
         nk = self.l_next
-        K_EXEC, K_CTA, K_STOP, K_F0, K_F1, K_F2 = (11 + i for i in range(6))
+        K_EXEC, K_CTA, K_STOP = NX.EXEC[0], NX.CTA[0], NX.STOP[0]
         emit_class("em.exec", "EXEC", [(nxt, 1), (nk[K_EXEC], 1)], 2)
-        for i in range(5):
-            emit_field(f"em.exec.b{i}", "EXEC", "block", i, [(nxt, 1), (nk[K_EXEC], 1), (nk[i], 1)], 3)
-        for i in range(2):
-            emit_field(f"em.exec.w{i}", "EXEC", "warp", i, [(nxt, 1), (nk[K_EXEC], 1), (nk[5 + i], 1)], 3)
-        for lane in range(N):
-            emit_field(f"em.exec.m{lane}", "EXEC", "mask", lane, [(nxt, 1), (nk[K_EXEC], 1), (nk[7 + lane], 1)], 3)
+        for i in range(NX.block.width):
+            emit_field(f"em.exec.b{i}", "EXEC", "block", i, [(nxt, 1), (nk[K_EXEC], 1), (nk[NX.block[i]], 1)], 3)
+        for i in range(NX.warp.width):
+            emit_field(f"em.exec.w{i}", "EXEC", "warp", i, [(nxt, 1), (nk[K_EXEC], 1), (nk[NX.warp[i]], 1)], 3)
+        for lane in range(NX.mask.width):
+            emit_field(f"em.exec.m{lane}", "EXEC", "mask", lane,
+                       [(nxt, 1), (nk[K_EXEC], 1), (nk[NX.mask[lane]], 1)], 3)
         emit_class("em.cta", "CTA", [(nxt, 1), (nk[K_CTA], 1)], 2)
-        for i in range(6):
+        for i in range(self.l_next_cta.width):
             emit_field(f"em.cta.c{i}", "CTA", "ctaid", i, [(nxt, 1), (nk[K_CTA], 1), (self.l_next_cta[i], 1)], 3)
         emit_class("em.stop", "STOP", [(nxt, 1), (nk[K_STOP], 1)], 2)
-        for code, k in ((0, K_F0), (1, K_F1), (2, K_F2)):
+        for code in range(3):
+            k = getattr(NX, f"FAULT{code}")[0]
             emit_class(f"em.fault{code}", "FAULT", [(nxt, 1), (nk[k], 1)], 2)
-            for i in range(2):
+            for i in range(of["FAULT"]["code"].width):
                 if code >> i & 1:
                     emit_field(f"em.fault{code}.c{i}", "FAULT", "code", i, [(nxt, 1), (nk[k], 1)], 2)
         # thread block start finished: warp 0 runs block 0 on its lanes
