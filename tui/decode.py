@@ -8,8 +8,8 @@ dashboard feeds it every generated token as the model writes it:
   ``program.blocks[b].instrs[slot].dst`` of lane ``lane`` of the current warp;
 * ``PVAL(lane, bits)`` is the predicate file of ``lane`` of the current warp;
 * ``MEM(item, addr)`` + chunks writes memory word ``addr``;
-* ``ENT``/``WST`` + chunks are SIMT stack entries and warp statuses (decoded with the
-  control unit's bit layout);
+* ``ENT``/``WST`` + chunks are SIMT stack entries and warp statuses (decoded with
+  ``qwengpu_mlx.records``' layouts for the decoder's machine, the control unit's own);
 * ``CTA(c)`` starts thread block ``c``; ``STOP``/``FAULT`` end the launch.
 
 A record's header opens a line; its chunks complete the same line (``replace``).
@@ -20,64 +20,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from qwengpu_mlx import records
 from qwengpu_mlx.isa import Program
 from qwengpu_mlx.machine import DEFAULT_MACHINE, MachineConfig, to_signed
+from qwengpu_mlx.records import mask_bits  # noqa: F401 - re-exported for the panes
 from qwengpu_mlx.vocab import FAULT_CODES, Token, chunk_value, vocab_for
 
 RECORD_KINDS = ("VAL", "MEM", "ENT", "WST", "PROG")
 CHUNK_KINDS = ("C0", "C1", "C2")
 
-# Bit layout of the control unit's records (compiler/control.py: ST_*, EN_*).
-_ST_READY, _ST_WAIT, _ST_DONE = 0, 1, 2
-_ST_DEPTH = 3
-try:  # keep in step with the compiler when it is importable
-    from qwengpu_mlx.compiler.control import (EN_MASK, EN_PC, EN_RPC, EN_RVALID, ST_DEPTH, ST_EXITED, ST_MASK,
-                                              ST_PC)
-except Exception:  # pragma: no cover - the compiler is part of this package
-    from qwengpu_mlx.vocab import STACK_LEVELS as _D
-
-    ST_DEPTH, ST_EXITED = 3, 3 + _D
-    ST_PC, ST_MASK = ST_EXITED + 4, ST_EXITED + 9
-    EN_PC, EN_RPC, EN_RVALID, EN_MASK = 0, 5, 10, 11
-
-
-def mask_bits(mask: int, lanes: int = 4) -> str:
-    """Lane 0 first: ``1110`` means lanes 0, 1 and 2."""
-    return "".join("1" if mask >> lane & 1 else "0" for lane in range(lanes))
-
-
 def lane_list(mask: int, lanes: int = 4) -> str:
     return ",".join(str(lane) for lane in range(lanes) if mask >> lane & 1) or "none"
 
 
-def _bits(value: int, start: int, width: int) -> int:
-    return (value >> start) & ((1 << width) - 1)
+def describe_wst(value: int, machine: MachineConfig = DEFAULT_MACHINE) -> str:
+    """A WST payload in words, by ``records.wst_layout(machine)``."""
+    return records.describe_wst(value, machine)
 
 
-def _onehot(value: int, start: int, width: int) -> int | None:
-    for i in range(width):
-        if value >> (start + i) & 1:
-            return i
-    return None
-
-
-def describe_wst(value: int, lanes: int = 4) -> str:
-    state = [name for bit, name in ((_ST_READY, "ready"), (_ST_WAIT, "waiting"), (_ST_DONE, "done"))
-             if value >> bit & 1]
-    depth = _onehot(value, ST_DEPTH, ST_EXITED - ST_DEPTH)
-    exited = _bits(value, ST_EXITED, lanes)
-    pc = _bits(value, ST_PC, 5)
-    mask = _bits(value, ST_MASK, lanes)
-    return (f"{'/'.join(state) or 'idle'}, depth {depth if depth is not None else '-'}, "
-            f"exited {mask_bits(exited, lanes)}, resume B{pc} mask {mask_bits(mask, lanes)}")
-
-
-def describe_ent(value: int, lanes: int = 4) -> str:
-    pc = _bits(value, EN_PC, 5)
-    rpc = _bits(value, EN_RPC, 5)
-    valid = value >> EN_RVALID & 1
-    mask = _bits(value, EN_MASK, lanes)
-    return f"pc B{pc}, reconverge {'B' + str(rpc) if valid else 'at exit'}, mask {mask_bits(mask, lanes)}"
+def describe_ent(value: int, machine: MachineConfig = DEFAULT_MACHINE) -> str:
+    """An ENT payload in words, by ``records.ent_layout(machine)``."""
+    return records.describe_ent(value, machine)
 
 
 @dataclass
@@ -291,7 +254,6 @@ class LaunchDecoder:
 
     def _complete(self, tok: Token, value: int) -> str:
         st = self.state
-        lanes = self.machine.lanes
         head = self._header_meaning(tok)
         joined = f"= {to_signed(value)}" + (f" (0x{value:08x})" if value > 0xFFFF else "")
         if tok.kind == "VAL":
@@ -309,9 +271,9 @@ class LaunchDecoder:
                 st.written_words.add(addr)
             return f"{head} {joined}"
         if tok.kind == "ENT":
-            return f"{head}: {describe_ent(value, lanes)}"
+            return f"{head}: {describe_ent(value, self.machine)}"
         if tok.kind == "WST":
-            text = describe_wst(value, lanes)
+            text = describe_wst(value, self.machine)
             st.warp_status[tok.get("warp")] = text
             return f"{head}: {text}"
         return f"{head} {joined}"
