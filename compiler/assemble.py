@@ -9,6 +9,7 @@ asking for a DeltaNet there is an error, so the plan must route around those ind
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field, replace
 
 import mlx.core as mx
@@ -17,6 +18,7 @@ import numpy as np
 from .deltanet import DeltaNetBuilder
 from .levels import DEFAULT_LEVELS, Levels
 from .mlp import MLPBuilder
+from .placement import placing
 from .residual import ResidualLayout
 
 
@@ -43,6 +45,10 @@ class LayerPlan:
     mixer: DeltaNetBuilder | None = None
     mlp: MLPBuilder | None = None
     role: str = ""
+    # which stage placed what here, (stage, "gate" | "head") -> count, and of the parts the
+    # schedule moved here the stages that built them (``compiler.placement``)
+    placed: Counter = field(default_factory=Counter)
+    moved_in: Counter = field(default_factory=Counter)
 
 
 @dataclass
@@ -56,6 +62,7 @@ class CircuitPlan:
     embedding_sparse: tuple | None = None  # (dims, [vocab, len(dims)]): the same, compact
     final_norm_dims: list | None = None  # dims the final norm passes (None: all)
     finalized: bool = False
+    origins: dict = field(default_factory=dict)  # (kind, name) -> placement.Origin: the stage that placed it
 
     def finalize(self) -> None:
         """Make every decision independent of the signal ratio, before any weights exist.
@@ -67,6 +74,11 @@ class CircuitPlan:
         """
         if self.finalized:
             return
+        with placing(self, "finalize"):
+            self._finalize()
+        self.finalized = True
+
+    def _finalize(self) -> None:
         lay, K = self.layout, self.levels.K
         self.mlp(0).gate("ONE2", [], 0, [(lay.ONE2, 1)])
         lay.references = {2: (lay.ONE2, 1.0)}
@@ -84,7 +96,6 @@ class CircuitPlan:
         self._record_classes()
         self._reclass_gate_inputs()
         self._record_classes()
-        self.finalized = True
 
     def _record_classes(self) -> None:
         """Each dim's scale class, from what writes it (``ResidualLayout.scale_class``)."""

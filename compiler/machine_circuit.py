@@ -16,7 +16,7 @@ registers and memory, so the other passes' datapath values are harmless.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 
 from qwengpu_mlx.encoding import (
@@ -35,8 +35,9 @@ from .assemble import CircuitPlan, Shape
 from .deltanet import CURRENT
 from .levels import DEFAULT_LEVELS, Levels
 from .mlp import eq_terms
+from .placement import placing
 from .residual import BIT, ResidualLayout, Subspace
-from .schedule import ScheduleError, gate_alaps, heads_seen, spread_heads, spread_mlps
+from .schedule import ScheduleOutcome, schedule_plan
 from .sizing import QWEN35_2B
 from .control import LEVEL_BITS, Control
 from .tokens import OUT_GAIN, TokenDims
@@ -134,69 +135,51 @@ class MachineCircuit:
                     return i, h.index
         raise LookupError(f"no head {self.memory_head_name!r}")
 
-    def schedule(self, units: int = MLP_UNITS, heads: int = LINEAR_HEADS) -> None:
-        """Spread gates and heads into later layers where they have slack (``compiler.schedule``).
+    def schedule(self, units: int = MLP_UNITS, heads: int = LINEAR_HEADS) -> ScheduleOutcome:
+        """Spread gates and heads into later layers where they have slack (``schedule.schedule_plan``).
 
-        Every MLP is brought to at most ``units`` units; heads move towards ``heads`` per
-        layer where their readers allow. The plan's shape then says the widths the
-        circuit really uses. A machine whose critical layers cannot be brought under
-        the unit cap keeps the stages' layers (the pass changes nothing then);
-        ``self.scheduled`` says what happened.
+        Returns what happened (a machine whose critical layers cannot be brought under
+        ``units`` keeps the stages' layers); ``self.scheduled`` says it in words.
         """
-        plan = self.plan
-        try:
-            spread_mlps(plan, units)
-        except ScheduleError as e:
-            self.scheduled = f"MLPs not spread: {e}"
-        else:
-            self.scheduled = f"MLPs spread to at most {units} units"
-            plan.shape = replace(plan.shape, intermediate=units)
-            for lp in plan.layers:
-                if lp.mlp is not None:
-                    lp.mlp.intermediate = units
-        # heads next: a head may move above the gates that read it when they can move too
-        before = [list(lp.mixer.heads) if lp.mixer is not None else None for lp in plan.layers]
-        seen = heads_seen(plan)
-        hs = spread_heads(plan, heads, gate_alaps(plan))
-        try:
-            spread_mlps(plan, plan.shape.intermediate, must_see=seen)
-        except ScheduleError as e:  # put the heads back where they were
-            for lp, hl in zip(plan.layers, before):
-                if lp.mixer is not None:
-                    lp.mixer.heads = hl or []
-                    for k, h in enumerate(lp.mixer.heads):
-                        h.index = k
-            hs = spread_heads(plan, heads)
-            self.scheduled += f"; heads spread without moving gates ({e})"
-        widest = max(hs["heads_max"], 1)
-        plan.shape = replace(plan.shape, linear_heads=widest)
-        for lp in plan.layers:
-            if lp.mixer is not None:
-                lp.mixer.H = widest
-        over = ", ".join(f"layer {i}: {n}" for i, n in hs["over"])
-        self.scheduled += f"; heads at most {widest} per layer" + (f" (over {heads}: {over})" if over else "")
+        self.schedule_outcome = schedule_plan(self.plan, units, heads)
+        self.scheduled = self.schedule_outcome.describe()
+        return self.schedule_outcome
 
     # ------------------------------------------------------------------ stages
 
+    def stage(self, name: str):
+        """``with mc.stage("fetch"):`` notes what the enclosed code places as that stage's (``placement``)."""
+        return placing(self.plan, name)
+
     def build(self) -> CircuitPlan:
+        """Every stage in turn, each at the earliest layers its inputs allow (module doc)."""
         m = self.m
         self.ctl = Control(self)
-        self.context(0)
-        self.fetch(1)
-        self.ctl.heads(1)
-        self.ctl.early(2)
+        with self.stage("context"):
+            self.context(0)
+        with self.stage("fetch"):
+            self.fetch(1)
+        with self.stage("control.state"):
+            self.ctl.heads(1)
+        with self.stage("control.early"):
+            self.ctl.early(2)
         L = 2
         slots = []
         self.slot_end = []  # per slot: the first layer that sees its results
         for s in range(m.slots_per_block):
             if s:
-                self.fetch_slot(s, L)
-            io, L = self.slot(s, L, slots)
+                with self.stage(f"slot{s}.fetch"):
+                    self.fetch_slot(s, L)
+            with self.stage(f"slot{s}"):
+                io, L = self.slot(s, L, slots)
             slots.append(io)
             self.slot_end.append(L)
-        L = self.ctl.late(L, slots)
-        L = self.latch(L, slots)
-        L = self.emit(L)
+        with self.stage("control.late"):
+            L = self.ctl.late(L, slots)
+        with self.stage("latch"):
+            L = self.latch(L, slots)
+        with self.stage("emit"):
+            L = self.emit(L)
         if len(self.plan.layers) > MAX_LAYERS:
             raise ValueError(f"circuit needs {len(self.plan.layers)} layers > {MAX_LAYERS}")
         self.plan.vocab = self.vocab.names()
@@ -927,8 +910,7 @@ class MachineCircuit:
 
 
 def build_machine_circuit(machine: MachineConfig = DEFAULT_MACHINE, shape: Shape = NARROW) -> MachineCircuit:
-    mc = MachineCircuit(machine, shape)
-    mc.build()
-    mc.plan.finalize()
-    mc.schedule()
-    return mc
+    """The logical circuit, built, finalized and scheduled: ``pipeline.compile_machine``'s, kept for its callers."""
+    from .pipeline import compile_machine  # the pipeline builds on this module
+
+    return compile_machine(machine, shape, fold=False).circuit

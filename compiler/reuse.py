@@ -40,6 +40,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from . import placement
 from .assemble import CircuitPlan
 from .mlp import Gate
 
@@ -221,8 +222,10 @@ def reuse_dims(plan: CircuitPlan, *, units: int | None = None) -> Reuse:
     for c, p, steps in clears:
         mlp = out.mlp(c)
         for sign, k, w in steps:
-            mlp.gates.append(Gate(f"clear.{p}.{'+' if sign > 0 else '-'}{k}", ((p, float(sign)),), float(k),
-                                  ((p, float(w)),), 2 * len(mlp.gates)))
+            name = f"clear.{p}.{'+' if sign > 0 else '-'}{k}"
+            mlp.gates.append(Gate(name, ((p, float(sign)),), float(k), ((p, float(w)),), 2 * len(mlp.gates)))
+            placement.note(out, placement.GATE, name, "fold.clear", c)
+    placement.tally(out)
     n_clear = sum(len(s) for _, _, s in clears)
     return Reuse(out, len(phys), lay.used, n_clear, mapping)
 

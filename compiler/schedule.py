@@ -21,13 +21,85 @@ same, so every launch is token-for-token the same.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from .assemble import CircuitPlan
+from .placement import note_moves
 
 
 class ScheduleError(ValueError):
     """A layer cannot be brought under the unit cap (none of its gates has slack)."""
+
+
+@dataclass(frozen=True)
+class ScheduleOutcome:
+    """What :func:`schedule_plan` did, as fields a caller branches on (``describe`` is for people).
+
+    A pass that cannot bring the MLPs under the cap is no failure of the compile: the
+    stages' layers stay and the plan is as wide as they are; the caller decides whether
+    that width is good enough (the fold retries at the full width, then checks the shape).
+    """
+
+    units: int  # the MLP cap asked for
+    heads: int  # the heads per layer asked for
+    mlp_error: ScheduleError | None  # why the MLPs kept the stages' layers; None: all under ``units``
+    gates_stayed: ScheduleError | None  # why heads moved without the gates that read them; None: gates moved too
+    heads_max: int  # the most heads a layer holds after the pass
+    heads_over: tuple[tuple[int, int], ...]  # (layer, heads) of layers still over ``heads``
+
+    @property
+    def mlps_spread(self) -> bool:
+        return self.mlp_error is None
+
+    def describe(self) -> str:
+        out = f"MLPs spread to at most {self.units} units" if self.mlps_spread else f"MLPs not spread: {self.mlp_error}"
+        if self.gates_stayed is not None:
+            out += f"; heads spread without moving gates ({self.gates_stayed})"
+        over = ", ".join(f"layer {i}: {n}" for i, n in self.heads_over)
+        return out + f"; heads at most {max(self.heads_max, 1)} per layer" + (f" (over {self.heads}: {over})" if over else "")
+
+
+def schedule_plan(plan: CircuitPlan, units: int, heads: int) -> ScheduleOutcome:
+    """Spread gates and heads into later layers where they have slack; the plan's shape then
+    says the widths the circuit really uses.
+
+    Every MLP is brought to at most ``units`` units (if its critical layers allow: else the
+    MLPs keep the stages' layers); heads move towards ``heads`` per layer where their
+    readers allow, then the MLP pass runs again to lift the gates above the heads they read.
+    If that second pass fails, the heads go back and move again without moving any gate.
+    """
+    try:
+        spread_mlps(plan, units)
+    except ScheduleError as e:
+        mlp_error = e
+    else:
+        mlp_error = None
+        plan.shape = replace(plan.shape, intermediate=units)
+        for lp in plan.layers:
+            if lp.mlp is not None:
+                lp.mlp.intermediate = units
+    # heads next: a head may move above the gates that read it when they can move too
+    before = [list(lp.mixer.heads) if lp.mixer is not None else None for lp in plan.layers]
+    seen = heads_seen(plan)
+    hs = spread_heads(plan, heads, gate_alaps(plan))
+    gates_stayed = None
+    try:
+        spread_mlps(plan, plan.shape.intermediate, must_see=seen)
+    except ScheduleError as e:  # put the heads back where they were
+        for lp, hl in zip(plan.layers, before):
+            if lp.mixer is not None:
+                lp.mixer.heads = hl or []
+                for k, h in enumerate(lp.mixer.heads):
+                    h.index = k
+        hs = spread_heads(plan, heads)
+        gates_stayed = e
+    widest = max(hs["heads_max"], 1)
+    plan.shape = replace(plan.shape, linear_heads=widest)
+    for lp in plan.layers:
+        if lp.mixer is not None:
+            lp.mixer.H = widest
+    note_moves(plan, "schedule")
+    return ScheduleOutcome(units, heads, mlp_error, gates_stayed, hs["heads_max"], tuple(hs["over"]))
 
 
 def head_layers(plan: CircuitPlan) -> dict[str, int]:

@@ -109,23 +109,61 @@ def needs(plan: CircuitPlan) -> Needs:
                  max(h.rows for h in all_heads), max(2 * h.bits for h in all_heads), len(plan.vocab))
 
 
-def misfits(n: Needs, shape: Shape) -> list[str]:
-    """Why a circuit with needs ``n`` does not fit ``shape`` (empty: it fits)."""
+@dataclass(frozen=True)
+class Misfit:
+    """One width of a shape that a circuit needs more of: what, how much, and in words."""
+
+    resource: str  # one of RESOURCES
+    need: int
+    has: int
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+RESOURCES = ("residual", "mlp", "heads", "key_dim", "value_dim")
+
+
+class DoesNotFit(ValueError):
+    """The machine's circuit needs more than the shape has: ``misfits`` says what, the message in words."""
+
+    def __init__(self, misfits: list[Misfit] | tuple[Misfit, ...]):
+        self.misfits = tuple(misfits)
+        super().__init__("; ".join(m.message for m in self.misfits))
+
+    @property
+    def resources(self) -> tuple[str, ...]:
+        return tuple(m.resource for m in self.misfits)
+
+
+def shape_misfits(n: Needs, shape: Shape) -> list[Misfit]:
+    """Why a circuit with needs ``n`` does not fit ``shape`` (empty: it fits), one Misfit per width."""
     out = []
     if n.dims_used > shape.hidden:
-        out.append(f"residual: {n.dims_used} dims allocated; with every dead dim reused, as scheduled, it would "
-                   f"still need "
-                   f"{n.reuse_bound} ({n.embedding_dims} embedding dims, which cannot be reused, plus the "
-                   f"{n.reuse_bound - n.embedding_dims} computed ones live at once at the widest layer), "
-                   f"the shape has {shape.hidden}")
+        out.append(Misfit("residual", n.dims_used, shape.hidden,
+                          f"residual: {n.dims_used} dims allocated; with every dead dim reused, as scheduled, it "
+                          f"would still need "
+                          f"{n.reuse_bound} ({n.embedding_dims} embedding dims, which cannot be reused, plus the "
+                          f"{n.reuse_bound - n.embedding_dims} computed ones live at once at the widest layer), "
+                          f"the shape has {shape.hidden}"))
     if n.units_max > shape.intermediate:
-        out.append(f"MLP: layer {n.units_layer} needs {n.units_max} units, the shape has {shape.intermediate}")
+        out.append(Misfit("mlp", n.units_max, shape.intermediate,
+                          f"MLP: layer {n.units_layer} needs {n.units_max} units, the shape has {shape.intermediate}"))
     if n.heads_max > shape.linear_heads:
-        out.append(f"linear attention: layer {n.heads_layer} needs {n.heads_max} heads, "
-                   f"the shape has {shape.linear_heads}")
+        out.append(Misfit("heads", n.heads_max, shape.linear_heads,
+                          f"linear attention: layer {n.heads_layer} needs {n.heads_max} heads, "
+                          f"the shape has {shape.linear_heads}"))
     if n.key_rows_max > shape.key_dim:
-        out.append(f"state rows: a head needs {n.key_rows_max} rows, the shape's key dim is {shape.key_dim}")
+        out.append(Misfit("key_dim", n.key_rows_max, shape.key_dim,
+                          f"state rows: a head needs {n.key_rows_max} rows, the shape's key dim is {shape.key_dim}"))
     if n.value_channels_max > shape.value_dim:
-        out.append(f"state columns: a head needs {n.value_channels_max} value channels, "
-                   f"the shape's value dim is {shape.value_dim}")
+        out.append(Misfit("value_dim", n.value_channels_max, shape.value_dim,
+                          f"state columns: a head needs {n.value_channels_max} value channels, "
+                          f"the shape's value dim is {shape.value_dim}"))
     return out
+
+
+def misfits(n: Needs, shape: Shape) -> list[str]:
+    """Why a circuit with needs ``n`` does not fit ``shape`` (empty: it fits), in words."""
+    return [m.message for m in shape_misfits(n, shape)]

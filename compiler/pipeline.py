@@ -1,0 +1,140 @@
+"""One entry point from a machine to the plan its weights come from: :func:`compile_machine`.
+
+The stages, each a function returning what it made (never a message to parse):
+
+``build``     every gate and head at the earliest layer its inputs allow (``MachineCircuit.build``)
+``finalize``  class constants and class-2 copies (``CircuitPlan.finalize``)
+``schedule``  gates and heads spread to a width cap (``schedule.schedule_plan``): a ScheduleOutcome
+``fold``      for a dense shape: values folded onto its physical dims (``fold.fold_onto``): a Reuse
+
+The narrow shape (``machine_circuit.NARROW``) is the compiler's logical one: one residual
+dim per value, run by the compact path. Any other shape is a dense checkpoint's (such as
+``sizing.QWEN35_2B``): the logical plan is scheduled below its MLP width to leave room for
+the fold's clear gates, at each share of ``fold.SPREAD_SHARES`` until one fits, and
+folded. A shape the circuit cannot fit raises :class:`~compiler.sizing.DoesNotFit`, whose
+``misfits`` say which width, how much is needed and how much the shape has.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from qwengpu_mlx.machine import DEFAULT_MACHINE, MachineConfig
+
+from .assemble import CircuitPlan, Shape
+from .fold import SPREAD_SHARES, fit_shape, fold_onto, residual_misfit, spread_units
+from .machine_circuit import LINEAR_HEADS, MLP_UNITS, NARROW, MachineCircuit
+from .reuse import Reuse
+from .schedule import ScheduleOutcome
+from .sizing import DoesNotFit
+
+
+@dataclass
+class CompiledMachine:
+    """A compiled machine: its logical circuit and the plan its weights come from."""
+
+    machine: MachineConfig
+    shape: Shape  # the shape asked for
+    circuit: MachineCircuit  # built, finalized and scheduled: one residual dim per value
+    plan: CircuitPlan  # what the weights come from: ``circuit.plan``, or the folded ``reuse.plan``
+    schedule: ScheduleOutcome  # what the schedule pass did to ``circuit.plan``
+    reuse: Reuse | None = None  # the fold onto a dense shape's dims (None: the logical shape)
+    share: float | None = None  # share of the shape's MLP width the logical gates were spread to (folded)
+
+    @property
+    def folded(self) -> bool:
+        return self.reuse is not None
+
+    @property
+    def memory_head(self) -> tuple[int, int]:
+        """(layer, head index) of the memory head the host reads words from, in ``plan``."""
+        for i, lp in enumerate(self.plan.layers):
+            for h in (lp.mixer.heads if lp.mixer is not None else []):
+                if h.name == self.circuit.memory_head_name:
+                    return i, h.index
+        raise LookupError(f"no head {self.circuit.memory_head_name!r}")
+
+    def compact(self):
+        """The compact circuit of ``plan`` (``compiler.compact``), knowing where the host reads memory."""
+        from .compact import compact
+
+        cc = compact(self.plan)
+        cc.memory_head = tuple(self.memory_head)
+        return cc
+
+
+def build_stage(machine: MachineConfig, shape: Shape = NARROW) -> MachineCircuit:
+    """Every stage's gates and heads at the earliest layers their inputs allow."""
+    mc = MachineCircuit(machine, shape)
+    mc.build()
+    return mc
+
+
+def finalize_stage(mc: MachineCircuit) -> None:
+    """Class constants and copies: decisions that do not move with the signal ratio."""
+    mc.plan.finalize()
+
+
+def schedule_stage(mc: MachineCircuit, units: int, heads: int) -> ScheduleOutcome:
+    """Gates spread to at most ``units`` per MLP where they have slack, heads towards ``heads`` per layer."""
+    return mc.schedule(units=units, heads=heads)
+
+
+def logical_circuit(machine: MachineConfig, shape: Shape = NARROW, *, units: int = MLP_UNITS,
+                    heads: int = LINEAR_HEADS) -> tuple[MachineCircuit, ScheduleOutcome]:
+    """build, finalize, schedule: the logical plan, one residual dim per value."""
+    mc = build_stage(machine, shape)
+    finalize_stage(mc)
+    return mc, schedule_stage(mc, units, heads)
+
+
+@dataclass
+class FoldAttempt:
+    circuit: MachineCircuit
+    schedule: ScheduleOutcome
+    reuse: Reuse
+    share: float
+
+
+def fold_attempt(machine: MachineConfig, shape: Shape, share: float) -> FoldAttempt:
+    """The logical plan spread to ``share`` of the shape's MLP width, then folded onto its dims.
+
+    Where the MLPs cannot be brought that low, the plan is spread to the full width (less
+    room for the clear gates). DoesNotFit when a width other than the residual is short.
+    """
+    mc, outcome = logical_circuit(machine, units=spread_units(shape, share), heads=shape.linear_heads)
+    if not outcome.mlps_spread:  # too tight: the full width, less room for clears
+        mc, outcome = logical_circuit(machine, units=shape.intermediate, heads=shape.linear_heads)
+    return FoldAttempt(mc, outcome, fold_onto(mc.plan, shape), share)
+
+
+def fold_search(machine: MachineConfig, shape: Shape) -> FoldAttempt:
+    """The fold with the fewest physical dims over the spread shares; DoesNotFit if even that is too wide."""
+    best = None
+    for share in SPREAD_SHARES:
+        a = fold_attempt(machine, shape, share)
+        if best is None or a.reuse.physical < best.reuse.physical:
+            best = a
+        if a.reuse.physical <= shape.hidden or a.reuse.physical > 1.2 * shape.hidden:
+            break  # it fits; or it is so far over that no other share will make it fit
+    misfit = residual_misfit(best.reuse, shape)
+    if misfit is not None:
+        raise DoesNotFit([misfit])
+    fit_shape(best.reuse.plan, shape)
+    return best
+
+
+def compile_machine(machine: MachineConfig = DEFAULT_MACHINE, shape: Shape = NARROW, *,
+                    fold: bool | None = None) -> CompiledMachine:
+    """The machine's circuit for ``shape``: logical at the narrow shape, folded for a dense one.
+
+    ``fold`` None folds every shape but the narrow one. Raises DoesNotFit (with typed
+    ``misfits``) when the circuit does not fit a dense shape.
+    """
+    if fold is None:
+        fold = shape != NARROW
+    if not fold:
+        mc, outcome = logical_circuit(machine, shape)
+        return CompiledMachine(machine, shape, mc, mc.plan, outcome)
+    a = fold_search(machine, shape)
+    return CompiledMachine(machine, shape, a.circuit, a.reuse.plan, a.schedule, a.reuse, a.share)

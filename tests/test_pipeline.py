@@ -1,0 +1,67 @@
+"""The compiler's one entry point: ``compile_machine`` gives the same weights as the stages did,
+and a shape that does not fit is refused with typed fields, not a message to parse."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from qwengpu_mlx.circuit_cache import fingerprint
+from qwengpu_mlx.compiler.compact import compact
+from qwengpu_mlx.compiler.pipeline import CompiledMachine, compile_machine, logical_circuit
+from qwengpu_mlx.compiler.schedule import ScheduleError
+from qwengpu_mlx.compiler.sizing import QWEN35_2B, DoesNotFit, Misfit
+from qwengpu_mlx.machine import DEFAULT_MACHINE, ONE_SLOT_MACHINE
+
+try:
+    from test_weights_fingerprint import BEFORE_REFACTOR
+except ImportError:  # pragma: no cover - run from the repository root
+    from tests.test_weights_fingerprint import BEFORE_REFACTOR
+
+FOLDED_ONE_SLOT = "74325ea73f0879b39feb74102216409dffe7dbf9860e6355abcb8cd0a088b431"
+"""The one-slot machine folded onto Qwen3.5-2B's shape, before the pipeline (``dense_plan``)."""
+
+
+@pytest.mark.parametrize("name,machine", [("default", DEFAULT_MACHINE), ("one-slot", ONE_SLOT_MACHINE)])
+def test_compile_machine_at_the_narrow_shape_gives_the_same_weights(name, machine):
+    cm = compile_machine(machine)
+    assert isinstance(cm, CompiledMachine) and not cm.folded and cm.reuse is None
+    assert cm.plan is cm.circuit.plan and cm.schedule.mlps_spread
+    cc = compact(cm.plan)
+    cc.memory_head = tuple(cm.circuit.memory_head)
+    assert fingerprint(cc) == BEFORE_REFACTOR[name]
+    assert fingerprint(cm.compact()) == BEFORE_REFACTOR[name]
+
+
+def test_compile_machine_folds_a_dense_shape_to_the_same_weights():
+    cm = compile_machine(ONE_SLOT_MACHINE, QWEN35_2B)
+    assert cm.folded and cm.plan is cm.reuse.plan and cm.plan.shape == QWEN35_2B
+    assert cm.reuse.physical <= QWEN35_2B.hidden and cm.share is not None
+    assert fingerprint(cm.compact()) == FOLDED_ONE_SLOT
+
+
+def test_a_residual_too_narrow_is_a_typed_misfit():
+    narrow = replace(QWEN35_2B, hidden=1536)
+    with pytest.raises(DoesNotFit) as e:
+        compile_machine(ONE_SLOT_MACHINE, narrow)
+    (m,) = e.value.misfits
+    assert isinstance(m, Misfit) and m.resource == "residual" and m.has == 1536 and m.need > 1536
+    assert e.value.resources == ("residual",)
+
+
+def test_short_state_rows_are_a_typed_misfit_before_any_fold():
+    with pytest.raises(DoesNotFit) as e:
+        compile_machine(ONE_SLOT_MACHINE, replace(QWEN35_2B, key_dim=64))
+    assert e.value.resources == ("key_dim",)
+    (m,) = e.value.misfits
+    assert m.has == 64 and m.need > 64
+
+
+def test_mlps_that_cannot_be_spread_are_a_typed_schedule_outcome():
+    mc, outcome = logical_circuit(ONE_SLOT_MACHINE, units=1024)
+    assert not outcome.mlps_spread and isinstance(outcome.mlp_error, ScheduleError)
+    assert outcome.units == 1024 and mc.schedule_outcome is outcome
+    with pytest.raises(DoesNotFit) as e:  # the fold retries at the full width, then names the MLP
+        compile_machine(ONE_SLOT_MACHINE, replace(QWEN35_2B, intermediate=1024))
+    assert "mlp" in e.value.resources
