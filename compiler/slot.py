@@ -1,0 +1,407 @@
+"""The slot stage: one instruction of the block, for every lane, as gates and heads.
+
+Register reads (lane heads holding the register file), the operand mux (immediates,
+special registers, forwarded results of earlier slots), predicate operands, the ALU
+families in parallel (``alu_add``, ``alu_mul``, ``alu_logic``, ``alu_shfl``), the memory
+word from ``a + offset`` and its read, atomics, then the guard merge. docs/CIRCUIT.md,
+"Pass layout", item 2, says where each part sits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from qwengpu_mlx.encoding import (
+    CMPS, MODES, PSRC_FILE, PSRC_FWD, PSRC_NONE, SRC_FWD, SRC_IMM, SRC_SCALED, SRC_SPECIAL,
+)
+from qwengpu_mlx.isa import Op
+from qwengpu_mlx.machine import SCALED_SPECIALS, SPECIAL_REGISTERS
+from qwengpu_mlx.vocab import CHUNK_BITS, CHUNK_SHIFT
+
+from .alu_add import build_add_family
+from .alu_logic import build_logic_family
+from .alu_mul import build_multi_add, build_mul_family
+from .alu_shfl import build_shfl
+from .mlp import eq_terms
+from .residual import BIT, Subspace
+
+MEM_WORD_BITS = 7  # binary digits of a memory word index
+EARLY_OPNDS = ("a", "b", "c")  # read before the ALU; d (the destination's old value) just before the merge
+PREDOPS = ("guard", "p0", "p1", "pold")
+
+
+@dataclass
+class SlotIO:
+    res: list  # per lane, 32-bit merged result
+    pres: list  # per lane, merged predicate result dim
+    executed: list  # per lane dim: active and guard true
+    mem_present: list  # per lane dim
+    mem_word: list  # per lane 7-bit word address Subspace
+    mem_value: list  # per lane 32-bit value Subspace
+    fault: int  # dim: a memory fault in this slot
+
+
+@dataclass
+class MemAddress:
+    is_mem: int  # dim: the op is a load, store or atomic
+    word: list  # per lane: the word index's binary digits (Subspace)
+    valid: list  # per lane dim: 0 <= S < 4W
+    aligned: list  # per lane dim: S % 4 == 0
+    fault: int  # dim: a memory fault in this slot (written by ``memory_read``)
+
+
+@dataclass
+class AtomicSums:
+    later: list  # per lane dim: a later executed lane adds to the same word
+    old: list  # per lane: the word before this lane's add (what the atomic returns)
+    new: list  # per lane: the word after it (what goes back to memory)
+    ends: list  # the adders' last layers
+
+
+class SlotStage:
+    """The slot stage of :class:`~compiler.machine_circuit.MachineCircuit` (a mixin).
+
+    It uses the circuit's helpers (``gate``, ``alloc``, ``head``, ``decoded_key``,
+    ``decoded_query``, ``free_linear_layer``, ``linear_at_or_after``) and what the
+    earlier stages made: context (``ctx_*``), fetch (``f``, ``op``, ``src``, ``psrc``,
+    ``pfile``, ``val_dst``) and the control unit's ``ctl.exist``.
+    """
+
+    def register_reads(self, s: int, layer: int, opnds=EARLY_OPNDS) -> dict:
+        """Lane heads holding the register file; read operands ``opnds`` of slot s by ``layer``."""
+        m, t = self.m, self.t
+        R = m.regs
+        outs = {}
+        L = self.free_linear_layer(layer, len(opnds) * m.lanes)
+        for X in opnds:
+            for lane in range(m.lanes):
+                h = self.head(L, f"reg.s{s}.{X}.lane{lane}", m.max_warps * R, 32)
+                out = self.alloc(f"opnd.s{s}.{X}.lane{lane}", 32, value_range=BIT)
+                for w in range(m.max_warps):
+                    for r in range(1, R):  # row 0 reads 0: never written, never read
+                        terms, th = eq_terms(self.val_dst.dims, r)
+                        self.decoded_key(h, w * R + r, terms + [(t.val_lane[lane], 1), (self.ctx_w[w], 1)],
+                                         th + 2, tap=0)
+                        terms, th = eq_terms(self.f[s][f"src_{X}"], r)
+                        self.decoded_query(h, w * R + r, terms + [(self.ctx_w[w], 1)], th + 1)
+                for j in range(3):
+                    for i in range(CHUNK_BITS[j]):
+                        h.value_bit(CHUNK_SHIFT[j] + i, t.chunk[j][i], tap=1 + j)
+                for i in range(32):
+                    h.read_bit(i, out[i])
+                outs[(X, lane)] = out
+        return outs
+
+    def special_bit(self, name: str, lane: int, bit: int) -> list:
+        """Terms giving bit ``bit`` of a special register for ``lane`` (linear in dims)."""
+        m = self.m
+        lb = m.lane_bits
+        if name == "laneid":
+            return [(self.ONE, 1.0 / self.K)] if lane >> bit & 1 else []
+        if name == "warpid":
+            return [(self.ctx_w[w], 1) for w in range(m.max_warps) if w >> bit & 1]
+        if name == "tid.x":
+            if bit < lb:
+                return [(self.ONE, 1.0 / self.K)] if lane >> bit & 1 else []
+            return [(self.ctx_w[w], 1) for w in range(m.max_warps) if w >> (bit - lb) & 1]
+        if name == "tid.x*4":
+            return self.special_bit("tid.x", lane, bit - 2) if bit >= 2 else []
+        if name == "ntid.x":
+            return [(self.ctx_ntid[bit], 1)] if bit < 5 else []
+        if name == "nctaid.x":
+            return [(self.ctx_grid[bit], 1)] if bit < self.ctx_grid.width else []
+        if name == "ctaid.x":
+            return [(self.ctx_cta[bit], 1)] if bit < self.ctx_cta.width else []
+        raise KeyError(name)
+
+    def operand_mux(self, s: int, L: int, opnd: dict, prev: list) -> None:
+        """Operands that are no register (MLP of ``L``): immediates, specials, forwarded results."""
+        f, src = self.f[s], self.src[s]
+        for (X, lane), out in opnd.items():
+            sel = src[X]
+            for i in range(32):
+                self.gate(L, f"mux.s{s}{X}l{lane}.imm{i}", [(sel[SRC_IMM], 1), (f["imm"][i], 1)], 2, [(out[i], 1)])
+                specials = [(SRC_SPECIAL + k, nm) for k, nm in enumerate(SPECIAL_REGISTERS)]
+                specials += [(SRC_SCALED + k, nm) for k, nm in enumerate(SCALED_SPECIALS)]
+                for code, name in specials:
+                    terms = self.special_bit(name, lane, i)
+                    if terms:
+                        self.gate(L, f"mux.s{s}{X}l{lane}.sp{code}b{i}", [(sel[code], 1)] + terms, 2,
+                                  [(out[i], 1)])
+                for k, pv in enumerate(prev):
+                    self.gate(L, f"mux.s{s}{X}l{lane}.fwd{k}b{i}", [(sel[SRC_FWD + k], 1), (pv.res[lane][i], 1)], 2,
+                              [(out[i], 1)])
+
+    def slot(self, s: int, Lm: int, prev: list) -> tuple[SlotIO, int]:
+        """Slot ``s`` from its register reads at ``Lm``: operands, ALU, memory, merge; (its IO, the layer after it).
+
+        ``prev`` are the earlier slots of the block, whose results this slot may read
+        (forwarding). The stages below run in this order, which is also the order their
+        gates and dims are made in (the weights depend on it).
+        """
+        opnd = self.register_reads(s, Lm)
+        self.operand_mux(s, Lm, opnd, prev)
+        pval = self.predicate_operands(s, Lm, prev)
+        A = Lm + 1  # the ALU families start here
+        alu, palu, ends = self.alu(s, A, opnd, pval)
+        ends.append(self.shuffle(s, Lm, A, opnd, alu, palu))
+        addr = self.memory_address(s, Lm, A, opnd)
+        La = max(ends)
+        executed = self.executed_lanes(s, A, pval)
+        memval, Lr = self.memory_read(s, A, addr, executed, alu)
+        atom = self.atomics(s, A, Lr, addr, executed, memval, opnd)
+        Lmg = max(atom.ends + [La])  # the merge: below it every result is known
+        self.late_d_read(s, Lm, Lmg, opnd, prev)
+        return self.merge(s, Lmg, opnd, pval, alu, palu, atom, executed, addr), Lmg + 1
+
+    def predicate_operands(self, s: int, Lm: int, prev: list) -> dict:
+        """(operand, lane) -> dim of its predicate value after negation (MLP of ``Lm``).
+
+        From the predicate file or an earlier slot's predicate result; a missing guard is true.
+        """
+        m, f, psrc = self.m, self.f[s], self.psrc[s]
+        pval = {}
+        for X in PREDOPS:
+            for lane in range(m.lanes):
+                d = self.alloc(f"pop.s{s}.{X}.lane{lane}", 1, value_range=BIT)[0]
+                sel = psrc[X]
+                neg = f.get(f"{X}_neg", [None])[0]
+                sources = [(PSRC_FILE + i, self.pfile[lane][i]) for i in range(m.preds)]
+                sources += [(PSRC_FWD + k, pv.pres[lane]) for k, pv in enumerate(prev)]
+                for code, dim in sources:
+                    if neg is None:
+                        self.gate(Lm, f"pop.s{s}{X}l{lane}c{code}", [(sel[code], 1), (dim, 1)], 2, [(d, 1)])
+                    else:
+                        self.gate(Lm, f"pop.s{s}{X}l{lane}c{code}p", [(sel[code], 1), (dim, 1), (neg, -1)], 2, [(d, 1)])
+                        self.gate(Lm, f"pop.s{s}{X}l{lane}c{code}n", [(sel[code], 1), (dim, -1), (neg, 1)], 2, [(d, 1)])
+                if X == "guard":  # no guard: true
+                    self.gate(Lm, f"pop.s{s}guard.none.l{lane}", [(sel[PSRC_NONE], 1)], 1, [(d, 1)])
+                pval[(X, lane)] = d
+        return pval
+
+    def alu(self, s: int, A: int, opnd: dict, pval: dict) -> tuple[list, list, list]:
+        """Adder, multiplier and logic families and the predicate logic of every lane, from MLP ``A``.
+
+        All families run in parallel and write the same result dims (only the selected
+        op's gates fire). Returns (per lane result, per lane predicate result, each
+        family's last layer).
+        """
+        f, op, N = self.f[s], self.op[s], self.m.lanes
+        alu = [self.alloc(f"alu.s{s}.lane{lane}", 32, value_range=BIT) for lane in range(N)]
+        palu = [self.alloc(f"palu.s{s}.lane{lane}", 1, value_range=BIT)[0] for lane in range(N)]
+        ends = []
+        for lane in range(N):
+            a, b, c = opnd[("a", lane)], opnd[("b", lane)], opnd[("c", lane)]
+            ends.append(build_add_family(
+                self.plan, A, name=f"add.s{s}l{lane}", a=a, b=b,
+                op={"add": op[Op.ADD], "sub": op[Op.SUB], "neg": op[Op.NEG], "abs": op[Op.ABS],
+                    "min": op[Op.MIN], "max": op[Op.MAX], "setp": op[Op.SETP]},
+                signed=f["signed"][0], cmp={c_: op["cmp"][i] for i, c_ in enumerate(CMPS)},
+                out=alu[lane], pout=palu[lane]))
+            ends.append(build_mul_family(self.plan, A, name=f"mul.s{s}l{lane}", a=a, b=b, c=c,
+                                         op={"mul": op[Op.MUL], "mad": op[Op.MAD]}, out=alu[lane]))
+            ends.append(build_logic_family(
+                self.plan, A, name=f"logic.s{s}l{lane}", a=a, b=b, p=pval[("p0", lane)],
+                op={"mov": op[Op.MOV], "and": op[Op.AND], "or": op[Op.OR], "xor": op[Op.XOR],
+                    "not": op[Op.NOT], "shl": op[Op.SHL], "shr": op[Op.SHR], "selp": op[Op.SELP]},
+                signed=f["signed"][0], out=alu[lane]))
+            self.predicate_logic(s, A, lane, pval, palu[lane])
+        return alu, palu, ends
+
+    def predicate_logic(self, s: int, A: int, lane: int, pval: dict, out: int) -> None:
+        """and, or, xor, not, mov of predicates p0, p1 into the lane's predicate result (MLP ``A``)."""
+        op = self.op[s]
+        p0, p1 = pval[("p0", lane)], pval[("p1", lane)]
+        self.gate(A, f"pand.s{s}l{lane}", [(op[Op.PAND], 1), (p0, 1), (p1, 1)], 3, [(out, 1)])
+        self.gate(A, f"por.s{s}l{lane}", [(op[Op.POR], 2), (p0, 1), (p1, 1)], 3, [(out, 1)])
+        self.gate(A, f"pxor1.s{s}l{lane}", [(op[Op.PXOR], 1), (p0, 1), (p1, -1)], 2, [(out, 1)])
+        self.gate(A, f"pxor2.s{s}l{lane}", [(op[Op.PXOR], 1), (p0, -1), (p1, 1)], 2, [(out, 1)])
+        self.gate(A, f"pnot.s{s}l{lane}", [(op[Op.PNOT], 1), (p0, -1)], 1, [(out, 1)])
+        self.gate(A, f"pmov.s{s}l{lane}", [(op[Op.PMOV], 1), (p0, 1)], 2, [(out, 1)])
+
+    def shuffle(self, s: int, Lm: int, A: int, opnd: dict, alu: list, palu: list) -> int:
+        """shfl across the warp's lanes (from MLP ``A``); returns its last layer.
+
+        Lanes that do not exist in this warp are never shuffle sources: the membership
+        mask is ANDed with the warp's existing lanes first (MLP ``Lm``).
+        """
+        m, f, op, N = self.m, self.f[s], self.op[s], self.m.lanes
+        member = self.alloc(f"shfl.member.s{s}", N)
+        for j in range(N):
+            for w in range(m.max_warps):
+                self.gate(Lm, f"shfl.member.s{s}.{j}.w{w}", [(f["member"][j], 1), (self.ctx_w[w], 1),
+                                                              (self.ctl.exist[w][j], 1)], 3, [(member[j], 1)])
+        return build_shfl(
+            self.plan, A, name=f"shfl.s{s}", vals=[opnd[("a", lane)] for lane in range(N)],
+            b=[opnd[("b", lane)] for lane in range(N)], mode={mo: op["mode"][i] for i, mo in enumerate(MODES)},
+            clamp=self._bits_space(f["clamp"]), segmask=self._bits_space(f["segmask"]),
+            member=member, sel=op[Op.SHFL], outs=alu, pouts=palu)
+
+    def memory_address(self, s: int, Lm: int, A: int, opnd: dict) -> MemAddress:
+        """Per lane the memory word's binary digits, in range and aligned bits, from ``a + offset`` (MLP ``A``).
+
+        S = a[0:10] + offset (10-bit signed) is small and exact; the word is S / 4 when
+        S is in range, aligned and a has no bits above bit 9 (else: a fault). A
+        thermometer [S >= 4w] for w = 0..W is written straight into the word's binary
+        digits: gate w adds bit_i(w) - bit_i(w - 1) to digit i, so the digits telescope
+        to floor(S / 4); gates 0 and W write the in-range bit. Only the digits, the range
+        bit and the alignment bit stay in the residual: the memory head's own SiLU turns
+        them into a one-hot query (``memory_read``).
+        """
+        m, f, op, N = self.m, self.f[s], self.op[s], self.m.lanes
+        is_mem = self.alloc(f"ismem.s{s}", 1)[0]
+        self.gate(Lm, f"ismem.s{s}", [(op[Op.LD], 1), (op[Op.ST], 1), (op[Op.ATOM_ADD], 1)], 1, [(is_mem, 1)])
+        W = m.mem_words
+        if W > 1 << MEM_WORD_BITS:
+            raise ValueError(f"{W} memory words need more than {MEM_WORD_BITS} word-address bits")
+        word = [self.alloc(f"memw.s{s}.lane{lane}", MEM_WORD_BITS, value_range=BIT) for lane in range(N)]
+        valid = [self.alloc(f"memok.s{s}.lane{lane}", 1)[0] for lane in range(N)]  # 0 <= S < 4W
+        aligned = [self.alloc(f"memal.s{s}.lane{lane}", 1)[0] for lane in range(N)]  # S % 4 == 0
+        fault = self.alloc(f"fault.s{s}", 1)[0]
+        BIG = 4096
+        offb = f["offset"]
+        for lane in range(N):
+            a_ = opnd[("a", lane)]
+            S_terms = [(a_[i], 2 ** i) for i in range(10)] + [(offb[i], 2 ** i) for i in range(9)] + [(offb[9], -512)]
+            S_terms += [(a_[i], -2048) for i in range(10, 32)] + [(is_mem, BIG)]
+            for w_ in range(W + 1):
+                if w_ == 0:
+                    outs = [(valid[lane], 1)]
+                elif w_ == W:
+                    outs = [(valid[lane], -1)]
+                else:
+                    outs = [(word[lane][i], (w_ >> i & 1) - ((w_ - 1) >> i & 1)) for i in range(MEM_WORD_BITS)]
+                self.gate(A, f"memt.s{s}l{lane}w{w_}", S_terms, 4 * w_ + BIG, outs)
+            # S % 4 == (a0 + 2 a1 + o0 + 2 o1) % 4, a sum in 0..6: aligned when it is 0 or 4
+            low = [(a_[0], 1), (a_[1], 2), (offb[0], 1), (offb[1], 2)]
+            self.gate(A, f"memal.s{s}l{lane}.zero", [(d, -c) for d, c in low], 0, [(aligned[lane], 1)])
+            self.gate(A, f"memal.s{s}l{lane}.ge4", low, 4, [(aligned[lane], 1)])
+            self.gate(A, f"memal.s{s}l{lane}.ge5", low, 5, [(aligned[lane], -1)])
+        return MemAddress(is_mem, word, valid, aligned, fault)
+
+    def executed_lanes(self, s: int, A: int, pval: dict) -> list:
+        """Per lane: active (in the EXEC mask) and its guard true (MLP ``A``)."""
+        executed = [self.alloc(f"exec.s{s}.lane{lane}", 1)[0] for lane in range(self.m.lanes)]
+        for lane in range(self.m.lanes):
+            self.gate(A, f"executed.s{s}l{lane}", [(self.ctx_m[lane], 1), (pval[("guard", lane)], 1)], 2,
+                      [(executed[lane], 1)])
+        return executed
+
+    def memory_read(self, s: int, A: int, addr: MemAddress, executed: list, alu: list) -> tuple[list, int]:
+        """Per lane the addressed word (a memory head above ``A``), faults, the LD result; (words, head layer).
+
+        The head's key row w comes from a ``MEM(item, addr)`` header, its query from the
+        address digits, both decoded by the head's SiLU; no word (out of range or not
+        aligned) is a query of exact zeros.
+        """
+        t, op, N, W = self.t, self.op[s], self.m.lanes, self.m.mem_words
+        Lr = self.linear_at_or_after(A + 1)
+        memval = [self.alloc(f"memval.s{s}.lane{lane}", 32, value_range=BIT) for lane in range(N)]
+        for lane in range(N):
+            h = self.head(Lr, f"mem.s{s}.lane{lane}", W, 32)
+            for w_ in range(W):
+                terms, th = eq_terms(t.mem_addr.dims, w_)  # MEM(item, addr) header, decoded
+                self.decoded_key(h, w_, terms + [(t.kind["MEM"], 1)], th + 1, tap=0)
+                # query row w: the digits equal w, in range, aligned (decoded by the head's SiLU)
+                terms, th = eq_terms(addr.word[lane].dims, w_)
+                self.decoded_query(h, w_, terms + [(addr.valid[lane], 1), (addr.aligned[lane], 1)], th + 2)
+            for j in range(3):
+                for i in range(CHUNK_BITS[j]):
+                    h.value_bit(CHUNK_SHIFT[j] + i, t.chunk[j][i], tap=1 + j)
+            for i in range(32):
+                h.read_bit(i, memval[lane][i])
+            if s == 0 and lane == 0:
+                self.memory_head_name = h.name  # where the host reads memory from
+        for lane in range(N):  # an executed memory op whose address is no word of memory
+            self.gate(Lr, f"fault.s{s}l{lane}", [(executed[lane], 2), (addr.is_mem, 2), (addr.valid[lane], -1),
+                                                  (addr.aligned[lane], -1)], 3, [(addr.fault, 1)])
+        for lane in range(N):
+            for i in range(32):
+                self.gate(Lr, f"ld.s{s}l{lane}b{i}", [(op[Op.LD], 1), (memval[lane][i], 1)], 2, [(alu[lane][i], 1)])
+        return memval, Lr
+
+    def atomics(self, s: int, A: int, Lr: int, addr: MemAddress, executed: list, memval: list,
+                opnd: dict) -> AtomicSums:
+        """atom.add: per lane the word's new value and whether a later lane adds to it too.
+
+        Same-word earlier executed lanes contribute their b. Word equality is
+        [Wk - Wl >= 0] and [Wl - Wk >= 0] on the digits (MLP A+1), then their AND (A+2);
+        the sums are multi-operand adders.
+        """
+        op, N = self.op[s], self.m.lanes
+        word, valid = addr.word, addr.valid
+        eqm = {}
+        for lane in range(N):
+            for k in range(lane):
+                d = self.alloc(f"atom.eq.s{s}.{k}{lane}", 1)[0]
+                half = self.alloc(f"atom.eqh.s{s}.{k}{lane}", 2)
+                on = [(executed[k], 256), (op[Op.ATOM_ADD], 256), (valid[k], 256), (valid[lane], 256)]
+                for j, sign in enumerate((1, -1)):
+                    diff = [(word[k][i], sign * 2 ** i) for i in range(MEM_WORD_BITS)]
+                    diff += [(word[lane][i], -sign * 2 ** i) for i in range(MEM_WORD_BITS)]
+                    self.gate(A + 1, f"atom.eq.s{s}.{k}{lane}.h{j}", diff + on, 1024, [(half[j], 1)])
+                self.gate(A + 2, f"atom.eq.s{s}.{k}{lane}", [(half[0], 1), (half[1], 1)], 2, [(d, 1)])
+                eqm[(k, lane)] = d
+        Lq = max(Lr + 1, A + 3)
+        later = [self.alloc(f"atom.later.s{s}.lane{lane}", 1)[0] for lane in range(N)]
+        for lane in range(N):
+            for k in range(lane + 1, N):
+                self.gate(Lq, f"atom.later.s{s}.{lane}{k}", [(eqm[(lane, k)], 1), (executed[k], 1)], 2,
+                          [(later[lane], 1)])
+        old = [self.alloc(f"atom.old.s{s}.lane{lane}", 32, value_range=BIT) for lane in range(N)]
+        new = [self.alloc(f"atom.new.s{s}.lane{lane}", 32, value_range=BIT) for lane in range(N)]
+        is_atom = op[Op.ATOM_ADD]
+        qends = []
+        for lane in range(N):
+            terms = [(memval[lane], None)] + [(opnd[("b", k)], eqm[(k, lane)]) for k in range(lane)]
+            qends.append(build_multi_add(self.plan, Lq, name=f"atom.old.s{s}l{lane}", terms=terms,
+                                         out=old[lane], enable=is_atom))
+            qends.append(build_multi_add(self.plan, Lq, name=f"atom.new.s{s}l{lane}",
+                                         terms=terms + [(opnd[("b", lane)], None)], out=new[lane], enable=is_atom))
+        return AtomicSums(later, old, new, qends)
+
+    def late_d_read(self, s: int, Lm: int, Lmg: int, opnd: dict, prev: list) -> None:
+        """d, the destination's old value, into ``opnd``: only the merge (at ``Lmg``) reads it.
+
+        It is read just below the merge, unless it may come forwarded from earlier slots
+        of the last slot (their results would then stay in the residual through this
+        slot's ALU): then at ``Lm`` with the other operands.
+        """
+        late_d = s < self.m.slots_per_block - 1 or not prev
+        Ld = self.free_linear_layer(Lmg - 1, self.m.lanes, lo=Lm) if late_d else Lm
+        d_opnd = self.register_reads(s, Ld, ("d",))
+        self.operand_mux(s, Ld, d_opnd, prev)
+        opnd.update(d_opnd)
+
+    def merge(self, s: int, Lmg: int, opnd: dict, pval: dict, alu: list, palu: list, atom: AtomicSums,
+              executed: list, addr: MemAddress) -> SlotIO:
+        """The result where the guard holds, the old value where it fails; the memory item (MLP ``Lmg``)."""
+        op, N = self.op[s], self.m.lanes
+        old, new, later = atom.old, atom.new, atom.later
+        res = [self.alloc(f"res.s{s}.lane{lane}", 32, value_range=BIT) for lane in range(N)]
+        pres = [self.alloc(f"pres.s{s}.lane{lane}", 1, value_range=BIT)[0] for lane in range(N)]
+        mem_present = [self.alloc(f"mem.present.s{s}.lane{lane}", 1)[0] for lane in range(N)]
+        mem_value = [self.alloc(f"mem.value.s{s}.lane{lane}", 32, value_range=BIT) for lane in range(N)]
+        for lane in range(N):
+            g = pval[("guard", lane)]
+            d_ = opnd[("d", lane)]
+            for i in range(32):
+                self.gate(Lmg, f"merge.s{s}l{lane}b{i}", [(alu[lane][i], 1), (g, 1)], 2, [(res[lane][i], 1)])
+                self.gate(Lmg, f"merge.s{s}l{lane}a{i}", [(old[lane][i], 1), (g, 1)], 2, [(res[lane][i], 1)])
+                self.gate(Lmg, f"keep.s{s}l{lane}b{i}", [(d_[i], 1), (g, -1)], 1, [(res[lane][i], 1)])
+                # memory item value: st stores b, atom stores the new value
+                self.gate(Lmg, f"stv.s{s}l{lane}b{i}", [(op[Op.ST], 1), (opnd[("b", lane)][i], 1)], 2,
+                          [(mem_value[lane][i], 1)])
+                self.gate(Lmg, f"atv.s{s}l{lane}b{i}", [(new[lane][i], 1)], 1, [(mem_value[lane][i], 1)])
+            self.gate(Lmg, f"pmerge.s{s}l{lane}", [(palu[lane], 1), (g, 1)], 2, [(pres[lane], 1)])
+            self.gate(Lmg, f"pkeep.s{s}l{lane}", [(pval[("pold", lane)], 1), (g, -1)], 1, [(pres[lane], 1)])
+            # an atomic's word goes back down once, from the last lane that added to it
+            self.gate(Lmg, f"mempresent.s{s}l{lane}", [(op[Op.ST], 1), (op[Op.ATOM_ADD], 1), (executed[lane], 2),
+                                                       (later[lane], -4)], 3, [(mem_present[lane], 1)])
+        return SlotIO(res, pres, executed, mem_present, addr.word, mem_value, addr.fault)
+
+    def _bits_space(self, dims: list[int]) -> Subspace:
+        """A Subspace view of consecutive field dims (fields are contiguous in a piece)."""
+        if list(dims) == list(range(dims[0], dims[0] + len(dims))):
+            return Subspace(f"field@{dims[0]}", dims[0], len(dims))
+        raise ValueError("field crosses a ROM piece boundary")
