@@ -15,15 +15,13 @@ from __future__ import annotations
 import sys
 
 from qwengpu_mlx.compiler.compact import compact
-from qwengpu_mlx.compiler.dense import DoesNotFit, dense_plan
-from qwengpu_mlx.compiler.sizing import QWEN35_2B, dense_parameters, misfits, needs, nonzero_parameters
-from qwengpu_mlx.host.model_backend import machine_circuit_for
+from qwengpu_mlx.compiler.pipeline import compile_machine
+from qwengpu_mlx.compiler.sizing import QWEN35_2B, DoesNotFit, dense_parameters, misfits, needs, nonzero_parameters
 from qwengpu_mlx.machine import DEFAULT_MACHINE, ONE_SLOT_MACHINE
 
 
 def main() -> int:
-    mc = machine_circuit_for(DEFAULT_MACHINE)
-    plan = mc.plan
+    plan = compile_machine(DEFAULT_MACHINE).plan
     n = needs(plan)
     nz = nonzero_parameters(compact(plan))
     print(f"default machine: {n.layers} layers, vocabulary {n.vocab}; {n.dims_used} residual dims allocated, "
@@ -40,7 +38,7 @@ def main() -> int:
           + "\n  (a dense checkpoint folds the values onto reused dims, scheduled for that shape:)")
     for name, machine in (("default", DEFAULT_MACHINE), ("one-slot", ONE_SLOT_MACHINE)):
         try:
-            _, reuse = dense_plan(machine, QWEN35_2B)
+            reuse = compile_machine(machine, QWEN35_2B).reuse
         except DoesNotFit as e:
             print(f"{name} machine folded for the 2B shape: does not fit ({e})")
             continue

@@ -33,10 +33,11 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from qwengpu_mlx.host import model_backend as mb  # noqa: E402
-from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs  # noqa: E402
+from qwengpu_mlx.host.launch import bind, compile_kernel  # noqa: E402
 from qwengpu_mlx.host_front import HostFront, random_host  # noqa: E402
 from qwengpu_mlx.machine import DEFAULT_MACHINE  # noqa: E402
+from qwengpu_mlx.runner import CircuitRunner  # noqa: E402
+from qwengpu_mlx.runtime import CircuitStore, run_launch  # noqa: E402
 
 MASSIVE = {7: 1e3, 100: 3e3, 200: 1e4}
 
@@ -49,10 +50,9 @@ SUBSET = ["nested_branches", "early_return", "lane_while", "reduce_shared_tree",
           "shfl_xor_allreduce", "shfl_down_reduce", "shfl_up_scan", "shfl_broadcast", "grid_index"]
 
 
-def launch_with_host(front: HostFront, prog, max_tokens: int = 100, expected=None,
+def launch_with_host(runner: CircuitRunner, front: HostFront, prog, max_tokens: int = 100, expected=None,
                      step_budget: int = 40) -> tuple[bool | str, float]:
-    """(exact?, smallest r) of a launch with ``front`` in front of the circuit."""
-    runner = mb.runner_for(DEFAULT_MACHINE)
+    """(exact?, smallest r) of a launch on this bench's ``runner`` with ``front`` in front of it."""
     runner.front = front
     count = iter(range(1, 1 << 30))
 
@@ -61,10 +61,9 @@ def launch_with_host(front: HostFront, prog, max_tokens: int = 100, expected=Non
             raise TooLong()
 
     try:
-        launch = mb.run_model(prog, DEFAULT_MACHINE, step_budget=step_budget, on_token=on_token)
-        outputs = read_outputs(prog, launch.memory)
-        ok = (outputs == expected if expected is not None else outputs["out"] == [32]) \
-            and not mb.check_against_reference(prog, launch, DEFAULT_MACHINE)
+        launch = run_launch(prog, runner, step_budget=step_budget, on_token=on_token, check=True)
+        outputs = launch.outputs
+        ok = (outputs == expected if expected is not None else outputs["out"] == [32]) and launch.check.exact
         result = True if ok else "wrong"
     except Exception as e:  # a broken launch is a result too
         result = type(e).__name__
@@ -78,7 +77,7 @@ def massive_for(hidden: int) -> dict[int, float]:
     return {d * hidden // 256: v for d, v in MASSIVE.items()}
 
 
-def subset(free: np.ndarray, scale: float, host_dims: int = 256) -> int:
+def subset(runner: CircuitRunner, free: np.ndarray, scale: float, host_dims: int = 256) -> int:
     """The representative subset with the host in front at one scale."""
     sys.path.insert(0, str(ROOT / "tests"))
     from oracles import ORACLES
@@ -91,7 +90,7 @@ def subset(free: np.ndarray, scale: float, host_dims: int = 256) -> int:
         prog = bind(compile_kernel(ROOT / f"examples/kernels/{name}.cu", spec["kernel"]), spec["args"],
                     block=spec["block"], grid=spec["grid"])
         budget = 2 * run_program(prog, DEFAULT_MACHINE, trace=False).steps + 8  # bounds a wrong launch's time
-        ok, r = launch_with_host(HostFront(host, free, scale), prog, max_tokens=60 * budget,
+        ok, r = launch_with_host(runner, HostFront(host, free, scale), prog, max_tokens=60 * budget,
                                  expected=ORACLES[name](spec), step_budget=budget)
         exact += ok is True
         smallest = min(smallest, r)
@@ -100,37 +99,37 @@ def subset(free: np.ndarray, scale: float, host_dims: int = 256) -> int:
     return 0 if exact == len(SUBSET) else 1
 
 
-def folded_2b() -> np.ndarray:
-    """Run the circuit folded for the Qwen3.5-2B shape (the checkpoint's own weights); its free dims."""
-    from qwengpu_mlx.compiler.dense import dense_plan
+def folded_2b(store: CircuitStore) -> tuple[CircuitRunner, np.ndarray]:
+    """A runner of the circuit folded for the Qwen3.5-2B shape (the checkpoint's own weights); its free dims."""
     from qwengpu_mlx.compiler.sizing import QWEN35_2B
-    from qwengpu_mlx.runner import CircuitRunner
 
-    mc, r = dense_plan(DEFAULT_MACHINE, QWEN35_2B)
-    mb._RUNNERS[DEFAULT_MACHINE] = CircuitRunner(mb.compact_circuit(mc, r.plan))
+    compiled = store.compiled(DEFAULT_MACHINE, QWEN35_2B)
+    r = compiled.reuse
     print(f"folded for the Qwen3.5-2B shape: {r.physical} of {QWEN35_2B.hidden} dims used; the host gets "
           f"the other {QWEN35_2B.hidden - r.physical}", flush=True)
-    return np.arange(r.physical, QWEN35_2B.hidden)
+    return CircuitRunner(compiled.compact(), DEFAULT_MACHINE), np.arange(r.physical, QWEN35_2B.hidden)
 
 
 def main() -> int:
     args = sys.argv[1:]
     host_dims = 256
+    store = CircuitStore()
     if "--2b" in args:  # the folded plan leaves few free dims: a narrower host
         args.remove("--2b")
-        free = folded_2b()
+        runner, free = folded_2b(store)
         host_dims = 64
     else:
-        mc = mb.machine_circuit_for(DEFAULT_MACHINE)
+        mc = store.machine_circuit(DEFAULT_MACHINE)
+        runner = CircuitRunner(store.compact(DEFAULT_MACHINE), DEFAULT_MACHINE)
         free = np.arange(mc.lay.used, mc.plan.shape.hidden)
     if args[:1] == ["--subset"]:
-        return subset(free, float(args[1]) if len(args) > 1 else 2500.0, host_dims)
+        return subset(runner, free, float(args[1]) if len(args) > 1 else 2500.0, host_dims)
     spec = json.loads((ROOT / "examples/kernels/dot.json").read_text())
     prog = bind(compile_kernel(ROOT / "examples/kernels/dot.cu"), spec["args"], block=spec["block"])
     host = random_host(host_dims, massive=massive_for(host_dims))
     smallest = None
     for scale in (1, 100, 300, 1000, 2000, 3000, 3500, 4000, 4500):
-        ok, r = launch_with_host(HostFront(host, free, scale), prog)
+        ok, r = launch_with_host(runner, HostFront(host, free, scale), prog)
         print(f"host x {scale:5d}: smallest signal ratio r = {r:.4f}  "
               f"{'exact' if ok is True else 'FAILED (' + str(ok) + ')'}", flush=True)
         if ok is True:

@@ -35,13 +35,13 @@ from oracles import ORACLES  # noqa: E402
 
 import qwengpu_mlx.host.frontend  # noqa: E402,F401  (import order: the launch module needs it first)
 from qwengpu_mlx.checkpoint import save_checkpoint  # noqa: E402
-from qwengpu_mlx.compiler.dense import dense_plan  # noqa: E402
+from qwengpu_mlx.compiler.pipeline import compile_machine  # noqa: E402
 from qwengpu_mlx.compiler.sizing import QWEN35_2B, dense_parameters  # noqa: E402
-from qwengpu_mlx.host import model_backend as mb  # noqa: E402
 from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs  # noqa: E402
 from qwengpu_mlx.host.reference import run_program  # noqa: E402
 from qwengpu_mlx.machine import MACHINES  # noqa: E402
 from qwengpu_mlx.runner import CircuitRunner  # noqa: E402
+from qwengpu_mlx.runtime import CircuitStore, check_launch, prompt_tokens, read_memory, run_launch  # noqa: E402
 from qwengpu_mlx.vocab import vocab_for  # noqa: E402
 
 
@@ -72,8 +72,8 @@ def main() -> int:
     stop = vocab_for(m).id("STOP")
     try:
         t = time.perf_counter()
-        mc, reuse = dense_plan(m, QWEN35_2B)
-        plan = reuse.plan
+        compiled = compile_machine(m, QWEN35_2B)
+        reuse, plan = compiled.reuse, compiled.plan
         params = dense_parameters(plan.shape, len(plan.layers), len(plan.vocab))
         save_checkpoint(out, plan.config(), plan.weight_shards(), plan.vocab, eos_token=plan.vocab[stop],
                         shards=1 + len(plan.layers))
@@ -81,20 +81,18 @@ def main() -> int:
         print(f"{ns.machine} machine at the Qwen3.5-2B shape: {len(plan.layers)} layers, {params:,} parameters, "
               f"{reuse.logical} values on {reuse.physical} of {plan.shape.hidden} residual dims "
               f"({reuse.clear_gates} clear gates); built and saved in {build_s:.0f} s", flush=True)
-        prompt = mb.prompt_tokens(prog, m)
+        prompt = prompt_tokens(prog, m)
 
         # (b) the embedded circuit (logical plan, compact path)
         t = time.perf_counter()
-        launch = mb.run_model(prog, m)
+        launch = run_launch(prog, CircuitStore().runner(m))
         emb_s = time.perf_counter() - t
         # (a) our compact runner over the checkpoint's own plan
-        runner = CircuitRunner(mb.compact_circuit(mc, plan))
-        runner.track_margins = True
-        mb._RUNNERS[m] = runner
+        runner = CircuitRunner(compiled.compact(), m)
         t = time.perf_counter()
-        same_plan = mb.run_model(prog, m)
+        same_plan = run_launch(prog, runner)
         ours_s = time.perf_counter() - t
-        del mb._RUNNERS[m], runner
+        del runner
 
         # (c) unmodified mlx_lm.load + mlx-lm's generation loop
         import mlx_lm
@@ -112,21 +110,21 @@ def main() -> int:
             if toks[-1] == stop:
                 break
         lm_s = time.perf_counter() - t
-        memory, _ = mb.read_memory(CacheState(cache, tuple(mc.memory_head)), m)
+        memory, _ = read_memory(CacheState(cache, tuple(compiled.memory_head)), m)
         outputs = read_outputs(prog, memory)
     finally:
         if not ns.out:
             shutil.rmtree(out, ignore_errors=True)
     ref = run_program(prog, m, trace=False)
+    report = check_launch(prog, toks, m, memory=memory)  # mlx-lm's launch, checked like any other
     ok = toks == same_plan.tokens == launch.tokens and outputs == expected \
-        and read_outputs(prog, ref.memory) == expected \
-        and not mb.check_against_reference(prog, same_plan, m)
+        and read_outputs(prog, ref.memory) == expected and report.exact
     n = len(toks)
     print(f"{ns.kernel}: mlx_lm.load + generate_step: {n} tokens, outputs equal to the oracle: "
           f"{outputs == expected}; "
           f"identical to our runner over the same weights: {toks == same_plan.tokens}, "
-          f"to the embedded circuit: {toks == launch.tokens}; replay exact: "
-          f"{not mb.check_against_reference(prog, same_plan, m)}")
+          f"to the embedded circuit: {toks == launch.tokens}; the complete check of mlx-lm's launch: "
+          f"{'exact' if report.exact else report.problems[0]}")
     print(f"tokens/s: mlx-lm dense {n / lm_s:.2f}, our compact runner on the same weights {n / ours_s:.2f} "
           f"({lm_s / ours_s:.1f}x faster), embedded circuit {n / emb_s:.2f}")
     print("EXACT" if ok else "MISMATCH")

@@ -27,18 +27,18 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from oracles import ORACLES  # noqa: E402
 
-from qwengpu_mlx.host import model_backend as mb  # noqa: E402
-from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs  # noqa: E402
+from qwengpu_mlx.host.launch import bind, compile_kernel  # noqa: E402
 from qwengpu_mlx.host.reference import run_program  # noqa: E402
 from qwengpu_mlx.machine import MACHINES  # noqa: E402
+from qwengpu_mlx.runner import CircuitRunner  # noqa: E402
+from qwengpu_mlx.runtime import CircuitStore, run_launch  # noqa: E402
 
 
-def circuit_size(mc) -> tuple[int, int]:
+def circuit_size(plan) -> tuple[int, int]:
     """(dense parameters at this shape, non-zero parameters)."""
     from qwengpu_mlx.compiler.compact import compact
     from qwengpu_mlx.compiler.sizing import dense_parameters, nonzero_parameters
 
-    plan = mc.plan
     return dense_parameters(plan.shape, len(plan.layers), len(plan.vocab)), nonzero_parameters(compact(plan))
 
 
@@ -55,17 +55,15 @@ def main(argv: list[str]) -> int:
     ns = ap.parse_args(argv)
     machine = MACHINES[ns.machine]
     t0 = time.perf_counter()
-    if ns.shape == "qwen3.5-2b":
-        from qwengpu_mlx.compiler.dense import dense_plan
+    store = CircuitStore()
+    if ns.shape == "qwen3.5-2b":  # the folded plan, run by its own runner
         from qwengpu_mlx.compiler.sizing import QWEN35_2B
-        from qwengpu_mlx.runner import CircuitRunner
 
-        mc, reuse = dense_plan(machine, QWEN35_2B)
-        mc.plan = reuse.plan  # sizes below are the folded plan's
-        mb._CIRCUITS[machine], mb._RUNNERS[machine] = mc, CircuitRunner(mb.compact_circuit(mc))
-    mc, runner = mb.circuit_for(machine)
+        compiled = store.compiled(machine, QWEN35_2B)
+        runner = CircuitRunner(compiled.compact(), machine)
+    else:
+        compiled, runner = store.compiled(machine), store.runner(machine)
     build_s = time.perf_counter() - t0
-    runner.track_margins = True
     kernels = ns.kernels or (SUBSET if ns.subset else
                              sorted(p.stem for p in (ROOT / "examples" / "kernels").glob("*.json")))
     exact = tokens = 0
@@ -75,30 +73,31 @@ def main(argv: list[str]) -> int:
         spec = json.loads((ROOT / "examples" / "kernels" / f"{name}.json").read_text())
         prog = bind(compile_kernel(ROOT / "examples" / "kernels" / f"{name}.cu", spec["kernel"]), spec["args"],
                     block=spec["block"], grid=spec["grid"], machine=machine)
-        runner.min_margin = float("inf")
         t = time.perf_counter()
         ref = run_program(prog, machine, trace=False)
         t_ref += time.perf_counter() - t
         t = time.perf_counter()
         try:  # a wrong launch could loop: bound it by a generous multiple of the steps it needs
-            launch = mb.run_model(prog, machine, step_budget=2 * ref.steps + 8)
+            launch = run_launch(prog, runner, step_budget=2 * ref.steps + 8, check=True)
         except Exception as e:  # report and go on
             print(f"{name:24s} ERROR {type(e).__name__}: {e}", flush=True)
             continue
         t_model += time.perf_counter() - t
-        ok = read_outputs(prog, launch.memory) == ORACLES[name](spec)
-        problems = mb.check_against_reference(prog, launch, machine)
+        ok = launch.outputs == ORACLES[name](spec)
+        problems = launch.check.problems
         exact += ok and not problems
         tokens += len(launch.tokens)
-        worst = min(worst, runner.min_margin)
+        worst = min(worst, launch.min_margin)
         print(f"{name:24s} {'exact' if ok and not problems else 'WRONG'} steps {launch.steps:4d} "
-              f"tokens {len(launch.tokens):5d} {len(launch.tokens) / launch.seconds:6.1f} tok/s "
-              f"margin {runner.min_margin:.4f}", flush=True)
-    dense, nz = circuit_size(mc)
+              f"tokens {len(launch.tokens):5d} {launch.tokens_per_s:6.1f} tok/s "
+              f"margin {launch.min_margin:.4f} state {launch.min_state_margin:.4f}", flush=True)
+        for p in problems[:3]:
+            print(f"    {p}", flush=True)
+    dense, nz = circuit_size(compiled.plan)
     print(f"\n{exact}/{len(kernels)} kernels exact through the model; {tokens} tokens; "
           f"smallest gate margin {worst:.4f} bits (0.5 ideal)")
     print(f"model/reference time ratio {t_model / max(t_ref, 1e-9):.0f}x; {tokens / max(t_model, 1e-9):.1f} tokens/s "
-          f"on this CPU; circuit built in {build_s:.1f} s; {len(mc.plan.layers)} layers")
+          f"on this CPU; circuit built in {build_s:.1f} s; {len(compiled.plan.layers)} layers")
     print(f"{ns.machine} machine; circuit parameters at the {ns.shape} shape: dense {dense / 1e9:.1f} G, non-zero {nz / 1e6:.1f} M "
           f"(ratio {dense / nz:.0f})")
     return 0 if exact == len(kernels) else 1

@@ -1,8 +1,8 @@
 """The host's driver API: compile a kernel, bind a launch, run it on a backend.
 
 This plays NVRTC + the CUDA driver: CUDA (or PTX) source -> PTX module -> machine
-program bound to the launch's arguments -> a backend runs it -> outputs are read
-back from memory (the backend's memory: for the model, its recurrent state).
+program bound to the launch's arguments. Running it is the launch runtime's job
+(``qwengpu_mlx.runtime``); :func:`launch` and :func:`run` are shortcuts into it.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from pathlib import Path
 
 from qwengpu_mlx.errors import FrontendError, LaunchError
 from qwengpu_mlx.isa import Program
-from qwengpu_mlx.machine import DEFAULT_MACHINE, MachineConfig, to_signed
+from qwengpu_mlx.machine import DEFAULT_MACHINE, MachineConfig
+from qwengpu_mlx.runtime.readout import read_outputs  # noqa: F401 - part of the host's API
 
 from .signature import KernelParam, cuda_kernel_params, ptx_param_name
 
@@ -81,31 +82,29 @@ def placeholder_args(ck: CompiledKernel) -> dict:
     return {p.name: ([0] if p.pointer else 0) for p in ck.params}
 
 
-def read_outputs(program: Program, memory: list[int]) -> dict[str, list[int]]:
-    return {a.name: [to_signed(memory[a.base + i]) for i in range(a.length)] for a in program.arrays}
-
-
 def launch(source: str | Path, kernel: str | None = None, *, block: int = 4, grid: int = 1,
            args: dict, backend: str = "reference", machine: MachineConfig = DEFAULT_MACHINE,
-           step_budget: int | None = None, frontend: str = "clang", **backend_options) -> LaunchResult:
+           step_budget: int | None = None, frontend: str = "clang", store=None) -> LaunchResult:
     """Compile, bind and run one launch; outputs are every pointer parameter afterwards."""
     ck = compile_kernel(source, kernel, frontend=frontend)
     program = bind(ck, args, block=block, grid=grid, machine=machine)
-    return run(program, backend=backend, machine=machine, step_budget=step_budget, **backend_options)
+    return run(program, backend=backend, machine=machine, step_budget=step_budget, store=store)
 
 
 def run(program: Program, *, backend: str = "reference", machine: MachineConfig = DEFAULT_MACHINE,
-        step_budget: int | None = None, **backend_options) -> LaunchResult:
+        step_budget: int | None = None, store=None) -> LaunchResult:
+    """Run a bound program through the launch runtime (``qwengpu_mlx.runtime``).
+
+    ``store``: the CircuitStore whose circuit the model backend runs on (default: a
+    new one, which reads the on-disk circuit cache)."""
+    from qwengpu_mlx import runtime
+
     if backend == "reference":
-        from .reference import run_program
-
-        res = run_program(program, machine, step_budget=step_budget, trace=False)
-        return LaunchResult(program.kernel, "reference", read_outputs(program, res.memory), res.steps, program)
+        ref = runtime.run_reference(program, machine, step_budget=step_budget)
+        return LaunchResult(program.kernel, "reference", ref.outputs, ref.steps, program)
     if backend == "model":
-        from .model_backend import run_model
-
-        ml = run_model(program, machine, step_budget=step_budget, **backend_options)
-        return LaunchResult(program.kernel, "model", read_outputs(program, ml.memory), ml.steps, program,
+        ml = runtime.launch_program(program, store or runtime.CircuitStore(), machine, step_budget=step_budget)
+        return LaunchResult(program.kernel, "model", ml.outputs, ml.steps, program,
                             {"tokens": len(ml.tokens), "launch_tokens": ml.tokens,
-                             "tokens_per_s": round(len(ml.tokens) / ml.seconds, 2)})
+                             "tokens_per_s": round(ml.tokens_per_s, 2)})
     raise LaunchError(f"unknown backend `{backend}` (available: model, reference)")

@@ -104,6 +104,23 @@ class StepRecord:
     mem_writes: list[tuple[int, int]] = field(default_factory=list)  # (word, new value)
     next: tuple[int, int, int] | None = None  # (block, warp, mask) next in this thread block
     barrier_release: bool = False  # this step completed a barrier
+    # what the step did, in the detail a check of the model's launch asks for
+    mem_items: list[tuple[int, int, int, int, bool]] = field(default_factory=list)  # (slot, lane, word, value, atomic)
+    event: str = ""  # the terminator's effect: continue, pop, diverge, barrier, exit
+    pushes: list[tuple[str, int, int, int, int]] = field(default_factory=list)  # (role, level, pc, rpc, mask)
+    released: list[int] = field(default_factory=list)  # warps a barrier release made ready
+    warps_after: list["WarpStatus"] = field(default_factory=list)  # every warp of the thread block
+
+
+@dataclass(frozen=True)
+class WarpStatus:
+    """A warp after a step: ``state`` is ready, wait or done; ``pc``/``mask`` its top entry."""
+
+    state: str
+    depth: int | None  # index of the top stack entry; None when done
+    exited: int  # lanes that existed and exited
+    pc: int
+    mask: int
 
 
 @dataclass
@@ -292,6 +309,7 @@ class _Entry:
 class _Warp:
     def __init__(self, index: int, mask: int):
         self.index = index
+        self.exists = mask  # lanes of this warp that exist in the thread block
         self.live = mask  # lanes that exist and have not exited
         self.stack: list[_Entry] = [_Entry(0, EXIT_PC, mask)]
         self.waiting = False
@@ -319,20 +337,32 @@ class _Warp:
                 f"internal error: warp {self.index} lanes {st[-1].mask:#x} wait for a reconvergence at exit"
             )
 
-    def push(self, pc: int, rpc: int, mask: int) -> None:
+    def status(self) -> WarpStatus:
+        exited = self.exists & ~self.live
+        if self.done:
+            return WarpStatus("done", None, exited, 0, 0)
+        top = self.stack[-1]
+        return WarpStatus("wait" if self.waiting else "ready", len(self.stack) - 1, exited, top.pc, top.mask)
+
+    def push(self, role: str, pc: int, rpc: int, mask: int, pushed: list) -> None:
         # An entry that starts at its reconvergence block would be popped as soon as it
         # is exposed: never pushing it gives the same steps (as GPGPU-Sim does).
         if mask and pc != rpc:
+            pushed.append((role, len(self.stack), pc, rpc, mask))
             self.stack.append(_Entry(pc, rpc, mask))
 
-    def diverge(self, taken_pc: int, taken: int, other_pc: int, other: int, reconv: int) -> None:
+    def diverge(self, taken_pc: int, taken: int, other_pc: int, other: int, reconv: int) -> list:
+        """Split the top entry; return the entries pushed as (role, level, pc, rpc, mask)."""
         top = self.stack.pop()
+        pushed: list = []
         # The top entry becomes the reconvergence entry, unless it would reconverge at
         # the same block (then it would be popped right after the two sides).
         if reconv != top.rpc:
+            pushed.append(("reconverge", len(self.stack), reconv, top.rpc, top.mask))
             self.stack.append(_Entry(reconv, top.rpc, top.mask))
-        self.push(other_pc, reconv, other)
-        self.push(taken_pc, reconv, taken)
+        self.push("other", other_pc, reconv, other, pushed)
+        self.push("taken", taken_pc, reconv, taken, pushed)
+        return pushed
 
     def exit_lanes(self, mask: int) -> None:
         self.live &= ~mask
@@ -448,7 +478,7 @@ class _Launch:
             )
         return addr // 4
 
-    def execute(self, ins: Instr, rec: StepRecord, warp: int, mask: int) -> None:
+    def execute(self, ins: Instr, rec: StepRecord, warp: int, mask: int, slot: int = 0) -> None:
         lanes = [
             lane
             for lane in range(self.m.lanes)
@@ -500,12 +530,14 @@ class _Launch:
                 v = self.value(ins.srcs[1], warp, lane)
                 self.memory[word] = v
                 rec.mem_writes.append((word, v))
+                rec.mem_items.append((slot, lane, word, v, False))
             elif op is Op.ATOM_ADD:
                 word = self.address(ins, rec, warp, lane)
                 old = self.memory[word]
                 new = (old + self.value(ins.srcs[1], warp, lane)) & self.M
                 self.memory[word] = new
                 rec.mem_writes.append((word, new))
+                rec.mem_items.append((slot, lane, word, new, True))
                 write(lane, old)
             else:
                 write(lane, self.alu(ins, [self.value(s, warp, lane) for s in ins.srcs]))
@@ -579,14 +611,16 @@ class _Launch:
             block = p.blocks[top.pc]
             mask = top.mask
             rec = StepRecord(step=self.steps, ctaid=ctaid, block=top.pc, warp=current, mask=mask)
-            for ins in block.instrs:
-                self.execute(ins, rec, current, mask)
-            self.terminate(warp, block, top)
+            for slot, ins in enumerate(block.instrs):
+                self.execute(ins, rec, current, mask, slot)
+            rec.event, rec.pushes = self.terminate(warp, block, top)
             self.max_depth = max(self.max_depth, len(warp.stack))
             self.steps += 1
 
             stopped = warp.done or warp.waiting
-            rec.barrier_release = self.try_release(warps)
+            rec.released = self.try_release(warps)
+            rec.barrier_release = bool(rec.released)
+            rec.warps_after = [w.status() for w in warps]
             nxt = self.pick(warps, None if stopped else current)
             if nxt is not None:
                 t = warps[nxt].stack[-1]
@@ -596,8 +630,11 @@ class _Launch:
                 raise self.fail(self.deadlock(warps, ctaid))
             current = nxt
 
-    def terminate(self, warp: _Warp, block: isa.Block, top: _Entry) -> None:
+    def terminate(self, warp: _Warp, block: isa.Block, top: _Entry) -> tuple[str, list]:
+        """Apply the block's terminator; return (event, pushed entries) for the record."""
         t = block.term
+        event, pushed = "continue", []
+        depth = len(warp.stack)
         if t.kind is TermKind.JUMP:
             top.pc = t.target
         elif t.kind is TermKind.BRANCH:
@@ -611,31 +648,37 @@ class _Launch:
                 top.pc = t.fallthrough
             else:
                 reconv = EXIT_PC if t.reconv is None else t.reconv
-                warp.diverge(t.target, taken, t.fallthrough, top.mask & ~taken, reconv)
+                pushed = warp.diverge(t.target, taken, t.fallthrough, top.mask & ~taken, reconv)
+                event = "diverge"
         elif t.kind is TermKind.BARRIER:
             warp.waiting = True
             warp.wait_mask = top.mask
             warp.wait_block = block.index
             top.pc = t.target
+            event = "barrier"
         else:  # EXIT
             warp.exit_lanes(top.mask)
+            event = "exit"
         warp.settle()
+        if event == "continue" and len(warp.stack) < depth:
+            event = "pop"
+        return event, pushed
 
     @staticmethod
-    def try_release(warps: list[_Warp]) -> bool:
-        """Release the barrier when every live thread waits at one."""
+    def try_release(warps: list[_Warp]) -> list[int]:
+        """Release the barrier when every live thread waits at one; the warps released."""
         waiting = [w for w in warps if w.waiting]
         if not waiting:
-            return False
+            return []
         for w in warps:
             if w.done:
                 continue
             if not w.waiting or w.wait_mask != w.live:
-                return False
+                return []
         for w in waiting:
             w.waiting = False
             w.wait_mask = 0
-        return True
+        return [w.index for w in waiting]
 
     def deadlock(self, warps: list[_Warp], ctaid: int) -> BarrierDeadlock:
         lanes = self.m.lanes
@@ -694,6 +737,7 @@ def run_program(
 
 __all__ = [
     "EXIT_PC",
+    "WarpStatus",
     "RunResult",
     "StepRecord",
     "check_launch",

@@ -69,6 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--trace", action="store_true",
                    help="print every step (reference) or every launch token (model) as it is produced")
 
+    k = sub.add_parser("check", help="check a launch's tokens (written by any runner, e.g. mlx-lm) against "
+                                     "the reference interpreter")
+    common(k)
+    k.add_argument("--launch-tokens", required=True, metavar="FILE|-",
+                   help="the generated token ids as a JSON list (or `run --json` output); - reads stdin")
+
     b = sub.add_parser("build", help="save the circuit as a standard Qwen3.5 checkpoint "
                                      "(config.json + safetensors + tokenizer files)")
     b.add_argument("--out", required=True, metavar="DIR", help="checkpoint directory to write")
@@ -89,15 +95,15 @@ def cmd_compile(ns) -> int:
     from .host.launch import bind, compile_kernel, placeholder_args
 
     if ns.emit == "layout":
-        from .host.model_backend import machine_circuit_for
+        from .runtime import CircuitStore
 
-        print(circuit_layout(machine_circuit_for(MACHINES[ns.machine])))
+        print(circuit_layout(CircuitStore().machine_circuit(MACHINES[ns.machine])))
         return 0
     if ns.source is None:
         raise LaunchError("compile needs a KERNEL file (only --emit layout works without one)")
     ck = compile_kernel(ns.source, ns.kernel, frontend=ns.frontend)
     if ns.emit == "tokens":
-        from .host.model_backend import prompt_tokens
+        from .runtime import prompt_tokens
 
         prog = bind(ck, _collect_args(ns.arg), block=ns.block, grid=ns.grid, machine=MACHINES[ns.machine])
         print(json.dumps(prompt_tokens(prog, MACHINES[ns.machine])))
@@ -123,23 +129,29 @@ def cmd_compile(ns) -> int:
     return 0
 
 
-def cmd_run(ns) -> int:
-    from .host.launch import bind, compile_kernel, read_outputs
+def _request(ns):
+    from .runtime import LaunchRequest
 
-    ck = compile_kernel(ns.source, ns.kernel, frontend=ns.frontend)
-    prog = bind(ck, _collect_args(ns.arg), block=ns.block, grid=ns.grid, machine=MACHINES[ns.machine])
+    return LaunchRequest(ns.source, _collect_args(ns.arg), kernel=ns.kernel, block=ns.block, grid=ns.grid,
+                         machine=MACHINES[ns.machine], frontend=ns.frontend)
+
+
+def cmd_run(ns) -> int:
+    from .runtime import prepare, run_reference
+
+    req = _request(ns)
+    prog = prepare(req).program
     stream = sys.stderr if ns.json else sys.stdout
     if ns.backend == "model":
-        return _run_model(ns, prog, stream)
-    from .host.reference import format_step, run_program
+        return _run_model(ns, req, prog, stream)
+    from .host.reference import format_step
 
     on_step = (lambda rec: print(format_step(rec), file=stream)) if ns.trace else None
-    res = run_program(prog, MACHINES[ns.machine], step_budget=ns.step_budget, trace=False, on_step=on_step)
-    outputs = read_outputs(prog, res.memory)
+    res = run_reference(prog, req.machine, step_budget=ns.step_budget, on_step=on_step)
     if ns.json:
-        print(json.dumps({"kernel": prog.kernel, "backend": ns.backend, "outputs": outputs, "steps": res.steps}))
+        print(json.dumps({"kernel": prog.kernel, "backend": ns.backend, "outputs": res.outputs, "steps": res.steps}))
         return 0
-    _summary(prog, ns.backend, res.steps, outputs)
+    _summary(prog, ns.backend, res.steps, res.outputs)
     return 0
 
 
@@ -151,37 +163,97 @@ def _summary(prog, backend, steps, outputs, extra=""):
         print(f"  {name} = {vals}")
 
 
-def _run_model(ns, prog, stream) -> int:
-    from .host.launch import read_outputs
-    from .host.model_backend import check_against_reference, run_model, runner_for
+class _TraceEvents:
+    """``--trace``: every launch token as the model writes it."""
 
-    def on_token(tok_id, tok):
-        print(f"{tok_id:6d}  {tok}", file=stream, flush=True)
+    def __init__(self, stream, trace: bool):
+        self.stream, self.trace = stream, trace
 
-    machine = MACHINES[ns.machine]
-    runner = runner_for(machine)
-    runner.track_margins = bool(ns.check)
-    launch = run_model(prog, machine, step_budget=ns.step_budget, on_token=on_token if ns.trace else None)
-    outputs = read_outputs(prog, launch.memory)
+    def phase(self, text: str) -> None:
+        pass
+
+    def begin(self, program, prompt) -> None:
+        pass
+
+    def token(self, tok_id, tok) -> None:
+        if self.trace:
+            print(f"{tok_id:6d}  {tok}", file=self.stream, flush=True)
+
+
+def _run_model(ns, req, prog, stream) -> int:
+    from .runtime import CircuitStore, launch_program
+
+    launch = launch_program(prog, CircuitStore(), req.machine, events=_TraceEvents(stream, ns.trace),
+                            check=ns.check, step_budget=ns.step_budget)
     info = {"tokens": len(launch.tokens), "launch_tokens": launch.tokens,
-            "tokens_per_s": round(len(launch.tokens) / launch.seconds, 2)}
+            "tokens_per_s": round(launch.tokens_per_s, 2), "prompt_tokens": len(launch.prompt)}
     problems = []
     if ns.check:
-        problems = check_against_reference(prog, launch, machine)
-        info["exact"] = not problems
-        info["min_margin"] = round(min(runner.min_margin, launch.margin_bits), 6)
+        problems = launch.check.problems
+        info["exact"] = launch.check.exact
+        info["min_margin"] = round(launch.min_margin, 6) if launch.min_margin is not None else None
+        info["min_state_margin"] = round(launch.min_state_margin, 6)
     if ns.json:
-        print(json.dumps({"kernel": prog.kernel, "backend": "model", "outputs": outputs, "steps": launch.steps,
-                          **info}))
+        print(json.dumps({"kernel": prog.kernel, "backend": "model", "outputs": launch.outputs,
+                          "steps": launch.steps, **info}))
     else:
         extra = f"; {info['tokens']} tokens generated, {info['tokens_per_s']} tokens/s"
-        _summary(prog, "model", launch.steps, outputs, extra)
+        _summary(prog, "model", launch.steps, launch.outputs, extra)
         if ns.check:
-            print("  check: " + ("exact" if not problems else "MISMATCH") +
-                  f" (smallest gate margin {info['min_margin']} bits of 0.5)")
+            print("  check: " + ("exact" if launch.check.exact else "MISMATCH") +
+                  f" ({launch.check.records_expected} records checked; smallest gate margin "
+                  f"{info['min_margin']} bits of 0.5, smallest state-bit margin {info['min_state_margin']} of 1.0)")
     for p in problems:
         print(f"check: {p}", file=sys.stderr)
     return 0 if not problems else 1
+
+
+def _read_launch_tokens(text: str, prompt: list[int]) -> list[int]:
+    """Token ids from JSON: a list, or an object with ``launch_tokens`` (``run --json``)."""
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise LaunchError(f"--launch-tokens: not JSON ({e.msg} at line {e.lineno} column {e.colno}); "
+                          f"expected a list of token ids such as [9, 42, ...]") from None
+    if isinstance(data, dict) and "launch_tokens" in data:
+        data = data["launch_tokens"]
+    if not isinstance(data, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in data):
+        raise LaunchError("--launch-tokens: expected a JSON list of integer token ids, or the object "
+                          "`run --json` prints (its launch_tokens)")
+    if data[:len(prompt)] == prompt:  # the prompt and the launch, as mlx-lm's generate returns them
+        data = data[len(prompt):]
+    return data
+
+
+def cmd_check(ns) -> int:
+    """Check a launch written elsewhere (e.g. by unmodified mlx-lm) against the reference."""
+    from .runtime import check_launch, prepare, prompt_tokens
+    from .vocab import vocab_for
+
+    req = _request(ns)
+    prog = prepare(req).program
+    if ns.launch_tokens == "-":
+        text = sys.stdin.read()
+    else:
+        from pathlib import Path
+
+        path = Path(ns.launch_tokens)
+        if not path.is_file():
+            raise LaunchError(f"--launch-tokens {path}: no such file")
+        text = path.read_text(errors="replace")
+    tokens = _read_launch_tokens(text, prompt_tokens(prog, req.machine))
+    n = len(vocab_for(req.machine))
+    bad = [t for t in tokens if not 0 <= t < n]
+    if bad:
+        raise LaunchError(f"--launch-tokens: token id {bad[0]} is outside the launch vocabulary (0..{n - 1})")
+    report = check_launch(prog, tokens, req.machine)
+    if report.exact:
+        print(f"exact: {len(tokens)} launch tokens, {report.records_expected} records, as the reference implies")
+        return 0
+    print(f"MISMATCH: {report.problems[0]}")
+    for p in report.problems[1:]:
+        print(f"  also: {p}", file=sys.stderr)
+    return 1
 
 
 def circuit_layout(mc) -> str:
@@ -215,7 +287,7 @@ def cmd_build(ns) -> int:
     from .compiler.dense import DoesNotFit, dense_plan
     from .compiler.sizing import QWEN35_2B, dense_parameters, needs
     from .errors import ResourceError
-    from .host.model_backend import machine_circuit_for
+    from .runtime import CircuitStore
     from .vocab import vocab_for
 
     machine = MACHINES[ns.machine]
@@ -231,7 +303,7 @@ def cmd_build(ns) -> int:
         plan = reuse.plan
         note = f"; {reuse.logical} values on {reuse.physical} residual dims, {reuse.clear_gates} clear gates"
     else:
-        mc = machine_circuit_for(machine)
+        mc = CircuitStore().machine_circuit(machine)
         plan, note = mc.plan, ""
     n = needs(mc.plan)
     dense = dense_parameters(plan.shape, len(plan.layers), len(plan.vocab))
@@ -268,7 +340,7 @@ def cmd_tui(ns) -> int:
 def main(argv: list[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
     try:
-        return {"compile": cmd_compile, "run": cmd_run, "build": cmd_build, "machine": cmd_machine,
+        return {"compile": cmd_compile, "run": cmd_run, "check": cmd_check, "build": cmd_build, "machine": cmd_machine,
                 "tui": cmd_tui}[ns.command](ns)
     except QwenGpuError as e:
         print(f"error: {e}", file=sys.stderr)

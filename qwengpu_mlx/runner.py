@@ -15,6 +15,7 @@ import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
 
+from .machine import DEFAULT_MACHINE, MachineConfig
 from .model import precise_swiglu
 from .recurrent import gated_delta_update, normalize_qk
 
@@ -59,9 +60,13 @@ class _Layer:
 
 
 class CircuitRunner:
-    """Runs a :class:`compiler.compact.CompactCircuit`; keeps per-layer recurrent state."""
+    """Runs a :class:`compiler.compact.CompactCircuit`; keeps per-layer recurrent state.
 
-    def __init__(self, cc):
+    Implements the launch runtime's runner interface (``runtime/runner.py``). ``front``:
+    a HostFront whose hidden states share the residual (robustness runs)."""
+
+    def __init__(self, cc, machine: MachineConfig = DEFAULT_MACHINE, front=None):
+        self.machine = machine
         self.hidden = cc.hidden
         self.eps = cc.eps
         self.embedding = mx.array(cc.embedding)  # [V, |embedding_dims|]
@@ -74,7 +79,7 @@ class CircuitRunner:
         self.one, self.K, self.gain, self.delta = cc.one, cc.K, cc.gain, cc.delta
         self.memory_head = cc.memory_head
         self.track_margins = False
-        self.front = None  # a HostFront whose hidden states share the residual (robustness runs)
+        self.front = front
         self.reset()
 
     def reset(self) -> None:

@@ -17,3 +17,14 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     if _OWN_CACHE is not None:
         shutil.rmtree(_OWN_CACHE, ignore_errors=True)
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def store():
+    """One circuit store for the whole session: each machine's circuit is built once."""
+    from qwengpu_mlx.runtime import CircuitStore
+
+    return CircuitStore()

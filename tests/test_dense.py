@@ -20,7 +20,7 @@ from qwengpu_mlx.compiler.assemble import CircuitPlan, Shape
 from qwengpu_mlx.compiler.dense import DoesNotFit, dense_plan
 from qwengpu_mlx.compiler.reuse import reuse_dims
 from qwengpu_mlx.compiler.sizing import QWEN35_2B
-from qwengpu_mlx.host import model_backend as mb
+from qwengpu_mlx.runtime import compact_circuit, run_launch
 from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs
 from qwengpu_mlx.machine import MACHINES, ONE_SLOT_MACHINE
 from qwengpu_mlx.runner import CircuitRunner
@@ -115,27 +115,19 @@ def test_both_machines_fit_every_width_of_the_2b_shape(folded):
 
 # divergence and a loop; a butterfly shuffle over the warp
 @pytest.mark.parametrize("name", ["dot", "shfl_xor_allreduce"])
-def test_the_machine_at_the_2b_shape_runs_the_same_launch(folded, name):
+def test_the_machine_at_the_2b_shape_runs_the_same_launch(store, folded, name):
     machine, mc, r = folded
     spec = json.loads((KERNELS / f"{name}.json").read_text())
     prog = bind(compile_kernel(KERNELS / f"{name}.cu", spec["kernel"]), spec["args"], block=spec["block"],
                 grid=spec["grid"], machine=machine)
-    embedded = mb.run_model(prog, machine)  # the logical plan, compact path
-    runner = CircuitRunner(mb.compact_circuit(mc, r.plan))
-    runner.track_margins = True
-    saved = mb._RUNNERS.get(machine)
-    mb._RUNNERS[machine] = runner
-    try:
-        run = mb.run_model(prog, machine)
-    finally:
-        mb._RUNNERS.pop(machine)
-        if saved is not None:
-            mb._RUNNERS[machine] = saved
+    embedded = run_launch(prog, store.runner(machine))  # the logical plan, compact path
+    folded_runner = CircuitRunner(compact_circuit(mc, r.plan), machine)
+    run = run_launch(prog, folded_runner, check=True)
     assert run.tokens == embedded.tokens
     outputs = read_outputs(prog, run.memory)
     assert outputs == ORACLES[name](spec)
-    assert mb.check_against_reference(prog, run, machine) == []
-    assert 0.45 < runner.min_margin <= 0.5
+    assert run.check.exact, run.check.problems
+    assert 0.45 < run.min_margin <= 0.5
 
 
 def test_a_shape_too_narrow_is_refused_by_how_much():

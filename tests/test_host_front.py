@@ -15,10 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qwengpu_mlx.host import model_backend as mb
 from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs
 from qwengpu_mlx.host_front import HostFront, random_host
 from qwengpu_mlx.machine import DEFAULT_MACHINE
+from qwengpu_mlx.runner import CircuitRunner
+from qwengpu_mlx.runtime import run_launch
 
 from clitools import needs_clang
 from oracles import ORACLES
@@ -30,8 +31,8 @@ pytestmark = needs_clang
 
 
 @pytest.fixture(scope="module")
-def setup():
-    mc = mb.machine_circuit_for(DEFAULT_MACHINE)
+def setup(store):
+    mc = store.machine_circuit(DEFAULT_MACHINE)
     free = np.arange(mc.lay.used, mc.plan.shape.hidden)
     spec = json.loads((ROOT / "examples/kernels/dot.json").read_text())
     prog = bind(compile_kernel(ROOT / "examples/kernels/dot.cu"), spec["args"], block=spec["block"])
@@ -49,14 +50,11 @@ def test_host_is_qwen35_shaped_with_massive_activations(setup):
 
 
 @pytest.mark.parametrize("scale, r_below", [(1, 1.0), (2500, 0.55)])
-def test_dot_exact_with_host_in_front(setup, scale, r_below):
+def test_dot_exact_with_host_in_front(store, setup, scale, r_below):
     free, prog, spec, host = setup
-    runner = mb.runner_for(DEFAULT_MACHINE)
-    runner.front = front = HostFront(host, free, scale)
-    try:
-        launch = mb.run_model(prog, DEFAULT_MACHINE, step_budget=40)
-    finally:
-        runner.front = None
+    front = HostFront(host, free, scale)
+    runner = CircuitRunner(store.compact(DEFAULT_MACHINE), DEFAULT_MACHINE, front=front)
+    launch = run_launch(prog, runner, step_budget=40, check=True)
     assert read_outputs(prog, launch.memory) == ORACLES["dot"](spec)
-    assert mb.check_against_reference(prog, launch, DEFAULT_MACHINE) == []
+    assert launch.check.exact, launch.check.problems
     assert front.min_ratio < r_below  # the host really did shrink the signal

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from qwengpu_mlx.errors import MemoryFault, ResourceError, StepBudgetExceeded
-from qwengpu_mlx.host import model_backend as mb
 from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs
 from qwengpu_mlx.host.reference import run_program
 from qwengpu_mlx.machine import DEFAULT_MACHINE
+from qwengpu_mlx.runtime import run_launch
 
 try:
     from oracles import ORACLES
@@ -32,10 +32,8 @@ KERNELS = ROOT / "examples" / "kernels"
 
 
 @pytest.fixture(scope="module")
-def circuit():
-    mc, runner = mb.circuit_for(DEFAULT_MACHINE)
-    runner.track_margins = True
-    return mc, runner
+def circuit(store):
+    return store.machine_circuit(DEFAULT_MACHINE), store.runner(DEFAULT_MACHINE)
 
 
 def program_for(name: str, **override):
@@ -53,19 +51,18 @@ SUBSET = ["dot", "early_return", "shfl_xor_allreduce", "reduce_shared_tree", "gr
 @pytest.mark.parametrize("name", SUBSET)
 def test_kernel_through_model_matches_oracle_and_reference(circuit, name):
     mc, runner = circuit
-    runner.min_margin = float("inf")
     spec, prog = program_for(name)
-    launch = mb.run_model(prog, DEFAULT_MACHINE)
-    assert read_outputs(prog, launch.memory) == ORACLES[name](spec)
-    assert mb.check_against_reference(prog, launch, DEFAULT_MACHINE) == []
+    launch = run_launch(prog, runner, check=True)
+    assert launch.outputs == ORACLES[name](spec)
+    assert launch.check.exact, launch.check.problems
     # every gate decided with a margin (0.5 bits is perfect; exactness needs > 0.28)
-    assert runner.min_margin > 0.4
-    assert launch.margin_bits > 0.9  # memory words read back from the state are clean
+    assert launch.min_margin > 0.4
+    assert launch.min_state_margin > 0.9  # memory words read back from the state are clean
 
 
 def test_dot_product_launch_shape(circuit):
     spec, prog = program_for("dot")
-    launch = mb.run_model(prog, DEFAULT_MACHINE)
+    launch = run_launch(prog, circuit[1])
     kinds = [t.kind for t in launch.decoded]
     assert kinds[0] == "CTA" and kinds[-1] == "STOP"
     assert kinds.count("EXEC") == launch.steps == 5
@@ -74,14 +71,14 @@ def test_dot_product_launch_shape(circuit):
     assert len(launch.tokens) <= 47
 
 
-def test_same_weights_run_every_program(circuit):
+def test_same_weights_run_every_program(circuit, store):
     mc, runner = circuit
     before = [float(lay.mlp["gate_t"].sum()) if lay.mlp else 0.0 for lay in runner.layers]
+    assert store.runner(DEFAULT_MACHINE) is runner  # one circuit per store, built once
     for name in ("partial_warp3", "avg_floor_signed"):
         spec, prog = program_for(name)
-        launch = mb.run_model(prog, DEFAULT_MACHINE)
+        launch = run_launch(prog, runner)
         assert read_outputs(prog, launch.memory) == ORACLES[name](spec)
-    assert mb.circuit_for(DEFAULT_MACHINE)[1] is runner  # one circuit, built once
     after = [float(lay.mlp["gate_t"].sum()) if lay.mlp else 0.0 for lay in runner.layers]
     assert before == after
 
@@ -91,7 +88,7 @@ def test_infinite_loop_stops_at_step_budget(circuit, tmp_path):
     src.write_text("__global__ void spin(volatile int *x) { while (x[0] == 0) { } }\n")
     prog = bind(compile_kernel(src), {"x": [0]}, block=1)
     with pytest.raises(StepBudgetExceeded, match="step budget"):
-        mb.run_model(prog, DEFAULT_MACHINE, step_budget=20)
+        run_launch(prog, circuit[1], step_budget=20)
 
 
 def test_launch_refused_before_any_token(circuit):
@@ -99,7 +96,7 @@ def test_launch_refused_before_any_token(circuit):
     prog.grid_dim = 65
     seen = []
     with pytest.raises(ResourceError, match="64 thread blocks"):
-        mb.run_model(prog, DEFAULT_MACHINE, on_token=lambda i, t: seen.append(t))
+        run_launch(prog, circuit[1], on_token=lambda i, t: seen.append(t))
     assert seen == []
 
 
@@ -107,8 +104,10 @@ def test_memory_fault_reported_by_the_model(circuit, tmp_path):
     src = tmp_path / "oob.cu"
     src.write_text("__global__ void oob(int *a, int k) { a[threadIdx.x + k] = 1; }\n")
     prog = bind(compile_kernel(src), {"a": [0, 0], "k": 200}, block=2)
-    with pytest.raises(MemoryFault, match="out of range"):
-        mb.run_model(prog, DEFAULT_MACHINE)
+    with pytest.raises(MemoryFault, match="out of range") as err:
+        run_launch(prog, circuit[1], check=True)
+    # the launch up to the fault is what the reference implies: the EXEC of the faulting step, then FAULT(1)
+    assert err.value.launch.check.exact, err.value.launch.check.problems
 
 
 @pytest.mark.parametrize("body, args", [
@@ -124,7 +123,7 @@ def test_misaligned_and_negative_addresses_fault_in_the_model(circuit, tmp_path,
     with pytest.raises(MemoryFault):  # the reference interpreter faults too
         run_program(prog, DEFAULT_MACHINE)
     with pytest.raises(MemoryFault, match="out of range"):
-        mb.run_model(prog, DEFAULT_MACHINE)
+        run_launch(prog, circuit[1])
 
 
 def test_cli_model_backend_json_with_check():
@@ -135,5 +134,5 @@ def test_cli_model_backend_json_with_check():
     assert out.returncode == 0, out.stderr
     obj = json.loads(out.stdout)
     assert obj["outputs"]["out"] == [32] and obj["backend"] == "model"
-    assert obj["exact"] is True and obj["min_margin"] > 0.4
+    assert obj["exact"] is True and obj["min_margin"] > 0.4 and obj["min_state_margin"] > 0.9
     assert obj["tokens"] == len(obj["launch_tokens"]) and obj["tokens_per_s"] > 0

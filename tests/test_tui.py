@@ -21,7 +21,7 @@ import pytest
 
 pytest.importorskip("textual")
 
-from qwengpu_mlx.host.model_backend import decode_launch  # noqa: E402
+from qwengpu_mlx.vocab import chunk_value  # noqa: E402
 from qwengpu_mlx.tui.app import DashboardApp  # noqa: E402
 from qwengpu_mlx.tui.chat import NEEDS_CHECKPOINT, ChatBackend, NoChat, chat_backend  # noqa: E402
 from qwengpu_mlx.tui.commands import CommandError, parse  # noqa: E402
@@ -108,6 +108,18 @@ def test_cli_entry_parser():
 # --------------------------------------------------------------------------- the app
 
 
+def _registers_from_vals(decoded, program) -> dict:
+    """(warp, lane, register) -> the last value a VAL record carried for it."""
+    regs, block, warp = {}, None, None
+    for i, t in enumerate(decoded):
+        if t.kind == "EXEC":
+            block, warp = t.get("block"), t.get("warp")
+        elif t.kind == "VAL":
+            dst = program.blocks[block].instrs[t.get("slot")].dst
+            regs[(warp, t.get("lane"), dst)] = chunk_value(decoded[i + 1:i + 4])
+    return regs
+
+
 def test_dot_launch_streams_tokens_and_machine_state():
     async def go():
         app = DashboardApp(show_timing=False)
@@ -132,12 +144,8 @@ def test_dot_launch_streams_tokens_and_machine_state():
             assert st.memory[6] == 32 and st.memory[:6] == [1, 2, 3, 4, 5, 6]
             mem_lines = [ln.split() for ln in screen.machine_pane.memory_text().splitlines()]
             assert ["6", "out[0]", "32"] in mem_lines
-            # the registers agree with the host's own decoding of the launch (decode_launch)
-            expect = {}
-            for step in decode_launch(out.launch.decoded):
-                for slot, lane, value in step["vals"]:
-                    ins = out.program.blocks[step["block"]].instrs[slot]
-                    expect[(step["warp"], lane, ins.dst)] = value
+            # the registers agree with the VAL records of the launch, decoded here on their own
+            expect = _registers_from_vals(out.launch.decoded, out.program)
             assert expect and st.regs == expect
             assert all(lane != 3 for (_, lane, _) in st.regs)  # lane 3 is masked off by i < n
             last_exec = [t for t in out.launch.decoded if t.kind == "EXEC"][-1]

@@ -1,9 +1,10 @@
-"""Run one launch on the embedded circuit, off the UI thread, cancellably.
+"""Run one launch for the dashboard, off the UI thread, cancellably.
 
-:func:`execute_launch` compiles and binds the kernel, builds the circuit (once per
-process, ``runner_for`` caches it), runs ``run_model`` and optionally replays the
-launch against the reference interpreter. It reports through a :class:`LaunchSink`
-(the dashboard wraps each callback in ``App.call_from_thread``).
+:func:`execute_launch` adapts the dashboard's :class:`RunRequest` to the launch runtime
+(``qwengpu_mlx.runtime.launch_kernel``: compile, bind, the store's circuit, the launch,
+the check) and turns every failure into a :class:`LaunchOutcome`, so the dashboard
+never dies of a launch. It reports through a :class:`LaunchSink` (the dashboard wraps
+each callback in ``App.call_from_thread``).
 
 Threads and MLX: on the CPU build a thread that used MLX must call
 ``mx.clear_streams()`` before it ends, or the process can abort at exit. After that
@@ -12,25 +13,20 @@ thread"), and Textual's thread workers run in a reused executor pool. So every p
 of MLX work runs on its own short-lived thread (:func:`run_in_mlx_thread`), started
 and joined by the Textual worker, that clears its streams in a ``finally``.
 
-Cancelling: the caller sets a :class:`threading.Event`; the ``on_token`` callback
-raises the private :class:`_Cancelled` at the next token, which unwinds ``run_model``
-and is caught here.
+Cancelling: the caller sets a :class:`threading.Event`; the runtime stops at the next
+token and raises ``LaunchCancelled``, caught here.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from qwengpu_mlx.machine import DEFAULT_MACHINE, MachineConfig
+from qwengpu_mlx.runtime import CircuitStore, LaunchCancelled, LaunchRequest, launch_kernel
 
 from .commands import RunRequest
-
-
-class _Cancelled(Exception):
-    """Raised inside ``on_token`` to stop a running launch."""
 
 
 class LaunchSink(Protocol):
@@ -45,13 +41,13 @@ class LaunchSink(Protocol):
 class LaunchOutcome:
     request: RunRequest
     program: object = None
-    launch: object = None  # ModelLaunch
+    launch: object = None  # runtime.Launch
     outputs: dict = field(default_factory=dict)
     problems: list[str] | None = None  # None: not checked
     error: str | None = None
     cancelled: bool = False
     tokens: int = 0
-    seconds: float = 0.0  # generation (prefill included), as ModelLaunch.seconds
+    seconds: float = 0.0  # prefill and generation
     build_seconds: float = 0.0  # circuit build, 0 when cached
 
     @property
@@ -88,55 +84,43 @@ def run_in_mlx_thread(fn: Callable, *args, name: str = "qwengpu-mlx-work", **kwa
     return box.get("result")
 
 
-def circuit_cached(machine: MachineConfig = DEFAULT_MACHINE) -> bool:
-    from qwengpu_mlx.host.model_backend import runner_ready
+class _Events:
+    """The runtime's events, forwarded to the dashboard's sink (with the request)."""
 
-    return runner_ready(machine)
+    def __init__(self, req: RunRequest, sink: LaunchSink, out: "LaunchOutcome"):
+        self.req, self.sink, self.out = req, sink, out
+
+    def phase(self, text: str) -> None:
+        self.sink.phase(text)
+
+    def begin(self, program, prompt: list[int]) -> None:
+        self.out.program = program
+        self.sink.begin(self.req, program, prompt)
+
+    def token(self, token_id: int, tok) -> None:
+        self.sink.token(token_id, tok)
 
 
 def execute_launch(req: RunRequest, sink: LaunchSink, cancel: threading.Event, *, check: bool,
-                   machine: MachineConfig = DEFAULT_MACHINE, step_budget: int | None = None) -> LaunchOutcome:
-    """Compile, bind, run on the circuit, check. Call on an MLX thread (see :func:`run_in_mlx_thread`)."""
+                   store: CircuitStore, machine: MachineConfig = DEFAULT_MACHINE,
+                   step_budget: int | None = None) -> LaunchOutcome:
+    """One launch through the runtime. Call on an MLX thread (see :func:`run_in_mlx_thread`)."""
     from qwengpu_mlx.errors import QwenGpuError
-    from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs
-    from qwengpu_mlx.host.model_backend import check_against_reference, prompt_tokens, run_model, runner_for
 
     out = LaunchOutcome(req)
-
-    def stop_if_cancelled():
-        if cancel.is_set():
-            raise _Cancelled()
-
+    request = LaunchRequest(req.source, req.args, kernel=req.kernel, block=req.block, grid=req.grid,
+                            machine=machine)
     try:
-        sink.phase(f"compiling {req.source.name}")
-        ck = compile_kernel(req.source, req.kernel)
-        program = bind(ck, req.args, block=req.block, grid=req.grid, machine=machine)
-        out.program = program
-        stop_if_cancelled()
-        if not circuit_cached(machine):
-            sink.phase("building the circuit (first launch only, a few seconds)")
-            t0 = time.perf_counter()
-            runner_for(machine)
-            out.build_seconds = time.perf_counter() - t0
-        stop_if_cancelled()
-        prompt = prompt_tokens(program, machine)
-        sink.begin(req, program, prompt)
-        sink.phase(f"prefill: {len(prompt)} prompt tokens")
-
-        def on_token(token_id, tok):
-            stop_if_cancelled()
-            sink.token(token_id, tok)
-            stop_if_cancelled()
-
-        launch = run_model(program, machine, step_budget=step_budget, on_token=on_token)
+        launch = launch_kernel(request, store, events=_Events(req, sink, out), cancel=cancel, check=check,
+                               step_budget=step_budget)
         out.launch = launch
         out.tokens = len(launch.tokens)
         out.seconds = launch.seconds
-        out.outputs = read_outputs(program, launch.memory)
+        out.outputs = launch.outputs
+        out.build_seconds = launch.build_seconds
         if check:
-            sink.phase("checking against the reference interpreter")
-            out.problems = check_against_reference(program, launch, machine)
-    except _Cancelled:
+            out.problems = launch.check.problems
+    except LaunchCancelled:
         out.cancelled = True
     except QwenGpuError as e:
         out.error = str(e)

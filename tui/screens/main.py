@@ -19,7 +19,9 @@ from qwengpu_mlx.machine import DEFAULT_MACHINE
 from .. import commands
 from ..chat import ChatBackend, ChatMessage
 from ..decode import LaunchDecoder
-from ..launcher import LaunchOutcome, _Cancelled, execute_launch, run_in_mlx_thread
+from qwengpu_mlx.runtime import CircuitStore, LaunchCancelled
+
+from ..launcher import LaunchOutcome, execute_launch, run_in_mlx_thread
 from ..widgets import LaunchPane, MachinePane, Status, StatusBar, Transcript
 
 MODEL_LABEL = "embedded circuit (narrow)"
@@ -34,12 +36,12 @@ class _UiSink:
 
     def _call(self, fn, *args):
         if self.cancel.is_set():
-            raise _Cancelled()
+            raise LaunchCancelled()
         try:
             self.screen.app.call_from_thread(fn, *args)
         except RuntimeError:  # the app is not running any more: stop the launch
             self.cancel.set()
-            raise _Cancelled() from None
+            raise LaunchCancelled() from None
 
     def phase(self, text):
         self._call(self.screen._ui_phase, text)
@@ -60,8 +62,10 @@ class MainScreen(Screen):
     ]
 
     def __init__(self, *, chat: ChatBackend, model: str | None = None, check: bool = True,
-                 show_timing: bool = True, kernels_dir=None, initial: str | None = None):
+                 show_timing: bool = True, kernels_dir=None, initial: str | None = None,
+                 store: CircuitStore | None = None):
         super().__init__()
+        self.store = store or CircuitStore()  # the circuits this dashboard's launches run on
         self.chat = chat
         self.model = model
         self.check = check
@@ -192,8 +196,8 @@ class MainScreen(Screen):
         """Thread worker: the MLX work runs on its own thread (see launcher.run_in_mlx_thread)."""
         sink = _UiSink(self, cancel)
         try:
-            outcome = run_in_mlx_thread(execute_launch, req, sink, cancel, check=check, machine=DEFAULT_MACHINE,
-                                        name="qwengpu-mlx-launch")
+            outcome = run_in_mlx_thread(execute_launch, req, sink, cancel, check=check, store=self.store,
+                                        machine=DEFAULT_MACHINE, name="qwengpu-mlx-launch")
         except Exception as e:  # pragma: no cover - execute_launch catches its own errors
             outcome = LaunchOutcome(req, error=f"{type(e).__name__}: {e}")
         try:

@@ -1,0 +1,77 @@
+"""Where circuits come from: an explicit store, with the on-disk cache behind it.
+
+A caller that needs a runner asks a :class:`CircuitStore` for one; the store builds
+the circuit once (or loads it from ``circuit_cache``, checked by key and SHA-256) and
+keeps it for its own lifetime. Nothing is module-global: a bench or a test that wants
+another circuit (a folded plan, a host in front) makes its own runner and passes it to
+``run_launch``; it never swaps what another caller gets.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from qwengpu_mlx.machine import MachineConfig
+
+
+class CircuitStore:
+    """Compiled circuits and their runners, per machine, built on first use."""
+
+    def __init__(self, directory: Path | None = None, log: Callable[[str], None] | None = None):
+        self.directory = directory  # None: circuit_cache.cache_dir()
+        self.log = log
+        self._compiled: dict = {}  # (machine, shape) -> compiler.pipeline.CompiledMachine
+        self._runners: dict = {}  # machine -> CircuitRunner
+
+    def compiled(self, machine: MachineConfig, shape=None):
+        """The compiled machine at ``shape`` (default: the circuit's own narrow shape)."""
+        from qwengpu_mlx.compiler.machine_circuit import NARROW
+        from qwengpu_mlx.compiler.pipeline import compile_machine
+
+        key = (machine, shape or NARROW)
+        if key not in self._compiled:
+            self._check_supported(machine)
+            self._compiled[key] = compile_machine(machine, shape or NARROW)
+        return self._compiled[key]
+
+    def machine_circuit(self, machine: MachineConfig):
+        """The compiler's full description of the machine's circuit (layout, plan, gates)."""
+        return self.compiled(machine).circuit
+
+    def compact(self, machine: MachineConfig):
+        """The compact circuit: from the on-disk cache when it checks out, else compiled."""
+        from qwengpu_mlx.circuit_cache import cached_compact
+
+        self._check_supported(machine)
+        return cached_compact(machine, lambda: self.compiled(machine).compact(), directory=self.directory,
+                              log=self.log)
+
+    def runner(self, machine: MachineConfig):
+        """The runner launches on ``machine`` use: built once per store."""
+        if machine not in self._runners:
+            from qwengpu_mlx.runner import CircuitRunner
+
+            self._runners[machine] = CircuitRunner(self.compact(machine), machine)
+        return self._runners[machine]
+
+    def has_runner(self, machine: MachineConfig) -> bool:
+        """Whether :meth:`runner` returns at once (no build, no cache read)."""
+        return machine in self._runners
+
+    @staticmethod
+    def _check_supported(machine: MachineConfig) -> None:
+        try:
+            from qwengpu_mlx.machine_support import check_circuit_supports
+        except ImportError:  # pragma: no cover - until machine_support lands
+            return
+        check_circuit_supports(machine)
+
+
+def compact_circuit(mc, plan=None):
+    """The compact circuit of ``plan`` (default: ``mc.plan``), knowing where the host reads memory."""
+    from qwengpu_mlx.compiler.compact import compact
+
+    cc = compact(mc.plan if plan is None else plan)
+    cc.memory_head = tuple(mc.memory_head)
+    return cc
