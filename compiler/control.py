@@ -99,20 +99,50 @@ class Control:
     # ------------------------------------------------------------ early half
 
     def early(self, L: int) -> None:
-        mc, W, N = self.mc, self.W, self.N
-        st, en = self.status, self.entry
-        tf = mc.tf
-        w1 = mc.ctx_w
-        P = self.P
+        """Everything the step's outcome may need that the branch predicate does not: 7 layers from ``L``.
+
+        They run beside the first slot, so when the last slot knows the predicate the
+        late half only picks among ready candidates: the running warp's depth and exited
+        lanes, the top entry's reconvergence point, the pop candidates with and without
+        this step's exit, the next ready or waiting warp, the push levels, deadlock tests.
+        """
         E0, E1, E2, E3, E4, E5, E6 = (L + i for i in range(7))
-        # E0: depth and exited lanes of the running warp; other warps' flags; xors
+        self.running_warp_status(E0)
+        xFR, xTR = self.pc_xors(E0)
+        xdl = self.deadlock_xors(E1)
+        lm0, lm1, pcrpc = self.top_entry(E1)
+        self.reconvergence_targets(E1, xFR, xTR)
+        self.next_warps(E1)
+        xT, xF, xR, xv = self.target_xors(E2)
+        live0, live1 = self.live_levels(E2, lm0, lm1)
+        bad = self.bad_waiting_warps(E2, xdl)
+        xme = self.barrier_mask(E1, E2)
+        self.reach_tests(E3, xT, xF, xR, xv)
+        valid0, valid1 = self.valid_pop_levels(E3, live0, live1, pcrpc)
+        self.deadlock_flags(E3, bad, xme)
+        g0, g1 = self.pop_candidates(E4, valid0, valid1)
+        self.push_base(E4)
+        self.pop_selection(E5, g0, g1)
+        self.taken_level(E5)
+        self.pop_resume(E6)
+        self.early_end = E6 + 1
+
+    def xor(self, layer: int, name: str, x: int, y: int, out: int) -> None:
+        """``out`` += x XOR y (two gates)."""
+        self.g(layer, name + ".a", [(x, 1), (y, -1)], 1, [(out, 1)])
+        self.g(layer, name + ".b", [(x, -1), (y, 1)], 1, [(out, 1)])
+
+    def running_warp_status(self, E0: int) -> None:
+        """The running warp's stack depth and exited lanes; which other warps are ready or waiting."""
+        W, N, st, w1 = self.W, self.N, self.status, self.mc.ctx_w
         self.d = self.a("ctl.depth", D)
         self.exw = self.a("ctl.exited", N)
         for w in range(W):
             for k in range(D):
                 self.g(E0, f"ctl.d.w{w}k{k}", [(w1[w], 1), (st[w][self.ST.depth[k]], 1)], 2, [(self.d[k], 1)])
             for lane in range(N):
-                self.g(E0, f"ctl.ex.w{w}l{lane}", [(w1[w], 1), (st[w][self.ST.exited[lane]], 1)], 2, [(self.exw[lane], 1)])
+                self.g(E0, f"ctl.ex.w{w}l{lane}", [(w1[w], 1), (st[w][self.ST.exited[lane]], 1)], 2,
+                       [(self.exw[lane], 1)])
         self.rdy_o = self.a("ctl.ready_other", W)
         self.wait_o = self.a("ctl.wait_other", W)
         for w in range(W):
@@ -120,19 +150,22 @@ class Control:
                    [(self.rdy_o[w], 1)])
             self.g(E0, f"ctl.wt.w{w}", [(st[w][self.ST.wait[0]], 1), (w1[w], -1)], 1, [(self.wait_o[w], 1)])
 
-        def xor(layer, name, x, y, out):
-            self.g(layer, name + ".a", [(x, 1), (y, -1)], 1, [(out, 1)])
-            self.g(layer, name + ".b", [(x, -1), (y, 1)], 1, [(out, 1)])
-
+    def pc_xors(self, E0: int) -> tuple:
+        """pc XOR rpc of every stack level; fallthrough and target XOR the reconvergence point."""
+        P, en, tf = self.P, self.entry, self.mc.tf
         self.xpr = [self.a(f"ctl.xpr{k}", P) for k in range(D)]
         for k in range(D):
             for i in range(P):
-                xor(E0, f"ctl.xpr{k}.{i}", en[k][self.EN.pc[i]], en[k][self.EN.rpc[i]], self.xpr[k][i])
+                self.xor(E0, f"ctl.xpr{k}.{i}", en[k][self.EN.pc[i]], en[k][self.EN.rpc[i]], self.xpr[k][i])
         xFR, xTR = self.a("ctl.xFR", P), self.a("ctl.xTR", P)
         for i in range(P):
-            xor(E0, f"ctl.xFR{i}", tf["fallthrough"][i], tf["reconv"][i], xFR[i])
-            xor(E0, f"ctl.xTR{i}", tf["target"][i], tf["reconv"][i], xTR[i])
-        # waiting warps' masks versus their live lanes (deadlock test)
+            self.xor(E0, f"ctl.xFR{i}", tf["fallthrough"][i], tf["reconv"][i], xFR[i])
+            self.xor(E0, f"ctl.xTR{i}", tf["target"][i], tf["reconv"][i], xTR[i])
+        return xFR, xTR
+
+    def deadlock_xors(self, E1: int):
+        """Per warp and lane: its barrier mask differs from its live lanes (the deadlock test)."""
+        W, N, st = self.W, self.N, self.status
         xdl = self.a("ctl.xdl", W * N)
         for w in range(W):
             for lane in range(N):
@@ -140,7 +173,11 @@ class Control:
                 r = st[w][self.ST.mask[lane]]
                 self.g(E1, f"ctl.xdl{w}{lane}.a", [(r, 1)] + [(d, -c) for d, c in live], 1, [(xdl[w * N + lane], 1)])
                 self.g(E1, f"ctl.xdl{w}{lane}.b", [(r, -1)] + live, 1, [(xdl[w * N + lane], 1)])
-        # E1: top entry's rpc; lanes alive per level; pc==rpc per level; reconv tests
+        return xdl
+
+    def top_entry(self, E1: int) -> tuple:
+        """The top entry's rpc; per level its lanes still alive (without / with this step's exit) and pc == rpc."""
+        P, N, en, mc = self.P, self.N, self.entry, self.mc
         self.rpc = self.a("ctl.rpc_top", P)
         self.rval = self.a("ctl.rval_top", 1)[0]
         for k in range(D):
@@ -157,12 +194,21 @@ class Control:
                        [(lm1[k][lane], 1)])
         pcrpc = self.a("ctl.pcrpc", D)
         for k in range(D):
-            self.g(E1, f"ctl.pcrpc{k}", [(en[k][self.EN.rvalid[0]], 1)] + [(x, -1) for x in self.xpr[k].dims], 1, [(pcrpc[k], 1)])
-        rv = tf["reconv_valid"][0]
+            self.g(E1, f"ctl.pcrpc{k}", [(en[k][self.EN.rvalid[0]], 1)] + [(x, -1) for x in self.xpr[k].dims], 1,
+                   [(pcrpc[k], 1)])
+        return lm0, lm1, pcrpc
+
+    def reconvergence_targets(self, E1: int, xFR, xTR) -> None:
+        """The fallthrough, the target is the reconvergence point (no stack entry for that side)."""
+        rv = self.mc.tf["reconv_valid"][0]
         self.fallIsR = self.a("ctl.fallIsR", 1)[0]
         self.targIsR = self.a("ctl.targIsR", 1)[0]
         self.g(E1, "ctl.fallIsR", [(rv, 1)] + [(x, -1) for x in xFR.dims], 1, [(self.fallIsR, 1)])
         self.g(E1, "ctl.targIsR", [(rv, 1)] + [(x, -1) for x in xTR.dims], 1, [(self.targIsR, 1)])
+
+    def next_warps(self, E1: int) -> None:
+        """Any other warp ready, waiting; the lowest ready, the lowest waiting, the lowest to release."""
+        W, w1 = self.W, self.mc.ctx_w
         self.other_ready = self.a("ctl.other_ready", 1)[0]
         self.other_wait = self.a("ctl.other_wait", 1)[0]
         self.g(E1, "ctl.other_ready", [(x, 1) for x in self.rdy_o.dims], 1, [(self.other_ready, 1)])
@@ -178,23 +224,39 @@ class Control:
             terms = [(w1[w], 1), (self.wait_o[w], 1)] + [(w1[v], -1) for v in range(w)] + \
                     [(self.wait_o[v], -1) for v in range(w)]
             self.g(E1, f"ctl.relW{w}", terms, 1, [(self.relW[w], 1)])
-        # E2: xor of the jump targets with the top rpc; live levels; bad waiting warps
+
+    def target_xors(self, E2: int) -> tuple:
+        """Target, fallthrough, reconvergence point (and its valid bit) XOR the top entry's rpc."""
+        P, tf = self.P, self.mc.tf
         xT, xF, xR = self.a("ctl.xT", P), self.a("ctl.xF", P), self.a("ctl.xR", P)
         xv = self.a("ctl.xv", 1)[0]
         for i in range(P):
-            xor(E2, f"ctl.xT{i}", tf["target"][i], self.rpc[i], xT[i])
-            xor(E2, f"ctl.xF{i}", tf["fallthrough"][i], self.rpc[i], xF[i])
-            xor(E2, f"ctl.xR{i}", tf["reconv"][i], self.rpc[i], xR[i])
-        xor(E2, "ctl.xv", rv, self.rval, xv)
+            self.xor(E2, f"ctl.xT{i}", tf["target"][i], self.rpc[i], xT[i])
+            self.xor(E2, f"ctl.xF{i}", tf["fallthrough"][i], self.rpc[i], xF[i])
+            self.xor(E2, f"ctl.xR{i}", tf["reconv"][i], self.rpc[i], xR[i])
+        self.xor(E2, "ctl.xv", tf["reconv_valid"][0], self.rval, xv)
+        return xT, xF, xR, xv
+
+    def live_levels(self, E2: int, lm0, lm1) -> tuple:
+        """Per level: some lane of its mask is still alive (without / with this step's exit)."""
         live0, live1 = self.a("ctl.live0", D), self.a("ctl.live1", D)
         for k in range(D):
             self.g(E2, f"ctl.live0.{k}", [(x, 1) for x in lm0[k].dims], 1, [(live0[k], 1)])
             self.g(E2, f"ctl.live1.{k}", [(x, 1) for x in lm1[k].dims], 1, [(live1[k], 1)])
+        return live0, live1
+
+    def bad_waiting_warps(self, E2: int, xdl):
+        """Per other warp: it waits at a barrier with a mask that is not all its live lanes."""
+        W, N = self.W, self.N
         bad = self.a("ctl.bad_other", W)
         for w in range(W):
             self.g(E2, f"ctl.bad{w}", [(self.wait_o[w], N)] + [(xdl[w * N + lane], 1) for lane in range(N)], N + 1,
                    [(bad[w], 1)])
-        # running warp at a barrier: is its mask all its live lanes?
+        return bad
+
+    def barrier_mask(self, E1: int, E2: int):
+        """The running warp at a barrier: per lane, a live lane outside its mask."""
+        W, N, mc, w1 = self.W, self.N, self.mc, self.mc.ctx_w
         existme = self.a("ctl.exist_me", N)
         for lane in range(N):
             for w in range(W):
@@ -203,33 +265,52 @@ class Control:
         for lane in range(N):  # a live lane outside the mask
             self.g(E2, f"ctl.xme{lane}", [(existme[lane], 1), (self.exw[lane], -1), (mc.ctx_m[lane], -1)], 1,
                    [(xme[lane], 1)])
-        # E3: reach tests, reconvergence equality, valid pop levels, deadlock flags
+        return xme
+
+    def reach_tests(self, E3: int, xT, xF, xR, xv) -> None:
+        """Target, fallthrough reach the top entry's reconvergence point; it equals the terminator's."""
         self.reachT, self.reachF, self.eqR = (self.a("ctl.reachT", 1)[0], self.a("ctl.reachF", 1)[0],
                                               self.a("ctl.eqR", 1)[0])
         self.g(E3, "ctl.reachT", [(self.rval, 1)] + [(x, -1) for x in xT.dims], 1, [(self.reachT, 1)])
         self.g(E3, "ctl.reachF", [(self.rval, 1)] + [(x, -1) for x in xF.dims], 1, [(self.reachF, 1)])
         self.g(E3, "ctl.eqR", [(x, -1) for x in xR.dims] + [(xv, -1)], 0, [(self.eqR, 1)])
+
+    def valid_pop_levels(self, E3: int, live0, live1, pcrpc) -> tuple:
+        """Per level: a pop may resume it (lanes alive, not already at its reconvergence point)."""
         valid0, valid1 = self.a("ctl.valid0", D), self.a("ctl.valid1", D)
         for k in range(D):
             self.g(E3, f"ctl.valid0.{k}", [(live0[k], 1), (pcrpc[k], -1)], 1, [(valid0[k], 1)])
             self.g(E3, f"ctl.valid1.{k}", [(live1[k], 1), (pcrpc[k], -1)], 1, [(valid1[k], 1)])
+        return valid0, valid1
+
+    def deadlock_flags(self, E3: int, bad, xme) -> None:
+        """Some other waiting warp, or the running warp at its barrier, can never be released."""
         self.dead_other = self.a("ctl.dead_other", 1)[0]
         self.dead_me = self.a("ctl.dead_me", 1)[0]
         self.g(E3, "ctl.dead_other", [(x, 1) for x in bad.dims], 1, [(self.dead_other, 1)])
         self.g(E3, "ctl.dead_me", [(x, 1) for x in xme.dims], 1, [(self.dead_me, 1)])
-        # E4: candidates below the top; push levels
+
+    def pop_candidates(self, E4: int, valid0, valid1) -> tuple:
+        """Per level below the top: a valid pop target (without / with this step's exit)."""
         g0, g1 = self.a("ctl.g0", D), self.a("ctl.g1", D)
         for k in range(D):
             above = [(self.d[j], 1) for j in range(k + 1, D)]
             self.g(E4, f"ctl.g0.{k}", [(valid0[k], 1)] + above, 2, [(g0[k], 1)])
             self.g(E4, f"ctl.g1.{k}", [(valid1[k], 1)] + above, 2, [(g1[k], 1)])
+        return g0, g1
+
+    def push_base(self, E4: int) -> None:
+        """The level of the other side's entry on divergence: the running entry's own if the branch
+        reconverges where it does (no reconvergence entry: GPGPU-Sim's compaction), else one up."""
         self.base = self.a("ctl.base", D + 1)
         for k in range(D + 1):
             if k < D:
                 self.g(E4, f"ctl.base.same{k}", [(self.d[k], 1), (self.eqR, 1)], 2, [(self.base[k], 1)])
             if k >= 1:
                 self.g(E4, f"ctl.base.up{k}", [(self.d[k - 1], 1), (self.eqR, -1)], 1, [(self.base[k], 1)])
-        # E5: pop selections; taken level
+
+    def pop_selection(self, E5: int, g0, g1) -> None:
+        """The highest valid pop target (without / with this step's exit), or none."""
         self.pop0, self.pop1 = self.a("ctl.pop0", D), self.a("ctl.pop1", D)
         self.pop0none, self.pop1none = self.a("ctl.pop0none", 1)[0], self.a("ctl.pop1none", 1)[0]
         for k in range(D):
@@ -237,25 +318,32 @@ class Control:
             self.g(E5, f"ctl.pop1.{k}", [(g1[k], 1)] + [(g1[j], -1) for j in range(k + 1, D)], 1, [(self.pop1[k], 1)])
         self.g(E5, "ctl.pop0none", [(x, -1) for x in g0.dims], 0, [(self.pop0none, 1)])
         self.g(E5, "ctl.pop1none", [(x, -1) for x in g1.dims], 0, [(self.pop1none, 1)])
+
+    def taken_level(self, E5: int) -> None:
+        """The level of the taken side's entry: the base if the fallthrough side needs no entry (it starts
+        at the reconvergence point), else one above it."""
         self.lvl_t = self.a("ctl.level_taken", D + 2)
         for k in range(D + 2):
             if k < D + 1:
                 self.g(E5, f"ctl.lt.same{k}", [(self.base[k], 1), (self.fallIsR, 1)], 2, [(self.lvl_t[k], 1)])
             if k >= 1:
                 self.g(E5, f"ctl.lt.up{k}", [(self.base[k - 1], 1), (self.fallIsR, -1)], 1, [(self.lvl_t[k], 1)])
-        # E6: what a pop (without / with this step's exit) resumes
+
+    def pop_resume(self, E6: int) -> None:
+        """What a pop (without / with this step's exit) resumes: the entry's pc and its live lanes."""
+        P, N, en, mc = self.P, self.N, self.entry, self.mc
         self.popPC = [self.a(f"ctl.popPC{v}", P) for v in range(2)]
         self.popMask = [self.a(f"ctl.popMask{v}", N) for v in range(2)]
         for v, sel in enumerate((self.pop0, self.pop1)):
             for k in range(D):
                 for i in range(P):
-                    self.g(E6, f"ctl.popPC{v}.{k}.{i}", [(sel[k], 1), (en[k][self.EN.pc[i]], 1)], 2, [(self.popPC[v][i], 1)])
+                    self.g(E6, f"ctl.popPC{v}.{k}.{i}", [(sel[k], 1), (en[k][self.EN.pc[i]], 1)], 2,
+                           [(self.popPC[v][i], 1)])
                 for lane in range(N):
                     terms = [(sel[k], 1), (en[k][self.EN.mask[lane]], 1), (self.exw[lane], -1)]
                     if v == 1:
                         terms.append((mc.ctx_m[lane], -1))
                     self.g(E6, f"ctl.popMask{v}.{k}.{lane}", terms, 2, [(self.popMask[v][lane], 1)])
-        self.early_end = E6 + 1
 
     # ------------------------------------------------------------ late half
 
