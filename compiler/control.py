@@ -425,87 +425,108 @@ class Control:
         return self.outputs(C5 + 1, slots)
 
     def outputs(self, L: int, slots: list) -> int:
-        """Next EXEC / CTA / STOP / FAULT and the records of this step (WST, ENT)."""
-        mc, W, N = self.mc, self.W, self.N
-        tf, A, st, w1 = mc.tf, self.A, self.status, mc.ctx_w
-        NX = self.NX
-        O1, O2 = L, L + 1
-        # which warp runs next and from where (O1): relW only when the release includes the runner
+        """Next EXEC / CTA / STOP / FAULT and the records of this step (WST, ENT), all in MLP ``L``."""
+        O1 = L
+        self.next_exec(O1)
+        fterms = self.next_kind(O1, slots)
+        self.cta_after(L, O1, fterms)
+        self.next_cta_id(O1)
+        self.wst = [self.a(f"ctl.wst.w{w}", self.ST.bits) for w in range(self.W)]
+        self.wst_present = self.a("ctl.wst.present", self.W)
+        for w in range(self.W):
+            self.wst_running(O1, w)
+            self.wst_released(O1, w)
+        self.ent_records(O1)
+        return L + 1
+
+    def put_next(self, O1: int, name: str, cond, bits_b=None, warp_terms=None, mask_b=None) -> None:
+        """Where every term of ``cond`` holds: the next EXEC's block from ``bits_b``, mask from
+        ``mask_b``, warp from the one-hot ``warp_terms`` (each given or not)."""
+        NX, nb, nw, nm = self.NX, self.nb, self.nw, self.nm
+        th = sum(c for _, c in cond if c > 0)
+        if bits_b is not None:
+            for i in range(NX.block.width):
+                self.g(O1, f"{name}.b{i}", cond + [(bits_b[i], 1)], th + 1, [(nb[i], 1)])
+        if mask_b is not None:
+            for lane in range(self.N):
+                self.g(O1, f"{name}.m{lane}", cond + [(mask_b[lane], 1)], th + 1, [(nm[lane], 1)])
+        if warp_terms is not None:
+            for i in range(NX.warp.width):
+                for w in range(self.W):
+                    if w >> i & 1:
+                        self.g(O1, f"{name}.w{i}.{w}", cond + [(warp_terms[w], 1)], th + 1, [(nw[i], 1)])
+
+    def next_exec(self, O1: int) -> None:
+        """Which warp runs next, from which block, with which mask (``records.next_layout``'s EXEC fields)."""
+        mc, A, tf, w1, NX = self.mc, self.A, self.mc.tf, self.mc.ctx_w, self.NX
         self.nb = self.a("ctl.next.block", NX.block.width)
         self.nw = self.a("ctl.next.warp", NX.warp.width)
         self.nm = self.a("ctl.next.mask", NX.mask.width)
-        nb, nw, nm = self.nb, self.nw, self.nm
-
-        def put(name, cond, bits_b=None, warp_terms=None, mask_b=None):
-            """cond: list of terms all needed (threshold = len)."""
-            th = sum(c for _, c in cond if c > 0)
-            if bits_b is not None:
-                for i in range(NX.block.width):
-                    self.g(O1, f"{name}.b{i}", cond + [(bits_b[i], 1)], th + 1, [(nb[i], 1)])
-            if mask_b is not None:
-                for lane in range(N):
-                    self.g(O1, f"{name}.m{lane}", cond + [(mask_b[lane], 1)], th + 1, [(nm[lane], 1)])
-            if warp_terms is not None:
-                for i in range(NX.warp.width):
-                    for w in range(W):
-                        if w >> i & 1:
-                            self.g(O1, f"{name}.w{i}.{w}", cond + [(warp_terms[w], 1)], th + 1, [(nw[i], 1)])
-
         # continue / pop: same warp
-        put("nx.cont", [(A["cont"], 1)], self.jt, w1, mc.ctx_m)
-        put("nx.pop0", [(A["pop0"], 1)], self.popPC[0], w1, self.popMask[0])
-        put("nx.pop1", [(A["pop1"], 1)], self.popPC[1], w1, self.popMask[1])
+        self.put_next(O1, "nx.cont", [(A["cont"], 1)], self.jt, w1, mc.ctx_m)
+        self.put_next(O1, "nx.pop0", [(A["pop0"], 1)], self.popPC[0], w1, self.popMask[0])
+        self.put_next(O1, "nx.pop1", [(A["pop1"], 1)], self.popPC[1], w1, self.popMask[1])
         # divergence: the taken side if it is not the reconvergence point, else the other side
-        put("nx.div.t", [(A["div"], 1), (self.targIsR, -1)], tf["target"], w1, self.m_t)
-        for i in range(NX.block.width):
-            self.g(O1, f"nx.div.f.b{i}", [(A["div"], 1), (self.targIsR, 1), (tf["fallthrough"][i], 1)], 3, [(nb[i], 1)])
-        for lane in range(N):
-            self.g(O1, f"nx.div.f.m{lane}", [(A["div"], 1), (self.targIsR, 1), (self.m_nt[lane], 1)], 3, [(nm[lane], 1)])
-        for i in range(NX.warp.width):
-            for w in range(W):
-                if w >> i & 1:
-                    self.g(O1, f"nx.div.f.w{i}.{w}", [(A["div"], 1), (self.targIsR, 1), (w1[w], 1)], 3, [(nw[i], 1)])
-        # switch to the lowest ready warp
-        for w in range(W):
+        self.put_next(O1, "nx.div.t", [(A["div"], 1), (self.targIsR, -1)], tf["target"], w1, self.m_t)
+        self.put_next(O1, "nx.div.f", [(A["div"], 1), (self.targIsR, 1)], tf["fallthrough"], w1, self.m_nt)
+        self.next_exec_switch(O1)
+        self.next_exec_release(O1)
+
+    def next_exec_switch(self, O1: int) -> None:
+        """After a stop of the running warp: the lowest other ready warp, where its status says it resumes."""
+        A, st, NX = self.A, self.status, self.NX
+        for w in range(self.W):
             cond = [(A["sched"], 1), (self.schedR[w], 1)]
-            put(f"nx.sched{w}", cond, [st[w][self.ST.pc[i]] for i in range(self.P)], None,
-                [st[w][self.ST.mask[lane]] for lane in range(N)])
+            self.put_next(O1, f"nx.sched{w}", cond, [st[w][self.ST.pc[i]] for i in range(self.P)], None,
+                          [st[w][self.ST.mask[lane]] for lane in range(self.N)])
             for i in range(NX.warp.width):
                 if w >> i & 1:
-                    self.g(O1, f"nx.sched{w}.w{i}", cond, 2, [(nw[i], 1)])
-        # release after a barrier: the lowest of the runner and the waiting warps
-        for w in range(W):
-            # the runner itself resumes at the barrier's target with its mask
+                    self.g(O1, f"nx.sched{w}.w{i}", cond, 2, [(self.nw[i], 1)])
+
+    def next_exec_release(self, O1: int) -> None:
+        """A barrier's release: the lowest of the runner and the waiting warps; after the runner
+        finished, the lowest waiting warp (relW only when the release includes the runner)."""
+        mc, A, tf, st, w1, NX = self.mc, self.A, self.mc.tf, self.status, self.mc.ctx_w, self.NX
+        for w in range(self.W):
+            # the runner itself resumes at the barrier's target with its mask; another warp where it waits
             cond = [(A["release"], 1), (A["bar"], 1), (self.relW[w], 1), (w1[w], 1)]
-            put(f"nx.relme{w}", cond, tf["target"], None, mc.ctx_m)
+            self.put_next(O1, f"nx.relme{w}", cond, tf["target"], None, mc.ctx_m)
             cond_o = [(A["release"], 1), (A["bar"], 1), (self.relW[w], 1), (w1[w], -1)]
-            th = 3
-            for i in range(NX.block.width):
-                self.g(O1, f"nx.relo{w}.b{i}", cond_o + [(st[w][self.ST.pc[i]], 1)], th + 1, [(nb[i], 1)])
-            for lane in range(N):
-                self.g(O1, f"nx.relo{w}.m{lane}", cond_o + [(st[w][self.ST.mask[lane]], 1)], th + 1, [(nm[lane], 1)])
+            self.put_next(O1, f"nx.relo{w}", cond_o, [st[w][self.ST.pc[i]] for i in range(NX.block.width)], None,
+                          [st[w][self.ST.mask[lane]] for lane in range(self.N)])
             for i in range(NX.warp.width):
                 if w >> i & 1:
-                    self.g(O1, f"nx.rel{w}.w{i}", [(A["release"], 1), (A["bar"], 1), (self.relW[w], 1)], 3, [(nw[i], 1)])
+                    self.g(O1, f"nx.rel{w}.w{i}", [(A["release"], 1), (A["bar"], 1), (self.relW[w], 1)], 3,
+                           [(self.nw[i], 1)])
             # release after the runner finished: the lowest waiting warp
             cond_d = [(A["release"], 1), (A["done"], 1), (self.schedW[w], 1)]
-            put(f"nx.reld{w}", cond_d, [st[w][self.ST.pc[i]] for i in range(self.P)], None,
-                [st[w][self.ST.mask[lane]] for lane in range(N)])
+            self.put_next(O1, f"nx.reld{w}", cond_d, [st[w][self.ST.pc[i]] for i in range(self.P)], None,
+                          [st[w][self.ST.mask[lane]] for lane in range(self.N)])
             for i in range(NX.warp.width):
                 if w >> i & 1:
-                    self.g(O1, f"nx.reld{w}.w{i}", cond_d, 3, [(nw[i], 1)])
-        # next kind
+                    self.g(O1, f"nx.reld{w}.w{i}", cond_d, 3, [(self.nw[i], 1)])
+
+    def next_kind(self, O1: int, slots: list) -> list:
+        """The next token's kind: EXEC or a fault (a memory fault of any slot wins, then overflow, deadlock).
+
+        Returns the terms that veto any other kind after a memory fault.
+        """
+        A = self.A
         self.nk = {k: self.a(f"ctl.next.{k}", 1)[0] for k in NEXT_KINDS}
         nk = self.nk
         faults = [io.fault for io in slots]
-        fterms = [(f_, -4) for f_ in faults]
+        fterms = [(f_, -4) for f_ in faults]  # no other kind after a memory fault
         self.g(O1, "nk.fault1", [(f_, 1) for f_ in faults], 1, [(nk["FAULT1"], 1)])
         self.g(O1, "nk.fault0", [(A["ovf"], 1)] + fterms, 1, [(nk["FAULT0"], 1)])
         self.g(O1, "nk.fault2", [(A["dead"], 1), (A["ovf"], -4)] + fterms, 1, [(nk["FAULT2"], 1)])
         self.g(O1, "nk.exec", [(A["cont"], 1), (A["pop0"], 1), (A["pop1"], 1), (A["div"], 1), (A["sched"], 1),
                                (A["release"], 1), (A["dead"], -4), (A["ovf"], -4)] + fterms, 1, [(nk["EXEC"], 1)])
-        # thread block done: the next one, or the end of the launch
-        # the last thread block: ctaid + 1 == nctaid, two thresholds on the binary fields and their AND
+        return fterms
+
+    def cta_after(self, L: int, O1: int, fterms: list) -> None:
+        """Thread block done: CTA for the next one, or STOP after the last (ctaid + 1 == nctaid:
+        two thresholds on the binary fields, MLP ``L - 2``, and their AND, ``L - 1``)."""
+        mc, A, nk = self.mc, self.A, self.nk
         last = self.a("ctl.cta_last", 1)[0]
         halves = self.a("ctl.cta_last.halves", 2)
         diff = [(d, 2 ** i) for i, d in enumerate(mc.ctx_cta.dims)] + \
@@ -515,86 +536,100 @@ class Control:
         self.g(L - 1, "ctl.last", [(halves[0], 1), (halves[1], 1)], 2, [(last, 1)])
         self.g(O1, "nk.cta", [(A["ctadone"], 1), (last, -1), (A["dead"], -4)] + fterms, 1, [(nk["CTA"], 1)])
         self.g(O1, "nk.stop", [(A["ctadone"], 1), (last, 1), (A["dead"], -4)] + fterms, 2, [(nk["STOP"], 1)])
-        # ctaid + 1 in binary: bit i of x = ctaid + 1 is the alternating sum of [x >= k 2^i]
+
+    def next_cta_id(self, O1: int) -> None:
+        """ctaid + 1 in binary: bit i of x = ctaid + 1 is the alternating sum of [x >= k 2^i]."""
+        mc = self.mc
         self.next_cta = self.a("ctl.next.cta", mc.ctx_cta.width)
         ctaid = [(d, 2 ** i) for i, d in enumerate(mc.ctx_cta.dims)]
         for i in range(self.next_cta.width):
             for k in range(1, MAX_GRID // 2 ** i + 1):
                 self.g(O1, f"ctl.ncta.b{i}.k{k}", ctaid, k * 2 ** i - 1, [(self.next_cta[i], 1 if k % 2 else -1)])
-        # ---- records: WST for every warp, ENT for the pushes (O1)
-        self.wst = [self.a(f"ctl.wst.w{w}", self.ST.bits) for w in range(W)]
-        self.wst_present = self.a("ctl.wst.present", W)
-        for w in range(W):
-            me = (w1[w], 1)
-            o = self.wst[w]
-            pr = self.wst_present[w]
-            # the running warp's own record: on pop, divergence, barrier, done
-            for act in ("pop0", "pop1", "div", "bar"):
-                self.g(O1, f"wst{w}.pr.{act}", [me, (A[act], 1)], 2, [(pr, 1)])
-            # a finished warp's record matters only if the thread block goes on
-            self.g(O1, f"wst{w}.pr.done", [me, (A["done"], 1), (A["ctadone"], -1)], 2, [(pr, 1)])
-            # ready unless waiting (barrier without release) or done
-            self.g(O1, f"wst{w}.ready", [me, (A["pop0"], 1), (A["pop1"], 1), (A["div"], 1), (A["release"], 1),
-                                         (A["done"], -4)], 2, [(o[self.ST.ready[0]], 1)])
-            self.g(O1, f"wst{w}.wait", [me, (A["bar"], 1), (A["release"], -1)], 2, [(o[self.ST.wait[0]], 1)])
-            self.g(O1, f"wst{w}.done", [me, (A["done"], 1)], 2, [(o[self.ST.done[0]], 1)])
-            # depth
-            for k in range(D):
-                self.g(O1, f"wst{w}.d.pop0.{k}", [me, (A["pop0"], 1), (self.pop0[k], 1)], 3, [(o[self.ST.depth[k]], 1)])
-                self.g(O1, f"wst{w}.d.pop1.{k}", [me, (A["pop1"], 1), (self.pop1[k], 1)], 3, [(o[self.ST.depth[k]], 1)])
-                self.g(O1, f"wst{w}.d.bar.{k}", [me, (A["bar"], 1), (self.d[k], 1)], 3, [(o[self.ST.depth[k]], 1)])
-                # divergence: the top is the taken level, or the base if only the other side runs
-                self.g(O1, f"wst{w}.d.divt.{k}", [me, (A["div"], 1), (self.targIsR, -1), (self.lvl_t[k], 1)], 3,
-                       [(o[self.ST.depth[k]], 1)])
-                self.g(O1, f"wst{w}.d.divf.{k}", [me, (A["div"], 1), (self.targIsR, 1), (self.base[k], 1)], 4,
-                       [(o[self.ST.depth[k]], 1)])
-            # exited lanes (this step's exit adds the mask)
-            for lane in range(N):
-                self.g(O1, f"wst{w}.ex.{lane}", [me, (self.exw[lane], 1)], 2, [(o[self.ST.exited[lane]], 1)])
-                self.g(O1, f"wst{w}.exm.{lane}", [me, (mc.t_kind[TermKind.EXIT], 1), (mc.ctx_m[lane], 1),
-                                                 (self.exw[lane], -1)], 3, [(o[self.ST.exited[lane]], 1)])
-            # resume point after a barrier
-            for i in range(self.ST.pc.width):
-                self.g(O1, f"wst{w}.pc.{i}", [me, (A["bar"], 1), (tf["target"][i], 1)], 3, [(o[self.ST.pc[i]], 1)])
-            for lane in range(N):
-                self.g(O1, f"wst{w}.mk.{lane}", [me, (A["bar"], 1), (mc.ctx_m[lane], 1)], 3, [(o[self.ST.mask[lane]], 1)])
-            # other warps: released from a barrier (state ready, the rest unchanged)
-            rel = [(w1[w], -1), (A["release"], 1), (self.wait_o[w], 1)]
-            self.g(O1, f"wst{w}.rel.pr", rel, 2, [(pr, 1), (o[self.ST.ready[0]], 1)])
-            for i in range(self.ST.depth.offset, self.ST.bits):
-                self.g(O1, f"wst{w}.rel.{i}", rel + [(st[w][i], 1)], 3, [(o[i], 1)])
-        # ENT records: e0 reconvergence entry (level d), e1 other side (base), e2 taken (level_t)
+
+    def wst_running(self, O1: int, w: int) -> None:
+        """Warp ``w``'s WST record if it is the running warp: on pop, divergence, barrier, done."""
+        mc, A, tf, ST, N = self.mc, self.A, self.mc.tf, self.ST, self.N
+        me, o, pr = (mc.ctx_w[w], 1), self.wst[w], self.wst_present[w]
+        for act in ("pop0", "pop1", "div", "bar"):
+            self.g(O1, f"wst{w}.pr.{act}", [me, (A[act], 1)], 2, [(pr, 1)])
+        # a finished warp's record matters only if the thread block goes on
+        self.g(O1, f"wst{w}.pr.done", [me, (A["done"], 1), (A["ctadone"], -1)], 2, [(pr, 1)])
+        # ready unless waiting (barrier without release) or done
+        self.g(O1, f"wst{w}.ready", [me, (A["pop0"], 1), (A["pop1"], 1), (A["div"], 1), (A["release"], 1),
+                                     (A["done"], -4)], 2, [(o[ST.ready[0]], 1)])
+        self.g(O1, f"wst{w}.wait", [me, (A["bar"], 1), (A["release"], -1)], 2, [(o[ST.wait[0]], 1)])
+        self.g(O1, f"wst{w}.done", [me, (A["done"], 1)], 2, [(o[ST.done[0]], 1)])
+        self.wst_depth(O1, w)
+        # exited lanes (this step's exit adds the mask)
+        for lane in range(N):
+            self.g(O1, f"wst{w}.ex.{lane}", [me, (self.exw[lane], 1)], 2, [(o[ST.exited[lane]], 1)])
+            self.g(O1, f"wst{w}.exm.{lane}", [me, (mc.t_kind[TermKind.EXIT], 1), (mc.ctx_m[lane], 1),
+                                             (self.exw[lane], -1)], 3, [(o[ST.exited[lane]], 1)])
+        # resume point after a barrier
+        for i in range(ST.pc.width):
+            self.g(O1, f"wst{w}.pc.{i}", [me, (A["bar"], 1), (tf["target"][i], 1)], 3, [(o[ST.pc[i]], 1)])
+        for lane in range(N):
+            self.g(O1, f"wst{w}.mk.{lane}", [me, (A["bar"], 1), (mc.ctx_m[lane], 1)], 3, [(o[ST.mask[lane]], 1)])
+
+    def wst_depth(self, O1: int, w: int) -> None:
+        """The running warp's new stack depth (one-hot): after a pop, a barrier, a divergence."""
+        A, o, depth = self.A, self.wst[w], self.ST.depth
+        me = (self.mc.ctx_w[w], 1)
+        for k in range(D):
+            self.g(O1, f"wst{w}.d.pop0.{k}", [me, (A["pop0"], 1), (self.pop0[k], 1)], 3, [(o[depth[k]], 1)])
+            self.g(O1, f"wst{w}.d.pop1.{k}", [me, (A["pop1"], 1), (self.pop1[k], 1)], 3, [(o[depth[k]], 1)])
+            self.g(O1, f"wst{w}.d.bar.{k}", [me, (A["bar"], 1), (self.d[k], 1)], 3, [(o[depth[k]], 1)])
+            # divergence: the top is the taken level, or the base if only the other side runs
+            self.g(O1, f"wst{w}.d.divt.{k}", [me, (A["div"], 1), (self.targIsR, -1), (self.lvl_t[k], 1)], 3,
+                   [(o[depth[k]], 1)])
+            self.g(O1, f"wst{w}.d.divf.{k}", [me, (A["div"], 1), (self.targIsR, 1), (self.base[k], 1)], 4,
+                   [(o[depth[k]], 1)])
+
+    def wst_released(self, O1: int, w: int) -> None:
+        """Warp ``w``'s WST record if another warp's barrier released it: ready, the rest unchanged."""
+        A, o, st = self.A, self.wst[w], self.status
+        rel = [(self.mc.ctx_w[w], -1), (A["release"], 1), (self.wait_o[w], 1)]
+        self.g(O1, f"wst{w}.rel.pr", rel, 2, [(self.wst_present[w], 1), (o[self.ST.ready[0]], 1)])
+        for i in range(self.ST.depth.offset, self.ST.bits):
+            self.g(O1, f"wst{w}.rel.{i}", rel + [(st[w][i], 1)], 3, [(o[i], 1)])
+
+    def ent_records(self, O1: int) -> None:
+        """ENT records of a divergence: e0 the reconvergence entry (level d), e1 the other side
+        (base), e2 the taken side (level_t); each only where it is pushed (compaction)."""
+        A, tf = self.A, self.mc.tf
         self.ent = [self.a(f"ctl.ent{k}", self.EN.bits) for k in range(ENT_ITEMS)]
         self.ent_level = [self.a(f"ctl.ent{k}.level", LEVEL_BITS) for k in range(ENT_ITEMS)]
         self.ent_present = self.a("ctl.ent.present", ENT_ITEMS)
         dv = [(A["div"], 1)]
-        rv = tf["reconv_valid"][0]
         self.g(O1, "ent0.pr", dv + [(self.eqR, -1)], 1, [(self.ent_present[0], 1)])
         self.g(O1, "ent1.pr", dv + [(self.fallIsR, -1)], 1, [(self.ent_present[1], 1)])
         self.g(O1, "ent2.pr", dv + [(self.targIsR, -1)], 1, [(self.ent_present[2], 1)])
+        for k, onehot in enumerate((self.d, self.base, self.lvl_t)):
+            self.ent_level_bits(O1, f"ent{k}.lv", onehot, self.ent_level[k], dv)
+        self.ent_fields(O1, dv, tf["reconv_valid"][0])
 
-        def level_bits(name, onehot, out, extra):
-            for k in range(min(D, onehot.width)):
-                for i in range(LEVEL_BITS):
-                    if k >> i & 1:
-                        self.g(O1, f"{name}.{k}.{i}", extra + [(onehot[k], 1)], len(extra) + 1, [(out[i], 1)])
+    def ent_level_bits(self, O1: int, name: str, onehot, out, extra) -> None:
+        """The level field of an ENT header in binary, from a one-hot level."""
+        for k in range(min(D, onehot.width)):
+            for i in range(LEVEL_BITS):
+                if k >> i & 1:
+                    self.g(O1, f"{name}.{k}.{i}", extra + [(onehot[k], 1)], len(extra) + 1, [(out[i], 1)])
 
-        level_bits("ent0.lv", self.d, self.ent_level[0], dv)
-        level_bits("ent1.lv", self.base, self.ent_level[1], dv)
-        level_bits("ent2.lv", self.lvl_t, self.ent_level[2], dv)
+    def ent_fields(self, O1: int, dv, rv: int) -> None:
+        """The pushed entries' pc, rpc (+ valid) and mask (``records.ent_layout``)."""
+        mc, tf, EN = self.mc, self.mc.tf, self.EN
         e0, e1, e2 = self.ent
         for i in range(self.P):
-            self.g(O1, f"ent0.pc{i}", dv + [(tf["reconv"][i], 1)], 2, [(e0[self.EN.pc[i]], 1)])
-            self.g(O1, f"ent0.rpc{i}", dv + [(self.rpc[i], 1)], 2, [(e0[self.EN.rpc[i]], 1)])
-            self.g(O1, f"ent1.pc{i}", dv + [(tf["fallthrough"][i], 1)], 2, [(e1[self.EN.pc[i]], 1)])
-            self.g(O1, f"ent2.pc{i}", dv + [(tf["target"][i], 1)], 2, [(e2[self.EN.pc[i]], 1)])
+            self.g(O1, f"ent0.pc{i}", dv + [(tf["reconv"][i], 1)], 2, [(e0[EN.pc[i]], 1)])
+            self.g(O1, f"ent0.rpc{i}", dv + [(self.rpc[i], 1)], 2, [(e0[EN.rpc[i]], 1)])
+            self.g(O1, f"ent1.pc{i}", dv + [(tf["fallthrough"][i], 1)], 2, [(e1[EN.pc[i]], 1)])
+            self.g(O1, f"ent2.pc{i}", dv + [(tf["target"][i], 1)], 2, [(e2[EN.pc[i]], 1)])
             for e in (e1, e2):
-                self.g(O1, f"ent.R{i}.{e.name}", dv + [(tf["reconv"][i], 1)], 2, [(e[self.EN.rpc[i]], 1)])
-        self.g(O1, "ent0.rv", dv + [(self.rval, 1)], 2, [(e0[self.EN.rvalid[0]], 1)])
+                self.g(O1, f"ent.R{i}.{e.name}", dv + [(tf["reconv"][i], 1)], 2, [(e[EN.rpc[i]], 1)])
+        self.g(O1, "ent0.rv", dv + [(self.rval, 1)], 2, [(e0[EN.rvalid[0]], 1)])
         for e in (e1, e2):
-            self.g(O1, f"ent.rv.{e.name}", dv + [(rv, 1)], 2, [(e[self.EN.rvalid[0]], 1)])
-        for lane in range(N):
-            self.g(O1, f"ent0.m{lane}", dv + [(mc.ctx_m[lane], 1)], 2, [(e0[self.EN.mask[lane]], 1)])
-            self.g(O1, f"ent1.m{lane}", dv + [(self.m_nt[lane], 1)], 2, [(e1[self.EN.mask[lane]], 1)])
-            self.g(O1, f"ent2.m{lane}", dv + [(self.m_t[lane], 1)], 2, [(e2[self.EN.mask[lane]], 1)])
-        return O2
+            self.g(O1, f"ent.rv.{e.name}", dv + [(rv, 1)], 2, [(e[EN.rvalid[0]], 1)])
+        for lane in range(self.N):
+            self.g(O1, f"ent0.m{lane}", dv + [(mc.ctx_m[lane], 1)], 2, [(e0[EN.mask[lane]], 1)])
+            self.g(O1, f"ent1.m{lane}", dv + [(self.m_nt[lane], 1)], 2, [(e1[EN.mask[lane]], 1)])
+            self.g(O1, f"ent2.m{lane}", dv + [(self.m_t[lane], 1)], 2, [(e2[EN.mask[lane]], 1)])
