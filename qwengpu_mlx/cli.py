@@ -95,9 +95,10 @@ def cmd_compile(ns) -> int:
     from .host.launch import bind, compile_kernel, placeholder_args
 
     if ns.emit == "layout":
+        from .compiler.layout_report import layout_report
         from .runtime import CircuitStore
 
-        print(circuit_layout(CircuitStore().machine_circuit(MACHINES[ns.machine])))
+        print(layout_report(CircuitStore().compiled(MACHINES[ns.machine])))
         return 0
     if ns.source is None:
         raise LaunchError("compile needs a KERNEL file (only --emit layout works without one)")
@@ -256,56 +257,33 @@ def cmd_check(ns) -> int:
     return 1
 
 
-def circuit_layout(mc) -> str:
-    """Which layer does what, which heads hold which state, which residual dims hold what."""
-    from .compiler.sizing import live_dims
-
-    plan = mc.plan
-    live = live_dims(plan)
-    lines = [f"# circuit: {len(plan.layers)} layers, hidden {plan.shape.hidden} "
-             f"({plan.layout.used} dims used), linear heads {plan.shape.linear_heads} x "
-             f"(Dk {plan.shape.key_dim}, Dv {plan.shape.value_dim}); vocabulary {len(plan.vocab)} tokens",
-             "# live: residual dims holding a value some later layer reads (what dim reuse could reach)",
-             "# layer  kind       heads  mixer-inputs  mlp-units  mlp-inputs  mlp-outputs   live  state heads"]
-    for row in plan.usage():
-        lp = plan.layers[row["layer"]]
-        heads = ", ".join(f"{h.name}[{h.index}]" for h in lp.mixer.heads) if lp.mixer else ""
-        mix_in = len(lp.mixer.input_dims()) if lp.mixer and lp.mixer.heads else 0
-        mlp_out = len(lp.mlp.used_outputs()) if lp.mlp and lp.mlp.gates else 0
-        lines.append(f"{row['layer']:6d}  {row['kind'][:9]:9s}  {len(row['heads']):5d}  {mix_in:12d}  "
-                     f"{row['mlp_units']:9d}  {row['mlp_inputs']:10d}  {mlp_out:11d}  {live[row['layer']]:5d}  {heads}")
-    lines.append("# residual subspaces (start..end  name)")
-    lines.append(plan.layout.describe())
-    return "\n".join(lines)
-
-
 def cmd_build(ns) -> int:
     """Write the circuit as a dense checkpoint, or say exactly why it cannot be written."""
     from pathlib import Path
 
     from .checkpoint import save_checkpoint
-    from .compiler.dense import DoesNotFit, dense_plan
-    from .compiler.sizing import QWEN35_2B, dense_parameters, needs
+    from .compiler.sizing import QWEN35_2B, DoesNotFit, dense_parameters, needs
     from .errors import ResourceError
     from .runtime import CircuitStore
     from .vocab import vocab_for
 
     machine = MACHINES[ns.machine]
+    store = CircuitStore()
     if ns.shape == "qwen3.5-2b":
         # values folded onto 2048 physical dims, MLPs and heads spread to the shape's widths
         try:
-            mc, reuse = dense_plan(machine, QWEN35_2B)
+            compiled = store.compiled(machine, QWEN35_2B)
         except DoesNotFit as e:
             s = QWEN35_2B
             raise ResourceError(f"the circuit of the {ns.machine} machine does not fit the Qwen3.5-2B shape "
                                 f"(hidden {s.hidden}, intermediate {s.intermediate}, {s.linear_heads} linear "
                                 f"heads of {s.key_dim} x {s.value_dim}):\n  {e}") from None
-        plan = reuse.plan
+        reuse = compiled.reuse
         note = f"; {reuse.logical} values on {reuse.physical} residual dims, {reuse.clear_gates} clear gates"
     else:
-        mc = CircuitStore().machine_circuit(machine)
-        plan, note = mc.plan, ""
-    n = needs(mc.plan)
+        compiled, note = store.compiled(machine), ""
+    plan = compiled.plan
+    n = needs(compiled.circuit.plan)
     dense = dense_parameters(plan.shape, len(plan.layers), len(plan.vocab))
     if dense > ns.max_params:
         raise ResourceError(

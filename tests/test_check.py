@@ -95,7 +95,10 @@ def test_every_single_token_mutation_is_named(launches, name):
         assert not report.exact, f"{how} token {i} ({V[launch.tokens[i]]}) of {name} was not caught"
         first = report.mismatches[0]
         k = segment_of(launch.tokens, i)
-        assert first.segment in (k - 1, k), (how, i, str(first))  # named where it happened
+        # named where it happened: in its step; a removed or added boundary token (EXEC, CTA ...)
+        # shows as an extra record of the step before or an extra step after
+        near = (k - 1, k, k + 1) if how in ("duplicate", "swap") else (k - 1, k)
+        assert first.segment in near, (how, i, str(first))
         assert str(first)  # a readable sentence
         caught += 1
     print(f"{name}: {tried} mutations tried, {caught} caught")

@@ -20,7 +20,8 @@ from qwengpu_mlx.compiler.assemble import CircuitPlan, Shape
 from qwengpu_mlx.compiler.dense import DoesNotFit, dense_plan
 from qwengpu_mlx.compiler.reuse import reuse_dims
 from qwengpu_mlx.compiler.sizing import QWEN35_2B
-from qwengpu_mlx.runtime import compact_circuit, run_launch
+from qwengpu_mlx.compiler.pipeline import compile_machine
+from qwengpu_mlx.runtime import run_launch
 from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs
 from qwengpu_mlx.machine import MACHINES, ONE_SLOT_MACHINE
 from qwengpu_mlx.runner import CircuitRunner
@@ -92,8 +93,8 @@ def test_a_claimed_range_shortens_the_clear_and_unread_values_take_no_dim():
 @pytest.fixture(scope="module", params=["default", "one-slot"])
 def folded(request):
     machine = MACHINES[request.param]
-    mc, r = dense_plan(machine, QWEN35_2B)
-    return machine, mc, r
+    compiled = compile_machine(machine, QWEN35_2B)
+    return machine, compiled, compiled.reuse
 
 
 def test_both_machines_fit_every_width_of_the_2b_shape(folded):
@@ -121,7 +122,7 @@ def test_the_machine_at_the_2b_shape_runs_the_same_launch(store, folded, name):
     prog = bind(compile_kernel(KERNELS / f"{name}.cu", spec["kernel"]), spec["args"], block=spec["block"],
                 grid=spec["grid"], machine=machine)
     embedded = run_launch(prog, store.runner(machine))  # the logical plan, compact path
-    folded_runner = CircuitRunner(compact_circuit(mc, r.plan), machine)
+    folded_runner = CircuitRunner(mc.compact(), machine)  # the folded plan's weights
     run = run_launch(prog, folded_runner, check=True)
     assert run.tokens == embedded.tokens
     outputs = read_outputs(prog, run.memory)

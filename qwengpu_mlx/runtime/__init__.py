@@ -15,9 +15,9 @@ from .launch import (LaunchEvents, LaunchRequest, Prepared, QuietEvents, Referen
 from .prompt import prompt_tokens
 from .readout import read_memory
 from .runner import Runner
-from .store import CircuitStore, compact_circuit
+from .store import CircuitStore
 
 __all__ = ["CheckReport", "CircuitStore", "Launch", "LaunchCancelled", "LaunchEvents", "LaunchRequest", "Mismatch",
-           "Prepared", "QuietEvents", "ReferenceLaunch", "Runner", "check_launch", "compact_circuit",
+           "Prepared", "QuietEvents", "ReferenceLaunch", "Runner", "check_launch",
            "launch_kernel", "launch_program", "prepare", "prompt_tokens", "read_memory", "run_launch",
            "run_reference"]

@@ -29,7 +29,7 @@ class CircuitStore:
         from qwengpu_mlx.compiler.machine_circuit import NARROW
         from qwengpu_mlx.compiler.pipeline import compile_machine
 
-        key = (machine, shape or NARROW)
+        key = (machine, repr(shape or NARROW))  # shapes are not hashable
         if key not in self._compiled:
             self._check_supported(machine)
             self._compiled[key] = compile_machine(machine, shape or NARROW)
@@ -66,12 +66,3 @@ class CircuitStore:
         except ImportError:  # pragma: no cover - until machine_support lands
             return
         check_circuit_supports(machine)
-
-
-def compact_circuit(mc, plan=None):
-    """The compact circuit of ``plan`` (default: ``mc.plan``), knowing where the host reads memory."""
-    from qwengpu_mlx.compiler.compact import compact
-
-    cc = compact(mc.plan if plan is None else plan)
-    cc.memory_head = tuple(mc.memory_head)
-    return cc
