@@ -85,9 +85,10 @@ class LaunchExpectation:
     def record(self, header_id: int, value: int, what: str, lane: int | None = None) -> ExpectedRecord:
         return ExpectedRecord(self.v.record(header_id, value), what, lane)
 
-    def token(self, kind: str, what: str = "", **fields) -> ExpectedRecord:
+    def token(self, kind: str, what: str = "", of_lane: int | None = None, **fields) -> ExpectedRecord:
+        """A single-token record; ``of_lane``: the lane it reports on (``fields`` are the token's own)."""
         tid = self.v.id(kind, **fields)
-        return ExpectedRecord([tid], what or str(self.v[tid]))
+        return ExpectedRecord([tid], what or str(self.v[tid]), of_lane)
 
     # -- a thread block's start
 
@@ -141,10 +142,8 @@ class LaunchExpectation:
         out = []
         for lane in self._lanes(rec.mask):
             bits = sum(1 << p for p in range(self.m.preds) if shadow.preds.get((rec.warp, lane, p), False))
-            rec_ = self.token("PVAL", f"PVAL({lane}, {bits}): lane {lane} predicates {bits:0{self.m.preds}b}",
-                              lane=lane, bits=bits)
-            rec_.lane = lane
-            out.append(rec_)
+            out.append(self.token("PVAL", f"PVAL({lane}, {bits}): lane {lane} predicates {bits:0{self.m.preds}b}",
+                                  of_lane=lane, lane=lane, bits=bits))
         return out
 
     def mems(self, rec) -> list[ExpectedRecord]:
@@ -177,7 +176,6 @@ class LaunchExpectation:
 
     def wsts(self, rec) -> list[ExpectedRecord]:
         after = rec.warps_after
-        me = after[rec.warp]
         cta_done = all(w.state == "done" for w in after)
         changed = set(rec.released)
         if rec.event in ("pop", "diverge", "barrier") or (rec.event == "exit" and not cta_done):
@@ -191,7 +189,6 @@ class LaunchExpectation:
             value = wst_payload(self.m, state=st.state, depth=st.depth, exited=st.exited, pc=pc, mask=mask)
             out.append(self.record(self.v.id("WST", warp=w), value,
                                    f"WST({w}): warp {w} {describe_wst(value, self.m)}"))
-        del me
         return out
 
     # -- helpers
