@@ -1,0 +1,224 @@
+"""Every MachineConfig field: supported at a second value (run exact) or refused up front.
+
+``qwengpu_mlx.machine_support.check_circuit_supports`` refuses, before any weight is
+computed, a machine the circuit cannot run (a ``ResourceError`` naming the field, the
+value and the supported range). One refusal test per field checks its limit; for each
+field supported at a value other than the default, one test builds that machine's
+circuit and runs a kernel that exercises the field through the model, checked exact
+against the reference interpreter (the whole token stream and the memory).
+Kernels: ``tests/kernels_machine/``. Limits and reasons: ``machine_support.LIMITS`` and
+docs/MACHINE.md, "Limits of the circuit".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from qwengpu_mlx.errors import ResourceError
+from qwengpu_mlx.machine import DEFAULT_MACHINE, MACHINES, MachineConfig
+from qwengpu_mlx.machine_support import LIMITS, check_circuit_supports, limit_for, unsupported_fields
+
+KERNELS = Path(__file__).parent / "kernels_machine"
+
+
+def machine(**changes) -> MachineConfig:
+    return dataclasses.replace(DEFAULT_MACHINE, **changes)
+
+
+def assert_refused(field: str, value: int, range_text: str) -> None:
+    with pytest.raises(ResourceError) as e:
+        check_circuit_supports(machine(**{field: value}))
+    msg = str(e.value)
+    assert f"{field} = {value} is refused" in msg, msg
+    assert range_text in msg, msg
+
+
+def assert_supported(field: str, *values: int) -> None:
+    for v in values:
+        check_circuit_supports(machine(**{field: v}))
+
+
+# ---------------------------------------------------------------- the table itself
+
+
+def test_every_field_has_a_limit_and_the_named_machines_pass():
+    assert {lim.field for lim in LIMITS} == {f.name for f in dataclasses.fields(MachineConfig)}
+    for m in MACHINES.values():
+        check_circuit_supports(m)  # no error
+        assert unsupported_fields(m) == []
+    for lim in LIMITS:
+        assert lim.allows(getattr(DEFAULT_MACHINE, lim.field))
+        assert all(lim.allows(v) for v in lim.tested)
+
+
+def test_every_refused_field_is_named_in_one_message():
+    with pytest.raises(ResourceError) as e:
+        check_circuit_supports(MachineConfig(lanes=8, rom_blocks=64, mem_words=254))
+    msg = str(e.value)
+    for text in ("lanes = 8 is refused", "rom_blocks = 64 is refused", "mem_words = 254 is refused"):
+        assert text in msg
+
+
+def test_a_refused_machine_is_refused_before_any_weight(monkeypatch, tmp_path):
+    runtime = pytest.importorskip("qwengpu_mlx.runtime")
+    import qwengpu_mlx.compiler.machine_circuit as mcirc
+
+    def no_build(*a, **k):
+        raise AssertionError("the compiler ran for a refused machine")
+
+    monkeypatch.setattr(mcirc, "build_machine_circuit", no_build)
+    try:
+        import qwengpu_mlx.compiler.pipeline as pipeline
+    except ImportError:
+        pass
+    else:
+        monkeypatch.setattr(pipeline, "compile_machine", no_build)
+    with pytest.raises(ResourceError, match="max_warps = 8 is refused"):
+        runtime.CircuitStore(directory=tmp_path).runner(machine(max_warps=8))
+    assert not list(tmp_path.iterdir())  # nothing cached either
+
+
+# ---------------------------------------------------------------- one refusal test per field
+
+
+def test_lanes_4_only():
+    assert_refused("lanes", 8, "the circuit supports lanes = 4 only (warp masks and records are 4 lanes wide)")
+    assert_refused("lanes", 2, "lanes = 4 only")
+    assert_supported("lanes", 4)
+
+
+def test_max_warps_1_to_4():
+    # 8 warps built and ran wrong: a 32-thread kernel wrote [1, 0, 0, ...] (ntid is 5 bits, warps 2)
+    assert_refused("max_warps", 8, "the circuit supports max_warps from 1 to 4")
+    assert_refused("max_warps", 5, "max_warps from 1 to 4")
+    assert_refused("max_warps", 0, "max_warps from 1 to 4")
+    assert_supported("max_warps", 1, 2, 3, 4)
+
+
+def test_regs_2_to_16():
+    assert_refused("regs", 17, "the circuit supports regs from 2 to 16")
+    assert_refused("regs", 32, "regs from 2 to 16")
+    assert_refused("regs", 1, "regs from 2 to 16")
+    assert_supported("regs", 2, 9, 16)
+
+
+def test_preds_1_to_8():
+    assert_refused("preds", 9, "the circuit supports preds from 1 to 8")
+    assert_refused("preds", 0, "preds from 1 to 8")
+    assert_supported("preds", 1, 4, 8)
+
+
+def test_rom_blocks_32_only():
+    # 64 fails in a builder; 16 runs with outputs exact but WST/ENT records unlike records.py's
+    assert_refused("rom_blocks", 64, "the circuit supports rom_blocks = 32 only")
+    assert_refused("rom_blocks", 33, "rom_blocks = 32 only")
+    assert_refused("rom_blocks", 16, "rom_blocks = 32 only")
+    assert_supported("rom_blocks", 32)
+
+
+def test_slots_per_block_1_to_3():
+    assert_refused("slots_per_block", 4, "the circuit supports slots_per_block from 1 to 3")
+    assert_refused("slots_per_block", 0, "slots_per_block from 1 to 3")
+    assert_supported("slots_per_block", 1, 2, 3)
+
+
+def test_mem_words_1_to_128():
+    assert_refused("mem_words", 254, "the circuit supports mem_words from 1 to 128")
+    assert_refused("mem_words", 129, "mem_words from 1 to 128")
+    assert_refused("mem_words", 0, "mem_words from 1 to 128")
+    assert_supported("mem_words", 1, 64, 126, 128)
+
+
+def test_word_bits_32_only():
+    assert_refused("word_bits", 16, "the circuit supports word_bits = 32 only")
+    assert_refused("word_bits", 64, "word_bits = 32 only")
+    assert_supported("word_bits", 32)
+
+
+def test_step_budget_any_positive_host_side():
+    assert not limit_for("step_budget").circuit
+    assert_refused("step_budget", 0, "step_budget >= 1")
+    assert_refused("step_budget", -5, "step_budget >= 1")
+    assert_supported("step_budget", 1, 7, 1 << 20)
+    # host-side: the reference interpreter (and the launch loop) stop at the budget
+    from qwengpu_mlx.errors import StepBudgetExceeded
+    from qwengpu_mlx.host.reference import run_program
+
+    program = _program(KERNELS / "forward_chain.cu", {"state": [1, 2, 3, 4], "rounds": 10}, 4, 1, DEFAULT_MACHINE)
+    run_program(program, machine(step_budget=64))
+    with pytest.raises(StepBudgetExceeded):
+        run_program(program, machine(step_budget=8))
+
+
+def test_non_integer_sizes_refused():
+    with pytest.raises(ResourceError, match="regs must be an integer"):
+        check_circuit_supports(machine(regs=8.0))
+    with pytest.raises(ResourceError, match="lanes must be an integer"):
+        check_circuit_supports(machine(lanes=True))
+
+
+# ---------------------------------------------------------------- supported second values, through the model
+
+
+def _program(source: Path, args: dict, block: int, grid: int, m: MachineConfig):
+    from qwengpu_mlx.host.launch import bind, compile_kernel
+
+    return bind(compile_kernel(source), args, block=block, grid=grid, machine=m)
+
+
+def run_exact(m: MachineConfig, kernel: str, args: dict, *, block: int, grid: int = 1) -> dict:
+    """Build the circuit of ``m``, run the kernel on it, check it exact; return the outputs."""
+    try:
+        from qwengpu_mlx.runtime import CircuitStore, run_launch
+    except ImportError:  # TODO(runtime): the runtime API lands in qwengpu_mlx/runtime
+        pytest.skip("qwengpu_mlx.runtime (CircuitStore, run_launch) not available yet")
+    from qwengpu_mlx.host.reference import run_program
+    from qwengpu_mlx.runtime.readout import read_outputs
+
+    check_circuit_supports(m)
+    program = _program(KERNELS / kernel, args, block, grid, m)
+    ref = run_program(program, m)
+    runner = CircuitStore().runner(m)  # builds or loads the circuit for that machine
+    result = run_launch(program, runner, check=True)
+    assert result.check is not None and result.check.exact, "\n".join(result.check.problems)
+    assert result.memory == list(ref.memory)
+    assert result.outputs == read_outputs(program, ref.memory)
+    return result.outputs
+
+
+def test_max_warps_2_runs_exact():
+    # 8 threads in both warps: shared memory written, a barrier, then read across warps
+    out = run_exact(machine(max_warps=2), "warps_swap.cu",
+                    {"x": [1, 2, 3, 4, 5, 6, 7, -8], "out": [0] * 8}, block=8)
+    assert out["out"] == [-20, 20, 12, 4, -4, -12, -20, 20]
+
+
+def test_regs_9_runs_exact():
+    # needs all 8 usable registers (r8, the top row, included)
+    x = [-11, 3, -6, 8, -1, -10, 4, -5, 9, 0, -9, 5, -4, 10, 1, -8, 6, -3, 11, 2, -7, 7, -2, -11]
+    out = run_exact(machine(regs=9), "regs_pressure.cu", {"x": x, "out": [0] * 24}, block=4)
+    assert out["out"][:4] == [-73, 40, -8, -67]
+
+
+def test_preds_4_runs_exact():
+    # four predicates live at once (the kernel does not fit 3)
+    out = run_exact(machine(preds=4), "preds_live.cu", {"x": [5, -4, 7, 200, 1, 2, 3, 4], "out": [0] * 4},
+                    block=4)
+    assert out["out"] == [-4, -2, 2, 13]
+
+
+def test_slots_per_block_2_runs_exact():
+    # chains of dependent instructions: results forwarded between the two slots of a block
+    out = run_exact(machine(slots_per_block=2), "forward_chain.cu",
+                    {"state": [1, -1831433054, 12345, -1], "rounds": 3}, block=4)
+    assert len(out["state"]) == 4
+
+
+def test_mem_words_128_runs_exact():
+    # the output array ends at word 127, the last of 128 (stores, loads near the top, an atomic)
+    out = run_exact(machine(mem_words=128), "mem_top.cu",
+                    {"x": list(range(-60, 64)), "out": [0] * 4, "n": 124}, block=4)
+    assert out["out"] == [-363, -357, -351, -341]
