@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from qwengpu_mlx.machine import DEFAULT_MACHINE, MachineConfig
+from qwengpu_mlx.machine_support import check_circuit_supports
 
 from .assemble import CircuitPlan, Shape
 from .fold import SPREAD_SHARES, fit_shape, fold_onto, residual_misfit, spread_units
@@ -129,8 +130,10 @@ def compile_machine(machine: MachineConfig = DEFAULT_MACHINE, shape: Shape = NAR
     """The machine's circuit for ``shape``: logical at the narrow shape, folded for a dense one.
 
     ``fold`` None folds every shape but the narrow one. Raises DoesNotFit (with typed
-    ``misfits``) when the circuit does not fit a dense shape.
+    ``misfits``) when the circuit does not fit a dense shape, and ResourceError, before
+    any weight, for a machine the circuit does not support (``machine_support``).
     """
+    check_circuit_supports(machine)
     if fold is None:
         fold = shape != NARROW
     if not fold:

@@ -52,10 +52,10 @@ class FieldLimit:
 LIMITS: tuple[FieldLimit, ...] = (
     FieldLimit(
         "lanes", 4, 4, "warp masks and records are 4 lanes wide",
-        "the shuffle network (compiler/alu_shfl.py, LANES = 4; lanes = 2 fails there), the ROM's 4-bit "
-        "shuffle member mask and 2-bit clamp/segmask fields (encoding.py), the warp status and SIMT stack "
-        "rows (compiler/control.py, ST_EXITED/ST_MASK/EN_MASK: 4 lanes) and the latched next EXEC token "
-        "(compiler/machine_circuit.py, emit: flags at 5 + 2 + 4) are wired for exactly 4 lanes",
+        "the shuffle network is built for 4 lanes (compiler/alu_shfl.py, LANES = 4; lanes = 2 fails "
+        "there) and the ROM's shuffle fields are sized for them (encoding.py: a 4-bit member mask, 2-bit "
+        "clamp and segmask); the WST/ENT/next-token records follow the machine (records.py) but fill 32 "
+        "bits at 8 lanes",
         (4,)),
     FieldLimit(
         "max_warps", 1, 4, "warp numbers are 2 bits and blockDim.x a 5-bit field in the circuit",
@@ -76,14 +76,11 @@ LIMITS: tuple[FieldLimit, ...] = (
         "each of at most 8 predicates",
         (4, 8)),
     FieldLimit(
-        "rom_blocks", 32, 32, "block numbers and the WST/ENT records' pc are 5 bits wide in the circuit",
-        "the terminator's target, fallthrough and reconvergence fields (encoding.py, TERM_FIELDS), the "
-        "control unit (compiler/control.py: ST_PC, EN_RPC, ctl.next.block) and the EXEC emission are 5 "
-        "bits, so no more than 32 blocks (64 fails in a builder); with fewer, the circuit still writes "
-        "its WST and ENT records with a 5-bit pc while records.py derives the pc width from rom_blocks: "
-        "measured with rom_blocks = 16, outputs exact but the launch check finds every WST and ENT "
-        "payload different",
-        (32,)),
+        "rom_blocks", 2, 32, "block numbers are 5-bit fields of the ROM's terminator",
+        "the terminator's target, fallthrough and reconvergence fields are 5 bits (encoding.py, "
+        "TERM_FIELDS), so at most 32 blocks (64 fails in a builder); below that the control unit, the "
+        "EXEC emission and the WST/ENT records size their pc fields from rom_blocks (records.pc_bits)",
+        (4, 16, 32)),
     FieldLimit(
         "slots_per_block", 1, 3, "operand source codes forward the results of at most 3 slots",
         "source codes 23..25 forward the results of slots 0..2 of the block and code 26 is %tid.x*4 "

@@ -28,3 +28,29 @@ def store():
     from qwengpu_mlx.runtime import CircuitStore
 
     return CircuitStore()
+
+
+@pytest.fixture(scope="session")
+def example_launch(store):
+    """name -> (spec, program, launch) of an example kernel run once through the model, checked.
+
+    Tests that need a real launch share these (a launch costs seconds of CPU)."""
+    import json
+    from pathlib import Path
+
+    from qwengpu_mlx.host.launch import bind, compile_kernel
+    from qwengpu_mlx.machine import DEFAULT_MACHINE
+    from qwengpu_mlx.runtime import run_launch
+
+    kernels = Path(__file__).resolve().parents[1] / "examples" / "kernels"
+    done: dict = {}
+
+    def get(name: str):
+        if name not in done:
+            spec = json.loads((kernels / f"{name}.json").read_text())
+            prog = bind(compile_kernel(kernels / f"{name}.cu", spec["kernel"]), spec["args"], block=spec["block"],
+                        grid=spec["grid"])
+            done[name] = (spec, prog, run_launch(prog, store.runner(DEFAULT_MACHINE), check=True))
+        return done[name]
+
+    return get

@@ -18,9 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from qwengpu_mlx.host.launch import bind, compile_kernel
 from qwengpu_mlx.machine import DEFAULT_MACHINE
-from qwengpu_mlx.runtime import check_launch, run_launch
+from qwengpu_mlx.runtime import check_launch
 from qwengpu_mlx.runtime.check import split_segments
 from qwengpu_mlx.vocab import Token, vocab_for
 
@@ -32,25 +31,15 @@ V = vocab_for(DEFAULT_MACHINE)
 
 pytestmark = needs_clang
 
-# divergence (nested branches); barriers across 4 warps; atomics under contention; shuffles
-MUTATED = ["nested_branches", "reduce_shared_tree", "atomic_contention", "shfl_down_reduce"]
-
-
-def program_for(name: str):
-    spec = json.loads((KERNELS / f"{name}.json").read_text())
-    ck = compile_kernel(KERNELS / f"{name}.cu", spec["kernel"])
-    return spec, bind(ck, spec["args"], block=spec["block"], grid=spec["grid"])
+# divergent early exit; barriers across 4 warps; atomics under contention (and a lane masked
+# off); a butterfly shuffle: the launches test_model_backend.py also runs (shared, run once)
+MUTATED = ["early_return", "reduce_shared_tree", "dot", "shfl_xor_allreduce"]
 
 
 @pytest.fixture(scope="module")
-def launches(store):
-    """name -> (program, the model's launch), each run once."""
-    runner = store.runner(DEFAULT_MACHINE)
-    out = {}
-    for name in MUTATED + ["vec_add"]:
-        _, prog = program_for(name)
-        out[name] = (prog, run_launch(prog, runner, check=True))
-    return out
+def launches(example_launch):
+    """name -> (program, the model's launch)."""
+    return {name: example_launch(name)[1:] for name in MUTATED + ["vec_add"]}
 
 
 def altered(tok_id: int) -> int:

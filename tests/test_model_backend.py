@@ -49,10 +49,8 @@ SUBSET = ["dot", "early_return", "shfl_xor_allreduce", "reduce_shared_tree", "gr
 
 
 @pytest.mark.parametrize("name", SUBSET)
-def test_kernel_through_model_matches_oracle_and_reference(circuit, name):
-    mc, runner = circuit
-    spec, prog = program_for(name)
-    launch = run_launch(prog, runner, check=True)
+def test_kernel_through_model_matches_oracle_and_reference(example_launch, name):
+    spec, prog, launch = example_launch(name)
     assert launch.outputs == ORACLES[name](spec)
     assert launch.check.exact, launch.check.problems
     # every gate decided with a margin (0.5 bits is perfect; exactness needs > 0.28)
@@ -60,9 +58,8 @@ def test_kernel_through_model_matches_oracle_and_reference(circuit, name):
     assert launch.min_state_margin > 0.9  # memory words read back from the state are clean
 
 
-def test_dot_product_launch_shape(circuit):
-    spec, prog = program_for("dot")
-    launch = run_launch(prog, circuit[1])
+def test_dot_product_launch_shape(example_launch):
+    spec, prog, launch = example_launch("dot")
     kinds = [t.kind for t in launch.decoded]
     assert kinds[0] == "CTA" and kinds[-1] == "STOP"
     assert kinds.count("EXEC") == launch.steps == 5

@@ -61,8 +61,7 @@ class CircuitStore:
 
     @staticmethod
     def _check_supported(machine: MachineConfig) -> None:
-        try:
-            from qwengpu_mlx.machine_support import check_circuit_supports
-        except ImportError:  # pragma: no cover - until machine_support lands
-            return
+        """Refuse a machine the circuit cannot build before any cache read or weight."""
+        from qwengpu_mlx.machine_support import check_circuit_supports
+
         check_circuit_supports(machine)
