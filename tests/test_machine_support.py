@@ -105,7 +105,7 @@ def test_preds_1_to_8():
 
 
 def test_rom_blocks_2_to_32():
-    # 64 fails in a builder (5-bit terminator fields); 16 runs exact below (test_rom_blocks_16_runs_exact)
+    # 64 fails in a builder (5-bit terminator fields); 16 runs exact below (test_regs_9_and_rom_blocks_16_run_exact)
     assert_refused("rom_blocks", 64, "the circuit supports rom_blocks from 2 to 32")
     assert_refused("rom_blocks", 33, "rom_blocks from 2 to 32")
     assert_refused("rom_blocks", 1, "rom_blocks from 2 to 32")
@@ -192,8 +192,9 @@ def test_max_warps_2_runs_exact(second_runner):
     run_exact(second_runner, "warps_swap.cu", {"x": [1, 2, 3, 4, 5, 6, 7, -8], "out": [0] * 8}, block=8)
 
 
-def test_regs_9_runs_exact(second_runner):
-    # needs all 8 usable registers (r8, the top row, included)
+def test_regs_9_and_rom_blocks_16_run_exact(second_runner):
+    # needs all 8 usable registers (r8, the top row, included), in 13 of the 16 ROM blocks
+    # (4-bit pcs in every record)
     x = [-11, 3, -6, 8, -1, -10, 4, -5, 9, 0, -9, 5, -4, 10, 1, -8, 6, -3, 11, 2, -7, 7, -2, -11]
     run_exact(second_runner, "regs_pressure.cu", {"x": x, "out": [0] * 24}, block=4)
 
@@ -208,11 +209,8 @@ def test_slots_per_block_2_runs_exact(second_runner):
     run_exact(second_runner, "forward_chain.cu", {"state": [1, -1831433054, 12345, -1], "rounds": 3}, block=4)
 
 
-def test_rom_blocks_16_runs_exact(second_runner):
-    # 13 of the 16 blocks: a program near the top of the smaller ROM (4-bit pcs in every record)
-    run_exact(second_runner, "regs_pressure.cu", {"x": list(range(-12, 12)), "out": [0] * 24}, block=4)
-
-
 def test_mem_words_128_runs_exact(second_runner):
     # the output array ends at word 127, the last of 128 (stores, loads near the top, an atomic)
-    run_exact(second_runner, "mem_top.cu", {"x": list(range(-60, 64)), "out": [0] * 4, "n": 124}, block=4)
+    # (words read are non-zero, the rest zero: zero words take no prompt record)
+    x = [3, -1, 4, 1] + [0] * 116 + [-5, 9, 2, -6]
+    run_exact(second_runner, "mem_top.cu", {"x": x, "out": [0] * 4, "n": 124}, block=4)

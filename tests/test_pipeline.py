@@ -14,10 +14,13 @@ from qwengpu_mlx.compiler.schedule import ScheduleError
 from qwengpu_mlx.compiler.sizing import QWEN35_2B, DoesNotFit, Misfit
 from qwengpu_mlx.machine import DEFAULT_MACHINE, ONE_SLOT_MACHINE
 
-try:
-    from test_weights_fingerprint import BEFORE_REFACTOR
-except ImportError:  # pragma: no cover - run from the repository root
-    from tests.test_weights_fingerprint import BEFORE_REFACTOR
+BEFORE_REFACTOR = {
+    "default": "30328f00ec897210a898dce911edcff9cd2d2b444cef3c9bcf9f7a0319b35d6a",
+    "one-slot": "6c964729a2b9c3d950b8d020e6281e9e161630c92b6d3faa1961efafe53f8846",
+}
+"""The compact circuits' fingerprints before the runtime/compiler refactor (issue 10). A
+change meant to change the weights (a new circuit feature, fewer tokens per launch)
+updates them in the same commit and says so; a refactor never does."""
 
 FOLDED_ONE_SLOT = "74325ea73f0879b39feb74102216409dffe7dbf9860e6355abcb8cd0a088b431"
 """The one-slot machine folded onto Qwen3.5-2B's shape, before the pipeline (``dense_plan``)."""
