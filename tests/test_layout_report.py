@@ -1,7 +1,7 @@
 """``layout_report``: the layout table plus, per layer, the stages that placed its parts.
 
-The recording itself never changes a weight (
-``test_pipeline.py`` compares the compiled circuits with fingerprints taken before it).
+The recording itself never changes a weight (``test_pipeline.py`` compares the compiled
+circuits with fingerprints taken before it).
 """
 
 from __future__ import annotations
