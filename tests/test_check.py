@@ -20,7 +20,8 @@ import pytest
 
 from qwengpu_mlx.machine import DEFAULT_MACHINE
 from qwengpu_mlx.runtime import check_launch
-from qwengpu_mlx.runtime.check import split_segments
+from qwengpu_mlx.runtime.check import compare_launch, reference_run, split_segments
+from qwengpu_mlx.runtime.expect import expected_segments
 from qwengpu_mlx.vocab import Token, vocab_for
 
 from clitools import needs_clang
@@ -77,12 +78,17 @@ def segment_of(tokens: list[int], i: int) -> int:
 def test_every_single_token_mutation_is_named(launches, name):
     prog, launch = launches[name]
     assert launch.check.exact, launch.check.problems  # the model's own launch is what the reference implies
+    # check_launch = the reference run + expected_segments + compare_launch: the first two
+    # depend on the program only, so each mutation goes through the comparison
+    ref = reference_run(prog, DEFAULT_MACHINE, budget=10 * launch.steps)
+    expected = expected_segments(prog, DEFAULT_MACHINE, ref.trace)
+    assert compare_launch(expected, launch.tokens, V) == ([], 0)
     tried = caught = 0
     for how, i, mutated in mutations(launch.tokens):
         tried += 1
-        report = check_launch(prog, mutated, DEFAULT_MACHINE)
-        assert not report.exact, f"{how} token {i} ({V[launch.tokens[i]]}) of {name} was not caught"
-        first = report.mismatches[0]
+        mismatches, _ = compare_launch(expected, mutated, V)
+        assert mismatches, f"{how} token {i} ({V[launch.tokens[i]]}) of {name} was not caught"
+        first = mismatches[0]
         k = segment_of(launch.tokens, i)
         # named where it happened: in its step; a removed or added boundary token (EXEC, CTA ...)
         # shows as an extra record of the step before or an extra step after
