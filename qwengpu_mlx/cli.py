@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 
-from .errors import LaunchError, QwenGpuError
+from .errors import ExecutionError, LaunchError, QwenGpuError
 from .machine import DEFAULT_MACHINE, MACHINES
 
 
@@ -184,8 +184,17 @@ class _TraceEvents:
 def _run_model(ns, req, prog, stream) -> int:
     from .runtime import CircuitStore, launch_program
 
-    launch = launch_program(prog, CircuitStore(), req.machine, events=_TraceEvents(stream, ns.trace),
-                            check=ns.check, step_budget=ns.step_budget)
+    try:
+        launch = launch_program(prog, CircuitStore(), req.machine, events=_TraceEvents(stream, ns.trace),
+                                check=ns.check, step_budget=ns.step_budget)
+    except ExecutionError as e:  # the model stopped the launch: with --check, say where it left the reference
+        checked = getattr(e, "launch", None)
+        if checked is None or checked.check is None or checked.check.exact:
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        for p in checked.check.problems:
+            print(f"check: {p}", file=sys.stderr)
+        return 1
     info = {"tokens": len(launch.tokens), "launch_tokens": launch.tokens,
             "tokens_per_s": round(launch.tokens_per_s, 2), "prompt_tokens": len(launch.prompt)}
     problems = []
