@@ -32,9 +32,11 @@ V = vocab_for(DEFAULT_MACHINE)
 
 pytestmark = needs_clang
 
-# divergent early exit; barriers across 4 warps; atomics under contention (and a lane masked
-# off); a butterfly shuffle: the launches test_model_backend.py also runs (shared, run once)
-MUTATED = ["early_return", "reduce_shared_tree", "dot", "shfl_xor_allreduce"]
+# nested divergence (with predicate records); barriers across 4 warps; atomics under
+# contention (and a lane masked off); a butterfly shuffle. The last three are launches
+# test_model_backend.py also runs (shared, run once).
+MUTATED = ["nested_branches", "reduce_shared_tree", "dot", "shfl_xor_allreduce"]
+KINDS = {"CTA", "WST", "EXEC", "VAL", "PVAL", "MEM", "ENT", "C0", "C1", "C2", "STOP"}
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +74,11 @@ def segment_of(tokens: list[int], i: int) -> int:
             return k
         pos += len(seg)
     raise IndexError(i)
+
+
+def test_the_mutated_launches_hold_every_kind_of_token(launches):
+    seen = {V[t].kind for name in MUTATED for t in launches[name][1].tokens}
+    assert KINDS <= seen, KINDS - seen
 
 
 @pytest.mark.parametrize("name", MUTATED)
