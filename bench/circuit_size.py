@@ -7,7 +7,7 @@ narrow shape (the compiled plan's own: hidden 2^17, the schedule pass's MLP and 
 widths) and at Qwen3.5-2B's shape (45 layers of 2048 x 6144, 16 heads), the
 non-zero parameters the compact path runs, the ratio of the two, what the logical plan
 would need from the 2B shape (live residual dims, MLP units, heads), and each machine's
-circuit folded for that shape (``compiler.dense``): the dims it takes there.
+circuit folded for that shape (``compiler.pipeline.compile_machine``): the dims it takes there.
 """
 
 from __future__ import annotations

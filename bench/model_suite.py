@@ -4,7 +4,7 @@
     .venv/bin/python bench/model_suite.py --machine one-slot --shape qwen3.5-2b [--subset | KERNEL ...]
 
 ``--shape qwen3.5-2b`` runs the circuit folded for a dense Qwen3.5-2B-shaped checkpoint
-(``compiler.dense``: the very weights ``qwengpu-mlx build`` saves) through the compact
+(``compiler.pipeline.compile_machine``: the very weights ``qwengpu-mlx build`` saves) through the compact
 path; ``--subset`` runs the representative subset (divergence, loops, a shared-memory
 reduction with barriers, atomics, every shuffle mode, a grid) instead of all kernels.
 

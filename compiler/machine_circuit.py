@@ -120,10 +120,9 @@ class MachineCircuit(SlotStage, EmitStage):
         """Spread gates and heads into later layers where they have slack (``schedule.schedule_plan``).
 
         Returns what happened (a machine whose critical layers cannot be brought under
-        ``units`` keeps the stages' layers); ``self.scheduled`` says it in words.
+        ``units`` keeps the stages' layers; ``describe()`` says it in words).
         """
         self.schedule_outcome = schedule_plan(self.plan, units, heads)
-        self.scheduled = self.schedule_outcome.describe()
         return self.schedule_outcome
 
     # ------------------------------------------------------------------ stages
@@ -391,10 +390,3 @@ class MachineCircuit(SlotStage, EmitStage):
             if self.plan.shape.is_linear(L) and self._has_room(L, need, self.plan.shape.linear_heads):
                 return L
         raise ValueError(f"no linear layer in {lo}..{hi} has {need} free heads")
-
-
-def build_machine_circuit(machine: MachineConfig = DEFAULT_MACHINE, shape: Shape = NARROW) -> MachineCircuit:
-    """The logical circuit, built, finalized and scheduled: ``pipeline.compile_machine``'s, kept for its callers."""
-    from .pipeline import compile_machine  # the pipeline builds on this module
-
-    return compile_machine(machine, shape, fold=False).circuit

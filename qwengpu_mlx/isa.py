@@ -223,3 +223,7 @@ class Program:
 
     def listing(self) -> str:
         return "\n".join(str(b) for b in self.blocks)
+
+    def word_names(self) -> dict[int, str]:
+        """Memory word -> ``array[i]`` for every word of a global array or ``__shared__`` variable."""
+        return {a.base + i: f"{a.name}[{i}]" for a in [*self.arrays, *self.shared] for i in range(a.length)}

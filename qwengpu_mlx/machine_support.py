@@ -89,7 +89,7 @@ LIMITS: tuple[FieldLimit, ...] = (
     FieldLimit(
         "mem_words", 1, 128, "word addresses are 7 bits wide in the circuit",
         "a word address is 7 binary digits in the memory thermometer, the atomics' word comparison and "
-        "the MEM emission (compiler/machine_circuit.py, MEM_WORD_BITS = 7), and the memory heads have "
+        "the MEM emission (compiler/slot.py, MEM_WORD_BITS = 7), and the memory heads have "
         "one row per word under the circuit's key dim of 128",
         (64, 126, 128)),
     FieldLimit(

@@ -35,6 +35,8 @@ from functools import lru_cache
 from .machine import DEFAULT_MACHINE, MachineConfig
 
 CHUNK_BITS = (11, 11, 10)
+CHUNK_KINDS = ("C0", "C1", "C2")  # the payload chunk tokens, in order
+RECORD_KINDS = ("VAL", "MEM", "ENT", "WST", "PROG")  # headers followed by the three chunks
 CHUNK_SHIFT = (0, 11, 22)
 FAULT_CODES = {
     0: "SIMT stack overflow (branches nested too deep for the model's stack)",

@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 
 from qwengpu_mlx.compiler.assemble import CircuitPlan, Shape
-from qwengpu_mlx.compiler.dense import DoesNotFit, dense_plan
 from qwengpu_mlx.compiler.reuse import reuse_dims
-from qwengpu_mlx.compiler.sizing import QWEN35_2B
+from qwengpu_mlx.compiler.sizing import QWEN35_2B, DoesNotFit
 from qwengpu_mlx.compiler.pipeline import compile_machine
 from qwengpu_mlx.runtime import run_launch
 from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs
@@ -134,7 +133,7 @@ def test_the_machine_at_the_2b_shape_runs_the_same_launch(store, folded, name):
 def test_a_shape_too_narrow_is_refused_by_how_much():
     narrow = replace(QWEN35_2B, hidden=1536)
     with pytest.raises(DoesNotFit, match=r"residual: \d+ dims after reuse \(\d+ values\), the shape has 1536"):
-        dense_plan(ONE_SLOT_MACHINE, narrow)
+        compile_machine(ONE_SLOT_MACHINE, narrow)
 
 
 def test_cli_runs_the_one_slot_machine_and_refuses_what_does_not_fit():

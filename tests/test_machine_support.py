@@ -22,6 +22,7 @@ from qwengpu_mlx.machine import DEFAULT_MACHINE, MACHINES, MachineConfig
 from qwengpu_mlx.machine_support import LIMITS, check_circuit_supports, limit_for, unsupported_fields
 
 KERNELS = Path(__file__).parent / "kernels_machine"
+XORSHIFT = Path(__file__).parents[1] / "examples" / "kernels" / "xorshift_rounds.cu"  # results forwarded slot to slot
 
 
 def machine(**changes) -> MachineConfig:
@@ -140,7 +141,7 @@ def test_step_budget_any_positive_host_side():
     from qwengpu_mlx.errors import StepBudgetExceeded
     from qwengpu_mlx.host.reference import run_program
 
-    program = _program(KERNELS / "forward_chain.cu", {"state": [1, 2, 3, 4], "rounds": 10}, 4, 1, DEFAULT_MACHINE)
+    program = _program(XORSHIFT, {"state": [1, 2, 3, 4], "rounds": 10}, 4, 1, DEFAULT_MACHINE)
     run_program(program, machine(step_budget=64))
     with pytest.raises(StepBudgetExceeded):
         run_program(program, machine(step_budget=8))
@@ -174,13 +175,13 @@ def second_runner():
     return CircuitStore().runner(SECOND)
 
 
-def run_exact(runner, kernel: str, args: dict, *, block: int, grid: int = 1) -> None:
+def run_exact(runner, source: Path, args: dict, *, block: int, grid: int = 1) -> None:
     """Run the kernel on ``runner``'s machine: the whole launch and memory equal to the reference's."""
     from qwengpu_mlx.host.reference import run_program
     from qwengpu_mlx.runtime import run_launch
 
     m = runner.machine
-    program = _program(KERNELS / kernel, args, block, grid, m)
+    program = _program(source, args, block, grid, m)
     ref = run_program(program, m)
     result = run_launch(program, runner, check=True)
     assert result.check.exact, "\n".join(result.check.problems)
@@ -189,28 +190,28 @@ def run_exact(runner, kernel: str, args: dict, *, block: int, grid: int = 1) -> 
 
 def test_max_warps_2_runs_exact(second_runner):
     # 8 threads in both warps: shared memory written, a barrier, then read across warps
-    run_exact(second_runner, "warps_swap.cu", {"x": [1, 2, 3, 4, 5, 6, 7, -8], "out": [0] * 8}, block=8)
+    run_exact(second_runner, KERNELS / "warps_swap.cu", {"x": [1, 2, 3, 4, 5, 6, 7, -8], "out": [0] * 8}, block=8)
 
 
 def test_regs_9_and_rom_blocks_16_run_exact(second_runner):
     # needs all 8 usable registers (r8, the top row, included), in 13 of the 16 ROM blocks
     # (4-bit pcs in every record)
     x = [-11, 3, -6, 8, -1, -10, 4, -5, 9, 0, -9, 5, -4, 10, 1, -8, 6, -3, 11, 2, -7, 7, -2, -11]
-    run_exact(second_runner, "regs_pressure.cu", {"x": x, "out": [0] * 24}, block=4)
+    run_exact(second_runner, KERNELS / "regs_pressure.cu", {"x": x, "out": [0] * 24}, block=4)
 
 
 def test_preds_4_runs_exact(second_runner):
     # four predicates live at once (the kernel does not fit 3)
-    run_exact(second_runner, "preds_live.cu", {"x": [5, -4, 7, 200, 1, 2, 3, 4], "out": [0] * 4}, block=4)
+    run_exact(second_runner, KERNELS / "preds_live.cu", {"x": [5, -4, 7, 200, 1, 2, 3, 4], "out": [0] * 4}, block=4)
 
 
 def test_slots_per_block_2_runs_exact(second_runner):
     # chains of dependent instructions: results forwarded between the two slots of a block
-    run_exact(second_runner, "forward_chain.cu", {"state": [1, -1831433054, 12345, -1], "rounds": 3}, block=4)
+    run_exact(second_runner, XORSHIFT, {"state": [1, -1831433054, 12345, -1], "rounds": 3}, block=4)
 
 
 def test_mem_words_128_runs_exact(second_runner):
     # the output array ends at word 127, the last of 128 (stores, loads near the top, an atomic)
     # (words read are non-zero, the rest zero: zero words take no prompt record)
     x = [3, -1, 4, 1] + [0] * 116 + [-5, 9, 2, -6]
-    run_exact(second_runner, "mem_top.cu", {"x": x, "out": [0] * 4, "n": 124}, block=4)
+    run_exact(second_runner, KERNELS / "mem_top.cu", {"x": x, "out": [0] * 4, "n": 124}, block=4)

@@ -24,23 +24,10 @@ from qwengpu_mlx import records
 from qwengpu_mlx.isa import Program
 from qwengpu_mlx.machine import DEFAULT_MACHINE, MachineConfig, to_signed
 from qwengpu_mlx.records import mask_bits  # noqa: F401 - re-exported for the panes
-from qwengpu_mlx.vocab import FAULT_CODES, Token, chunk_value, vocab_for
-
-RECORD_KINDS = ("VAL", "MEM", "ENT", "WST", "PROG")
-CHUNK_KINDS = ("C0", "C1", "C2")
+from qwengpu_mlx.vocab import CHUNK_KINDS, FAULT_CODES, RECORD_KINDS, Token, chunk_value, vocab_for
 
 def lane_list(mask: int, lanes: int = 4) -> str:
     return ",".join(str(lane) for lane in range(lanes) if mask >> lane & 1) or "none"
-
-
-def describe_wst(value: int, machine: MachineConfig = DEFAULT_MACHINE) -> str:
-    """A WST payload in words, by ``records.wst_layout(machine)``."""
-    return records.describe_wst(value, machine)
-
-
-def describe_ent(value: int, machine: MachineConfig = DEFAULT_MACHINE) -> str:
-    """An ENT payload in words, by ``records.ent_layout(machine)``."""
-    return records.describe_ent(value, machine)
 
 
 @dataclass
@@ -98,14 +85,7 @@ class MachineState:
         return max(1, self.program.preds_used)
 
     def word_names(self) -> dict[int, str]:
-        names: dict[int, str] = {}
-        for a in self.program.arrays:
-            for i in range(a.length):
-                names[a.base + i] = f"{a.name}[{i}]"
-        for s in self.program.shared:
-            for i in range(s.length):
-                names[s.base + i] = f"{s.name}[{i}]"
-        return names
+        return self.program.word_names()
 
 
 class LaunchDecoder:
@@ -271,9 +251,9 @@ class LaunchDecoder:
                 st.written_words.add(addr)
             return f"{head} {joined}"
         if tok.kind == "ENT":
-            return f"{head}: {describe_ent(value, self.machine)}"
+            return f"{head}: {records.describe_ent(value, self.machine)}"
         if tok.kind == "WST":
-            text = describe_wst(value, self.machine)
+            text = records.describe_wst(value, self.machine)
             st.warp_status[tok.get("warp")] = text
             return f"{head}: {text}"
         return f"{head} {joined}"

@@ -15,12 +15,11 @@ from dataclasses import dataclass, field
 from qwengpu_mlx.errors import MemoryFault
 from qwengpu_mlx.isa import Program
 from qwengpu_mlx.machine import MachineConfig, to_signed
-from qwengpu_mlx.vocab import CHUNK_BITS, Vocab, chunk_value, vocab_for
+from qwengpu_mlx.vocab import CHUNK_KINDS, RECORD_KINDS, Vocab, chunk_value, vocab_for
 
 from .expect import Segment, expected_segments
 
 BOUNDARY_KINDS = ("CTA", "EXEC", "STOP", "FAULT")
-RECORD_KINDS = ("VAL", "MEM", "ENT", "WST", "PROG")
 MAX_REPORTED = 20
 
 
@@ -74,20 +73,16 @@ def describe_tokens(tokens: list[int], vocab: Vocab) -> str:
     if not tokens:
         return "nothing"
     head = vocab[tokens[0]]
-    if head.kind in RECORD_KINDS and len(tokens) == 4 and all(vocab[t].kind == f"C{j}" for j, t in
-                                                              enumerate(tokens[1:])):
+    if head.kind in RECORD_KINDS and [vocab[t].kind for t in tokens[1:]] == list(CHUNK_KINDS):
         return f"{head} = {to_signed(chunk_value([vocab[t] for t in tokens[1:]]))}"
     return " ".join(str(vocab[t]) for t in tokens)
 
 
-def _record_lengths(tokens: list[int], vocab: Vocab) -> list[int]:
-    """Lengths of the launch's records, as its own headers announce them."""
-    out, i = [], 0
-    while i < len(tokens):
-        n = 1 + len(CHUNK_BITS) if vocab[tokens[i]].kind in RECORD_KINDS else 1
-        out.append(min(n, len(tokens) - i))
-        i += n
-    return out
+def _record_at(tokens: list[int], i: int, vocab: Vocab) -> list[int]:
+    """The launch's record starting at ``tokens[i]``, as long as its own header announces."""
+    if i >= len(tokens):
+        return []
+    return tokens[i:i + 1 + len(CHUNK_KINDS)] if vocab[tokens[i]].kind in RECORD_KINDS else tokens[i:i + 1]
 
 
 def compare_segment(exp: Segment, got: list[int], vocab: Vocab) -> Mismatch | None:
@@ -97,11 +92,10 @@ def compare_segment(exp: Segment, got: list[int], vocab: Vocab) -> Mismatch | No
         n = len(rec.tokens)
         have = got[i:i + n]
         if have != rec.tokens:
-            found = describe_tokens(got[i:i + _record_lengths(got[i:], vocab)[0]] if i < len(got) else [], vocab)
-            return Mismatch(exp.where, rec.what, found, exp.step, rec.lane)
+            return Mismatch(exp.where, rec.what, describe_tokens(_record_at(got, i, vocab), vocab), exp.step, rec.lane)
         i += n
     if i < len(got) and not exp.open_ended:
-        extra = got[i:i + _record_lengths(got[i:], vocab)[0]]
+        extra = _record_at(got, i, vocab)
         return Mismatch(exp.where, "nothing more in this step", f"an extra {describe_tokens(extra, vocab)}",
                         exp.step)
     return None
@@ -176,10 +170,7 @@ def check_launch(program: Program, tokens: list[int], machine: MachineConfig, *,
 
 
 def memory_differences(program: Program, memory: list[int], reference: list[int]) -> list[str]:
-    names = {}
-    for a in list(program.arrays) + list(getattr(program, "shared", [])):
-        for i in range(a.length):
-            names[a.base + i] = f"{a.name}[{i}]"
+    names = program.word_names()
     out = []
     for w, (a, b) in enumerate(zip(memory, reference)):
         if a != b:

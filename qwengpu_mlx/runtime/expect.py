@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from qwengpu_mlx.encoding import live_out_predicates, live_out_registers
+from qwengpu_mlx.host.reference import EXIT_PC
 from qwengpu_mlx.isa import Program
 from qwengpu_mlx.machine import MachineConfig, to_signed
 from qwengpu_mlx.records import describe_ent, describe_wst, ent_payload, mask_bits, wst_payload
@@ -79,8 +80,11 @@ class LaunchExpectation:
     def __init__(self, program: Program, machine: MachineConfig):
         self.p, self.m = program, machine
         self.v = vocab_for(machine)
-        self.live_regs = live_out_registers(program.blocks)
-        self.live_preds = live_out_predicates(program.blocks)
+        live_regs = live_out_registers(program.blocks)
+        live_preds = live_out_predicates(program.blocks)
+        self.returned = {b.index: _returned_registers(b, live_regs[b.index]) for b in program.blocks}
+        self.pemit = {b.index: bool(_written_predicates(b) & live_preds[b.index]) for b in program.blocks}
+        self.word_names = program.word_names()
 
     def record(self, header_id: int, value: int, what: str, lane: int | None = None) -> ExpectedRecord:
         return ExpectedRecord(self.v.record(header_id, value), what, lane)
@@ -114,16 +118,8 @@ class LaunchExpectation:
         return seg
 
     def vals(self, rec, shadow: _Shadow) -> list[ExpectedRecord]:
-        instrs = self.p.blocks[rec.block].instrs
-        last = {}
-        for s, ins in enumerate(instrs):
-            if ins.dst is not None and not ins.writes_pred and ins.dst != 0:
-                last[ins.dst] = s
         out = []
-        for s, ins in enumerate(instrs):
-            r = ins.dst
-            if r is None or ins.writes_pred or r == 0 or last.get(r) != s or r not in self.live_regs[rec.block]:
-                continue
+        for s, r in self.returned[rec.block]:
             for lane in self._lanes(rec.mask):
                 value = shadow.regs.get((rec.warp, lane, r), 0)
                 out.append(self.record(self.v.id("VAL", slot=s, lane=lane), value,
@@ -131,13 +127,7 @@ class LaunchExpectation:
         return out
 
     def pvals(self, rec, shadow: _Shadow) -> list[ExpectedRecord]:
-        written = set()
-        for ins in self.p.blocks[rec.block].instrs:
-            if ins.writes_pred and ins.dst is not None:
-                written.add(ins.dst)
-            if ins.pdst is not None:
-                written.add(ins.pdst)
-        if not written & self.live_preds[rec.block]:
+        if not self.pemit[rec.block]:
             return []
         out = []
         for lane in self._lanes(rec.mask):
@@ -158,20 +148,19 @@ class LaunchExpectation:
             if atomic and last_atomic[(slot, word)] != lane:
                 continue
             item = slot * N + lane
-            name = self._word_name(word)
+            name = self.word_names.get(word, f"word {word}")
             out.append(self.record(self.v.id("MEM", item=item, addr=word), value,
                                    f"MEM({item}, {word}): slot {slot} lane {lane} "
                                    f"{'atomicAdd' if atomic else 'store'} {name} = {to_signed(value)}", lane))
         return out
 
     def ents(self, rec) -> list[ExpectedRecord]:
-        out = []
+        out = []  # the reference pushes in ENT_ROLES order: item order
         for role, level, pc, rpc, mask in rec.pushes:
             item = ENT_ROLES.index(role)
-            value = ent_payload(self.m, pc=pc, rpc=None if rpc < 0 else rpc, mask=mask)
+            value = ent_payload(self.m, pc=pc, rpc=None if rpc == EXIT_PC else rpc, mask=mask)
             out.append(self.record(self.v.id("ENT", item=item, warp=rec.warp, level=level), value,
                                    f"ENT({item}, {rec.warp}, {level}): {role} entry {describe_ent(value, self.m)}"))
-        out.sort(key=lambda r: self.v[r.tokens[0]].get("item"))
         return out
 
     def wsts(self, rec) -> list[ExpectedRecord]:
@@ -196,11 +185,23 @@ class LaunchExpectation:
     def _lanes(self, mask: int) -> list[int]:
         return [lane for lane in range(self.m.lanes) if mask >> lane & 1]
 
-    def _word_name(self, word: int) -> str:
-        for a in list(self.p.arrays) + list(getattr(self.p, "shared", [])):
-            if a.base <= word < a.base + a.length:
-                return f"{a.name}[{word - a.base}]"
-        return f"word {word}"
+
+
+def _returned_registers(block, live_out: set[int]) -> list[tuple[int, int]]:
+    """(slot, register) of each slot that is the block's last write of a live-out register."""
+    last = {ins.dst: s for s, ins in enumerate(block.instrs)
+            if ins.dst is not None and not ins.writes_pred and ins.dst != 0}
+    return [(s, r) for r, s in sorted(last.items(), key=lambda kv: kv[1]) if r in live_out]
+
+
+def _written_predicates(block) -> set[int]:
+    written = set()
+    for ins in block.instrs:
+        if ins.writes_pred and ins.dst is not None:
+            written.add(ins.dst)
+        if ins.pdst is not None:
+            written.add(ins.pdst)
+    return written
 
 
 def expected_segments(program: Program, machine: MachineConfig, trace: list, *, fault: int | None = None,

@@ -69,8 +69,11 @@ def max_launch_tokens(machine, budget: int) -> int:
 def run_launch(program: Program, runner, *, step_budget: int | None = None,
                on_token: Callable[[int, Token], None] | None = None,
                cancel: threading.Event | None = None, check: bool = False,
+               on_prompt: Callable[[list[int]], None] | None = None,
                on_checking: Callable[[], None] | None = None) -> Launch:
     """Run ``program`` on ``runner``; ``on_token(id, Token)`` streams the launch.
+
+    ``on_prompt(prompt)`` hears the prompt before its prefill, ``on_checking()`` before the check.
 
     ``check``: measure gate margins while running and compare the launch with the
     reference (``Launch.check``). A launch the model ends with ``FAULT`` raises the
@@ -84,7 +87,7 @@ def run_launch(program: Program, runner, *, step_budget: int | None = None,
     tracked = runner.track_margins
     runner.track_margins = tracked or check
     try:
-        launch = _generate(program, runner, budget, on_token, cancel)
+        launch = _generate(program, runner, budget, on_token, cancel, on_prompt)
     finally:
         runner.track_margins = tracked
     if check:
@@ -104,10 +107,12 @@ def run_launch(program: Program, runner, *, step_budget: int | None = None,
     return launch
 
 
-def _generate(program, runner, budget, on_token, cancel) -> Launch:
+def _generate(program, runner, budget, on_token, cancel, on_prompt) -> Launch:
     machine = runner.machine
     v = vocab_for(machine)
     prompt = prompt_tokens(program, machine)
+    if on_prompt is not None:
+        on_prompt(prompt)
     stop_ids = {v.id("STOP")} | {v.id("FAULT", code=c) for c in FAULT_CODES}
     limit = max_launch_tokens(machine, budget)
     t0 = time.perf_counter()

@@ -87,10 +87,10 @@ def launch_program(program: Program, store: CircuitStore, machine: MachineConfig
                    check: bool = False, step_budget: int | None = None) -> Launch:
     """Run a bound program on the store's runner for ``machine`` (see :func:`launch_kernel`)."""
     from .generate import LaunchCancelled
-    from .prompt import check_launchable, prompt_tokens
+    from .prompt import check_launchable
 
     ev = events or QuietEvents()
-    check_launchable(program, machine)
+    check_launchable(program, machine)  # before the runner is built (run_launch checks again, cheaply)
     t0 = time.perf_counter()
     if not store.has_runner(machine):
         ev.phase("building the circuit (first launch only, a few seconds)")
@@ -98,11 +98,13 @@ def launch_program(program: Program, store: CircuitStore, machine: MachineConfig
     build_seconds = time.perf_counter() - t0
     if cancel is not None and cancel.is_set():
         raise LaunchCancelled()
-    prompt = prompt_tokens(program, machine)
-    ev.begin(program, prompt)
-    ev.phase(f"prefill: {len(prompt)} prompt tokens")
+
+    def begin(prompt: list[int]) -> None:
+        ev.begin(program, prompt)
+        ev.phase(f"prefill: {len(prompt)} prompt tokens")
+
     launch = run_launch(program, runner, step_budget=step_budget, on_token=ev.token, cancel=cancel, check=check,
-                        on_checking=lambda: ev.phase("checking against the reference interpreter"))
+                        on_prompt=begin, on_checking=lambda: ev.phase("checking against the reference interpreter"))
     launch.build_seconds = build_seconds
     return launch
 

@@ -30,8 +30,7 @@ class CircuitStore:
         from qwengpu_mlx.compiler.pipeline import compile_machine
 
         key = (machine, repr(shape or NARROW))  # shapes are not hashable
-        if key not in self._compiled:
-            self._check_supported(machine)
+        if key not in self._compiled:  # compile_machine refuses an unsupported machine first
             self._compiled[key] = compile_machine(machine, shape or NARROW)
         return self._compiled[key]
 

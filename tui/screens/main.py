@@ -15,12 +15,11 @@ from textual.widgets import Footer, Input
 from textual.worker import Worker
 
 from qwengpu_mlx.machine import DEFAULT_MACHINE
+from qwengpu_mlx.runtime import CircuitStore, LaunchCancelled
 
 from .. import commands
 from ..chat import ChatBackend, ChatMessage
 from ..decode import LaunchDecoder
-from qwengpu_mlx.runtime import CircuitStore, LaunchCancelled
-
 from ..launcher import LaunchOutcome, execute_launch, run_in_mlx_thread
 from ..widgets import LaunchPane, MachinePane, Status, StatusBar, Transcript
 
