@@ -249,7 +249,7 @@ def cmd_check(ns) -> int:
 
         path = Path(ns.launch_tokens)
         if not path.is_file():
-            raise LaunchError(f"--launch-tokens {path}: no such file")
+            raise LaunchError(f"--launch-tokens {path}: " + ("not a file" if path.exists() else "no such file"))
         text = path.read_text(errors="replace")
     tokens = _read_launch_tokens(text, prompt_tokens(prog, req.machine))
     n = len(vocab_for(req.machine))
@@ -332,6 +332,9 @@ def main(argv: list[str] | None = None) -> int:
     except QwenGpuError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: stop without a traceback (nothing half-written: writes are atomic)
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
