@@ -1,0 +1,103 @@
+"""Write a combined checkpoint: a base Qwen3.5 model with the machine's circuit spliced in.
+
+Pipeline (each stage takes data and returns data): the base's config -> the fit check
+(``layout.splice_misfits``, before any weight is read) -> the base's tensors through
+mlx-lm's own loader -> the launch rows' shared part from calibration text
+(``logits.suppression_row``) -> the combined tensors (``weights.combined_shards``),
+written one layer at a time -> config.json, the extended tokenizer, the manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import mlx.core as mx
+from mlx.utils import tree_flatten
+
+from .layout import SpliceLayout, splice_misfits, text_config
+from .logits import Suppression, suppression_row
+from .weights import combined_shards
+
+MANIFEST = "qwengpu-manifest.json"
+
+
+class SpliceMisfit(ValueError):
+    """The circuit does not fit the base; ``misfits`` names each size."""
+
+    def __init__(self, misfits: list[str]):
+        self.misfits = misfits
+        super().__init__("the circuit does not fit this base: " + "; ".join(misfits))
+
+
+@dataclass(frozen=True)
+class BuildReport:
+    out: Path
+    layout: SpliceLayout
+    suppression: Suppression
+    shards: int
+    bytes: int
+    seconds: float
+
+
+def check_fits(base_config: dict, circuit_config: dict) -> None:
+    """Raise :class:`SpliceMisfit` unless the circuit fits the base's sizes."""
+    misfits = splice_misfits(text_config(base_config), circuit_config)
+    if misfits:
+        raise SpliceMisfit(misfits)
+
+
+def load_base(path: Path):
+    """(mlx-lm model, tokenizer) of a base directory, through mlx-lm's own loader."""
+    from mlx_lm.utils import load
+
+    return load(str(path))
+
+
+def _write_shards(out: Path, shards, count: int, log: Callable[[str], None]) -> tuple[dict, int]:
+    """Each part as ``model-0000k-of-0000n.safetensors``; the weight map and bytes written."""
+    weight_map, written = {}, 0
+    for k, part in enumerate(shards):
+        name = f"model-{k + 1:05d}-of-{count:05d}.safetensors"
+        mx.eval(part)
+        mx.save_safetensors(str(out / name), part, metadata={"format": "mlx"})
+        weight_map.update({key: name for key in part})
+        written += sum(v.nbytes for v in part.values())
+        log(f"wrote {name} ({len(part)} tensors)")
+    return weight_map, written
+
+
+def write_combined(out: Path, base_model, base_config: dict, circuit_plan, launch_vocab: list[str],
+                   calibration: list[int], *, log: Callable[[str], None] = lambda s: None) -> BuildReport:
+    """Splice ``circuit_plan`` into ``base_model`` and write the combined weights and config.
+
+    The tokenizer and manifest are the caller's (``tokenizer.extend_tokenizer``,
+    ``source.write_manifest``): this stage writes only what mlx-lm's model loader reads."""
+    start = time.perf_counter()
+    check_fits(base_config, circuit_plan.config())
+    lay = SpliceLayout(text_config(base_config), circuit_plan.config(), len(launch_vocab))
+    sup = suppression_row(base_model, calibration, len(launch_vocab))
+    log(f"launch rows' shared part: alpha {sup.alpha:.3g} (smallest projection {sup.min_projection:.3g} "
+        f"over {sup.positions} calibration positions)")
+    out.mkdir(parents=True, exist_ok=True)
+    base = dict(tree_flatten(base_model.parameters()))
+    count = 1 + lay.base_layers + lay.circuit_layers
+    shards = combined_shards(base, circuit_plan.weight_shards(), mx.array(sup.row), lay)
+    weight_map, written = _write_shards(out, shards, count, log)
+    (out / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {"format": "mlx", "total_size": written}, "weight_map": dict(sorted(weight_map.items()))},
+                   indent=2) + "\n")
+    (out / "config.json").write_text(json.dumps(lay.config(base_config), indent=2) + "\n")
+    return BuildReport(out, lay, sup, count, written, time.perf_counter() - start)
+
+
+def splice_record(report: BuildReport, machine_name: str) -> dict:
+    """What the manifest records about the splice (our runner reads it back)."""
+    lay = report.layout
+    return {"machine": machine_name, "base_text_config": lay.base, "circuit_config": lay.circuit,
+            "launch_tokens": lay.launch_tokens, "first_launch_id": lay.launch_id(0),
+            "suppression": {"alpha": report.suppression.alpha, "min_projection": report.suppression.min_projection,
+                            "target": report.suppression.target, "positions": report.suppression.positions}}

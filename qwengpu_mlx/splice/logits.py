@@ -1,0 +1,86 @@
+"""Keeping launch tokens out of text: the launch rows' shared part in the base's dims.
+
+The embedding is tied, so at a text position a launch token's logit is its row times
+the base's final hidden state. The circuit's dims of that state are exactly 0 there
+(the circuit adds exact zeros), so every launch token gets the same logit, ``b . h``,
+from the part ``b`` all launch rows share in the base's dims. With ``b = 0`` that is 0,
+an ordinary logit for a base whose logits centre near 0: 10,411 launch tokens would
+then hold a visible share of the probability. So ``b = -alpha u``, ``u`` the mean
+direction of the base's final hidden states on calibration text (a trained model's
+final states share a strong common direction), and ``alpha`` just large enough that the
+launch tokens' total probability stays under ``target`` at every calibration position,
+times a safety factor. At launch positions the circuit's output dims dominate the
+RMS, and ``b``'s share of the logits is below 1e-6 of the circuit's margin.
+
+What is measured, not assumed: :func:`launch_mass` runs the whole combined vocabulary
+on held-out text and reports the largest and mean launch mass per position.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import mlx.core as mx
+import numpy as np
+
+SAFETY = 1.5
+
+
+class SuppressionError(ValueError):
+    """The base's final states have no common direction a shared row could push against."""
+
+
+@dataclass(frozen=True)
+class Suppression:
+    row: np.ndarray  # b, in the base's own units [H]
+    alpha: float
+    min_projection: float  # smallest u . h over calibration positions (> 0 needed)
+    target: float  # launch mass asked for at every calibration position
+    positions: int
+
+
+def final_hidden(model, tokens: list[int]) -> mx.array:
+    """The base's final normed hidden states [T, H] (what its tied lm_head multiplies)."""
+    return model.language_model.model(mx.array([tokens]))[0].astype(mx.float32)
+
+
+def base_logits(model, hidden: mx.array) -> mx.array:
+    """The base's logits [T, V] from its final hidden states."""
+    return model.language_model.model.embed_tokens.as_linear(hidden).astype(mx.float32)
+
+
+def suppression_row(model, tokens: list[int], launch_tokens: int, *, target: float = 1e-9) -> Suppression:
+    """``b`` for this base, from its final states on calibration ``tokens``."""
+    h = final_hidden(model, tokens)
+    lse = mx.logsumexp(base_logits(model, h), axis=-1)
+    mean = mx.mean(h, axis=0)
+    u = mean / mx.linalg.norm(mean)
+    proj = h @ u
+    mx.eval(proj, lse, u)
+    p, lse_np = np.array(proj), np.array(lse)
+    if float(p.min()) <= 0:
+        raise SuppressionError(f"the base's final hidden states share no direction: at {int((p <= 0).sum())} of "
+                               f"{len(p)} calibration positions the mean direction projects to <= 0")
+    # N exp(-alpha p - lse) <= target  <=>  alpha >= (ln N - ln target - lse) / p
+    need = (math.log(launch_tokens) - math.log(target) - lse_np) / p
+    alpha = SAFETY * max(float(need.max()), 0.0)
+    return Suppression(row=-alpha * np.array(u), alpha=alpha, min_projection=float(p.min()), target=target,
+                       positions=len(p))
+
+
+@dataclass(frozen=True)
+class LaunchMass:
+    max: float  # largest total launch-token probability at one text position
+    mean: float
+    positions: int
+
+
+def launch_mass_from_logits(text_logits: mx.array, launch_logits: mx.array) -> LaunchMass:
+    """Launch tokens' total probability per position, from both parts of the vocabulary."""
+    full = mx.concatenate([text_logits, launch_logits], axis=-1).astype(mx.float32)
+    lse = mx.logsumexp(full, axis=-1)
+    mass = mx.exp(mx.logsumexp(launch_logits.astype(mx.float32), axis=-1) - lse)
+    mx.eval(mass)
+    m = np.array(mass)
+    return LaunchMass(max=float(m.max()), mean=float(m.mean()), positions=len(m))

@@ -1,0 +1,103 @@
+"""The circuit spliced into a base Qwen3.5 model: one checkpoint, text untouched, launches exact.
+
+A small complete circuit (``test_equivalence``'s pointer chase, 5 layers) goes into
+random Qwen3.5 bases with Qwen-like statistics (embedding scale, massive dims), once
+with as many value heads as key heads (Qwen3.5-2B's geometry) and once with two value
+heads per key head (4B's). The combined checkpoint is loaded by unmodified mlx-lm:
+
+* on text it gives the base's logits bit for bit (a float32 base) and
+  the base's greedy tokens; launch tokens hold under 1e-6 of the probability;
+* a launch gives the circuit-only model's tokens, and the expected ones.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mlx.core as mx
+
+from qwengpu_mlx.checkpoint import random_config
+from qwengpu_mlx.splice.build import SpliceMisfit, check_fits, write_combined
+from qwengpu_mlx.splice.layout import SpliceLayout, splice_misfits
+from qwengpu_mlx.splice.logits import base_logits, final_hidden, launch_mass_from_logits
+from qwengpu_mlx.splice.random_base import qwen_like_weights
+
+from test_equivalence import MEMORY, N_GEN, START, build_circuit, expected_run
+
+BASE_HIDDEN = 96  # 3 x 96 >= the circuit's 256 dims
+BASE_VOCAB = 300
+
+
+def _base(value_heads: int, seed: int):
+    from mlx_lm.models.qwen3_5 import Model, ModelArgs
+
+    cfg = random_config(BASE_HIDDEN, 4, vocab_size=BASE_VOCAB, intermediate=512, linear_key_heads=4,
+                        linear_value_heads=value_heads, linear_key_dim=16, linear_value_dim=32, heads=4,
+                        kv_heads=2, head_dim=16)
+    full = {"model_type": "qwen3_5", "text_config": cfg, "tie_word_embeddings": True}
+    model = Model(ModelArgs.from_dict(full))
+    model.load_weights(list(qwen_like_weights(cfg, seed=seed).items()), strict=True)
+    mx.eval(model.parameters())
+    return model, full
+
+
+def _greedy(model, prompt: list[int], n: int) -> list[int]:
+    from mlx_lm.models.cache import make_prompt_cache
+
+    cache = make_prompt_cache(model)
+    logits = model(mx.array([prompt]), cache=cache)[0, -1]
+    out = []
+    for _ in range(n):
+        t = int(mx.argmax(logits))
+        out.append(t)
+        logits = model(mx.array([[t]]), cache=cache)[0, -1]
+    return out
+
+
+@pytest.fixture(scope="module", params=[4, 8], ids=["2b-heads", "4b-heads"])
+def spliced(request, tmp_path_factory):
+    from mlx_lm.utils import load_model
+
+    plan, ids = build_circuit()
+    base, base_cfg = _base(request.param, seed=request.param)
+    rng = np.random.default_rng(0)
+    calibration = rng.integers(0, BASE_VOCAB, 256).tolist()
+    out = tmp_path_factory.mktemp(f"combined{request.param}")
+    report = write_combined(out, base, base_cfg, plan, list(plan.vocab), calibration)
+    combined, _ = load_model(out)
+    return plan, ids, base, combined, report
+
+
+def test_text_positions_get_the_base_logits_and_tokens(spliced):
+    _, _, base, combined, report = spliced
+    text = np.random.default_rng(1).integers(0, BASE_VOCAB, 200).tolist()
+    want = base(mx.array([text]))[0]
+    got = combined(mx.array([text]))[0]
+    V = BASE_VOCAB
+    assert bool(mx.all(got[:, :V] == want)), float(mx.max(mx.abs(got[:, :V] - want)))  # bit for bit
+    mass = launch_mass_from_logits(got[:, :V], got[:, V:])
+    assert mass.max < 1e-6, mass
+    assert _greedy(combined, text[:8], 40) == _greedy(base, text[:8], 40)
+
+
+def test_a_launch_in_the_combined_model_is_the_circuit_only_launch(spliced):
+    plan, ids, _, combined, report = spliced
+    lay = report.layout
+    circuit_prompt = [t for r, (p, w) in MEMORY for t in (ids["HDR", r], ids["C0", p], ids["C1", w])]
+    circuit_prompt.append(ids[("S",) + START])
+    prompt = [lay.launch_id(t) for t in circuit_prompt]
+    mem_expected, names_expected = expected_run()
+    toks = _greedy(combined, prompt, N_GEN)
+    assert [plan.vocab[lay.circuit_id(t)] if lay.circuit_id(t) is not None else None for t in toks] == names_expected
+
+
+def test_a_base_the_circuit_does_not_fit_is_named_by_size():
+    plan, _ = build_circuit()
+    cfg = random_config(64, 6, intermediate=256)
+    problems = splice_misfits(cfg, plan.config())
+    assert any(p.startswith("residual width") for p in problems)
+    assert any(p.startswith("MLP width") for p in problems)
+    assert any(p.startswith("layer count") for p in problems)
+    with pytest.raises(SpliceMisfit):
+        check_fits(cfg, plan.config())
