@@ -101,3 +101,37 @@ def test_a_base_the_circuit_does_not_fit_is_named_by_size():
     assert any(p.startswith("layer count") for p in problems)
     with pytest.raises(SpliceMisfit):
         check_fits(cfg, plan.config())
+
+
+def test_our_runner_gives_unmodified_mlx_lm_s_tokens_and_logits(spliced):
+    from qwengpu_mlx.compiler.compact import compact
+    from qwengpu_mlx.runner import CircuitRunner
+    from qwengpu_mlx.splice.runner import launch_rms_share, load_combined
+
+    plan, ids, base, combined, report = spliced
+    ours = load_combined(report.out, CircuitRunner(compact(plan)))
+    # the base part, sliced out of the combined tensors and unscaled, is the base bit for bit
+    from mlx.utils import tree_flatten
+    want = dict(tree_flatten(base.parameters()))
+    got = dict(tree_flatten(ours.base.parameters()))
+    assert want.keys() == got.keys()
+    assert all(bool(mx.all(want[k] == got[k])) for k in want)
+    assert launch_rms_share(ours.launch_row) < 2.0 ** -30
+    # text: the whole combined vocabulary, launch tokens included, as mlx-lm computes it
+    text = np.random.default_rng(2).integers(0, BASE_VOCAB, 64).tolist()
+    dense = combined(mx.array([text]))[0]
+    mine = ours.text_logits(text)
+    assert mine.shape == dense.shape
+    assert float(mx.max(mx.abs(mine - dense))) <= 1e-5 * float(mx.max(mx.abs(dense)))
+    assert bool(mx.all(mx.argmax(mine, -1) == mx.argmax(dense, -1)))
+    # a launch: the circuit runner's tokens, in the combined vocabulary, are mlx-lm's
+    circuit_prompt = [t for r, (p, w) in MEMORY for t in (ids["HDR", r], ids["C0", p], ids["C1", w])]
+    circuit_prompt.append(ids[("S",) + START])
+    runner = ours.circuit
+    runner.reset()
+    logits = runner.step(circuit_prompt)
+    toks = []
+    for _ in range(N_GEN):
+        toks.append(int(mx.argmax(logits)))
+        logits = runner.step([toks[-1]])
+    assert ours.launch_ids(toks) == _greedy(combined, ours.launch_ids(circuit_prompt), N_GEN)

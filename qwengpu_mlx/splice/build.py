@@ -22,7 +22,7 @@ from .layout import SpliceLayout, splice_misfits, text_config
 from .logits import Suppression, suppression_row
 from .weights import combined_shards
 
-MANIFEST = "qwengpu-manifest.json"
+SPLICE_RECORD = "qwengpu-splice.json"  # what the splice did; provenance is source.py's manifest
 
 
 class SpliceMisfit(ValueError):
@@ -71,11 +71,13 @@ def _write_shards(out: Path, shards, count: int, log: Callable[[str], None]) -> 
 
 
 def write_combined(out: Path, base_model, base_config: dict, circuit_plan, launch_vocab: list[str],
-                   calibration: list[int], *, log: Callable[[str], None] = lambda s: None) -> BuildReport:
-    """Splice ``circuit_plan`` into ``base_model`` and write the combined weights and config.
+                   calibration: list[int], *, machine_name: str = "", log: Callable[[str], None] = lambda s: None
+                   ) -> BuildReport:
+    """Splice ``circuit_plan`` into ``base_model`` and write the combined weights, config and
+    splice record (``SPLICE_RECORD``, which our runner reads back).
 
-    The tokenizer and manifest are the caller's (``tokenizer.extend_tokenizer``,
-    ``source.write_manifest``): this stage writes only what mlx-lm's model loader reads."""
+    The tokenizer and the provenance manifest are the caller's (``tokenizer.extend_tokenizer``,
+    ``source.write_manifest``)."""
     start = time.perf_counter()
     check_fits(base_config, circuit_plan.config())
     lay = SpliceLayout(text_config(base_config), circuit_plan.config(), len(launch_vocab))
@@ -91,7 +93,9 @@ def write_combined(out: Path, base_model, base_config: dict, circuit_plan, launc
         json.dumps({"metadata": {"format": "mlx", "total_size": written}, "weight_map": dict(sorted(weight_map.items()))},
                    indent=2) + "\n")
     (out / "config.json").write_text(json.dumps(lay.config(base_config), indent=2) + "\n")
-    return BuildReport(out, lay, sup, count, written, time.perf_counter() - start)
+    report = BuildReport(out, lay, sup, count, written, time.perf_counter() - start)
+    (out / SPLICE_RECORD).write_text(json.dumps(splice_record(report, machine_name), indent=2) + "\n")
+    return report
 
 
 def splice_record(report: BuildReport, machine_name: str) -> dict:

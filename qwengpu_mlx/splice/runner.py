@@ -1,0 +1,130 @@
+"""Our runner for a combined checkpoint: the base through mlx-lm's own model, the circuit compact.
+
+The combined model computes each position on one side only (``layout.py``): on a text
+token every circuit layer adds exact zeros, so the base's own model (its tensors
+sliced out of the combined ones and unscaled: powers of two, exact) gives the text
+logits, and every launch token's logit there is the shared row ``b`` times the base's
+final state. On a launch token the base's layers read the launch rows' shared part
+against the circuit's RMS, and what they add stays below 1e-9 of the circuit's units
+(:func:`launch_rms_share` is the condition, checked at load), so the compact circuit
+runner gives the launch. ``tests/test_splice.py`` checks both sides against unmodified
+mlx-lm on the dense checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import mlx.core as mx
+import numpy as np
+
+from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS
+
+from .layout import RESIDUAL_SCALE, SpliceLayout
+from .logits import base_logits, final_hidden
+from .weights import PREFIX, _IN_SIDE, _OUT_SIDE, _module, split_layers
+
+MAX_RMS_SHARE = 2.0 ** -30  # |launch rows' base part|^2 / K^2: moves the RMS by < 2^-31, below float32's 2^-24
+
+
+def launch_rms_share(launch_row: np.ndarray) -> float:
+    """The launch rows' base part's share of a launch token's squared norm (ONE = K dominates)."""
+    return float(np.sum((RESIDUAL_SCALE * launch_row.astype(np.float64)) ** 2)) / DEFAULT_LEVELS.K ** 2
+
+
+def base_model_from_config(text_cfg: dict):
+    """An mlx-lm Qwen3.5 model object for the base's text config (weights not loaded)."""
+    from mlx_lm.models.qwen3_5 import Model, ModelArgs
+
+    full = {"model_type": "qwen3_5", "text_config": text_cfg,
+            "tie_word_embeddings": text_cfg.get("tie_word_embeddings", True)}
+    return Model(ModelArgs.from_dict(full))
+
+
+def _unsplice_layer(params: dict[str, mx.array], H: int) -> dict[str, mx.array]:
+    """A base layer's own tensors from its combined ones (slice the base's dims, undo x2)."""
+    out = {}
+    for name, w in params.items():
+        mod = _module(name)
+        if name.endswith("layernorm.weight"):
+            out[name] = w[:H] * RESIDUAL_SCALE
+        elif mod in _IN_SIDE:
+            out[name] = w[:, :H]
+        elif mod in _OUT_SIDE:
+            out[name] = w[:H] / RESIDUAL_SCALE
+        else:
+            out[name] = w
+    return out
+
+
+def unsplice_base(weights: dict[str, mx.array], lay: SpliceLayout) -> tuple[dict[str, mx.array], np.ndarray]:
+    """(the base's own tensors, the launch rows' shared base part b) from combined tensors."""
+    H = lay.base_hidden
+    top, layers = split_layers(weights)
+    E = top[PREFIX + "embed_tokens.weight"]
+    base = {PREFIX + "embed_tokens.weight": E[: lay.base_rows, :H] / RESIDUAL_SCALE,
+            PREFIX + "norm.weight": top[PREFIX + "norm.weight"][:H] * (RESIDUAL_SCALE * RESIDUAL_SCALE)}
+    for i in range(lay.base_layers):
+        base.update({f"{PREFIX}layers.{i}.{k}": v for k, v in _unsplice_layer(layers[i], H).items()})
+    row = np.array(E[lay.base_rows, :H].astype(mx.float32)) / RESIDUAL_SCALE
+    return base, row
+
+
+def _load_base_tensors(path: Path, lay: SpliceLayout) -> dict[str, mx.array]:
+    """The combined tensors the base part needs (embedding, final norm, base layers), lazily."""
+    keep = {PREFIX + "embed_tokens.weight", PREFIX + "norm.weight"}
+    out = {}
+    for f in sorted(path.glob("model*.safetensors")):
+        for k, v in mx.load(str(f)).items():
+            m = split_layers({k: v})[1]
+            if k in keep or (m and next(iter(m)) < lay.base_layers):
+                out[k] = v
+    return out
+
+
+@dataclass
+class CombinedModel:
+    """A combined checkpoint as our runner holds it: base model, shared row, circuit runner."""
+
+    base: object  # mlx-lm Qwen3.5 model of the base, unmodified
+    layout: SpliceLayout
+    launch_row: np.ndarray  # b [H]: every launch row's part in the base's dims (base units)
+    circuit: object  # a runtime Runner over the circuit (circuit token ids)
+
+    def text_logits(self, tokens: list[int]) -> mx.array:
+        """The combined model's logits [T, V] at text positions: the base's, then the launch
+        tokens' (all equal to ``b . h``)."""
+        h = final_hidden(self.base, tokens)
+        text = base_logits(self.base, h)
+        launch = (h @ mx.array(self.launch_row.astype(np.float32)))[:, None]
+        return mx.concatenate([text, mx.broadcast_to(launch, (h.shape[0], self.layout.launch_tokens))], axis=-1)
+
+    def launch_ids(self, circuit_ids: list[int]) -> list[int]:
+        """Circuit token ids as the combined vocabulary's."""
+        return [self.layout.launch_id(t) for t in circuit_ids]
+
+
+def read_layout(path: Path) -> SpliceLayout:
+    """The splice layout a combined checkpoint's manifest records."""
+    from .build import SPLICE_RECORD
+
+    rec = json.loads((Path(path) / SPLICE_RECORD).read_text())
+    return SpliceLayout(rec["base_text_config"], rec["circuit_config"], rec["launch_tokens"])
+
+
+def load_combined(path: Path, circuit) -> CombinedModel:
+    """Our runner over the combined checkpoint at ``path``, with ``circuit`` (a Runner over the
+    circuit the manifest names) for launches."""
+    path = Path(path)
+    lay = read_layout(path)
+    weights, row = unsplice_base(_load_base_tensors(path, lay), lay)
+    share = launch_rms_share(row)
+    if share > MAX_RMS_SHARE:
+        raise ValueError(f"the launch rows' base part holds {share:.2e} of a launch token's norm "
+                         f"(at most {MAX_RMS_SHARE:.1e} keeps the circuit's levels exact)")
+    model = base_model_from_config(lay.base)
+    model.load_weights(list(weights.items()), strict=True)
+    mx.eval(model.parameters())
+    return CombinedModel(model, lay, row, circuit)
