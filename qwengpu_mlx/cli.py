@@ -55,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--emit", choices=["ptx", "blocks", "tokens", "layout"], default="blocks",
                    help="ptx; blocks (the machine program); tokens (the model's launch prompt, JSON ids); "
                         "layout (the circuit's residual, heads and state rows, per layer)")
+    c.add_argument("--model", metavar="DIR", help="--emit tokens: ids in this combined checkpoint's vocabulary "
+                                                   "(`build --base` wrote it)")
 
     r = sub.add_parser("run", help="run a kernel launch")
     common(r)
@@ -68,12 +70,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"stop after this many EXEC steps (default {DEFAULT_MACHINE.step_budget})")
     r.add_argument("--trace", action="store_true",
                    help="print every step (reference) or every launch token (model) as it is produced")
+    r.add_argument("--model", metavar="DIR", help="run the launch in this combined Qwen3.5 checkpoint "
+                                                   "(`build --base` wrote it) instead of the embedded circuit")
 
     k = sub.add_parser("check", help="check a launch's tokens (written by any runner, e.g. mlx-lm) against "
                                      "the reference interpreter")
     common(k)
     k.add_argument("--launch-tokens", required=True, metavar="FILE|-",
                    help="the generated token ids as a JSON list (or `run --json` output); - reads stdin")
+    k.add_argument("--model", metavar="DIR", help="the ids are this combined checkpoint's (`build --base` wrote it)")
 
     b = sub.add_parser("build", help="save the circuit as a standard Qwen3.5 checkpoint "
                                      "(config.json + safetensors + tokenizer files)")
@@ -82,7 +87,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="narrow (the embedded circuit's own shape) or Qwen3.5-2B's")
     b.add_argument("--max-params", type=float, default=4e9,
                    help="refuse a dense checkpoint above this many parameters (default 4e9, 16 GB as float32)")
+    b.add_argument("--base", metavar="REPO_OR_DIR",
+                   help="splice the circuit into this Qwen3.5 model (a Hugging Face repo id or a local directory; "
+                        "safetensors only, HF_HUB_OFFLINE=1 uses the local cache only)")
+    b.add_argument("--revision", help="--base repo: branch, tag or commit (resolved to a commit hash)")
     machine_option(b)
+
+    e = sub.add_parser("eval", help="measure a combined checkpoint against its base")
+    e.add_argument("what", choices=["drift"], help="drift: KL(base || combined), greedy agreement and launch-token "
+                                                   "mass on the shipped public-domain sample, through our runner "
+                                                   "and through unmodified mlx-lm")
+    e.add_argument("--model", required=True, metavar="DIR", help="the combined checkpoint")
+    e.add_argument("--base", required=True, metavar="REPO_OR_DIR", help="the base it was built from")
+    e.add_argument("--tokens", type=int, default=None, help="measure only the sample's first N tokens")
+    e.add_argument("--skip-mlx-lm", action="store_true", help="only our runner (the dense checkpoint is large)")
 
     machine_option(sub.add_parser("machine", help="print the machine's limits"))
     from .tui.cli_entry import add_parser as add_tui_parser
@@ -106,8 +124,15 @@ def cmd_compile(ns) -> int:
     if ns.emit == "tokens":
         from .runtime import prompt_tokens
 
-        prog = bind(ck, _collect_args(ns.arg), block=ns.block, grid=ns.grid, machine=MACHINES[ns.machine])
-        print(json.dumps(prompt_tokens(prog, MACHINES[ns.machine])))
+        machine = MACHINES[ns.machine]
+        layout = None
+        if ns.model:
+            from .splice.runner import read_layout, recorded_machine
+
+            machine, layout = MACHINES[recorded_machine(_combined_dir(ns.model))], read_layout(ns.model)
+        prog = bind(ck, _collect_args(ns.arg), block=ns.block, grid=ns.grid, machine=machine)
+        ids = prompt_tokens(prog, machine)
+        print(json.dumps([layout.launch_id(t) for t in ids] if layout else ids))
         return 0
     if ns.emit == "ptx":
         print(ck.ptx)
@@ -133,8 +158,13 @@ def cmd_compile(ns) -> int:
 def _request(ns):
     from .runtime import LaunchRequest
 
+    machine = MACHINES[ns.machine]
+    if getattr(ns, "model", None):  # a combined checkpoint runs the machine it was built with
+        from .splice.runner import recorded_machine
+
+        machine = MACHINES[recorded_machine(_combined_dir(ns.model))]
     return LaunchRequest(ns.source, _collect_args(ns.arg), kernel=ns.kernel, block=ns.block, grid=ns.grid,
-                         machine=MACHINES[ns.machine], frontend=ns.frontend)
+                         machine=machine, frontend=ns.frontend)
 
 
 def cmd_run(ns) -> int:
@@ -181,12 +211,31 @@ class _TraceEvents:
             print(f"{tok_id:6d}  {tok}", file=self.stream, flush=True)
 
 
+def _combined_dir(path: str):
+    """A directory `build --base` wrote, or a clear error."""
+    from pathlib import Path
+
+    from .splice.build import SPLICE_RECORD
+
+    d = Path(path)
+    if not (d / SPLICE_RECORD).is_file():
+        raise LaunchError(f"--model {d}: not a combined checkpoint (no {SPLICE_RECORD}; `qwengpu-mlx build --base` "
+                          f"writes one)")
+    return d
+
+
 def _run_model(ns, req, prog, stream) -> int:
     from .runtime import CircuitStore, launch_program
 
+    store, runner, layout = CircuitStore(), None, None
+    if getattr(ns, "model", None):
+        from .splice.runner import open_combined
+
+        combined = open_combined(_combined_dir(ns.model), store)
+        runner, layout = combined.circuit, combined.layout
     try:
-        launch = launch_program(prog, CircuitStore(), req.machine, events=_TraceEvents(stream, ns.trace),
-                                check=ns.check, step_budget=ns.step_budget)
+        launch = launch_program(prog, store, req.machine, events=_TraceEvents(stream, ns.trace),
+                                check=ns.check, step_budget=ns.step_budget, runner=runner)
     except ExecutionError as e:  # the model stopped the launch: with --check, say where it left the reference
         checked = getattr(e, "launch", None)
         if checked is None or checked.check is None or checked.check.exact:
@@ -195,7 +244,8 @@ def _run_model(ns, req, prog, stream) -> int:
         for p in checked.check.problems:
             print(f"check: {p}", file=sys.stderr)
         return 1
-    info = {"tokens": len(launch.tokens), "launch_tokens": launch.tokens,
+    ids = [layout.launch_id(t) for t in launch.tokens] if layout else launch.tokens
+    info = {"tokens": len(launch.tokens), "launch_tokens": ids,
             "tokens_per_s": round(launch.tokens_per_s, 2), "prompt_tokens": len(launch.prompt)}
     problems = []
     if ns.check:
@@ -251,7 +301,20 @@ def cmd_check(ns) -> int:
         if not path.is_file():
             raise LaunchError(f"--launch-tokens {path}: " + ("not a file" if path.exists() else "no such file"))
         text = path.read_text(errors="replace")
-    tokens = _read_launch_tokens(text, prompt_tokens(prog, req.machine))
+    prompt = prompt_tokens(prog, req.machine)
+    layout = None
+    if ns.model:
+        from .splice.runner import read_layout
+
+        layout = read_layout(_combined_dir(ns.model))
+        prompt = [layout.launch_id(t) for t in prompt]
+    tokens = _read_launch_tokens(text, prompt)
+    if layout is not None:
+        text_ids = [t for t in tokens if layout.circuit_id(t) is None]
+        if text_ids:
+            raise LaunchError(f"--launch-tokens: token id {text_ids[0]} is a text token of {ns.model}, not a launch "
+                              f"token ({layout.launch_id(0)}..{layout.vocab_size - 1})")
+        tokens = [layout.circuit_id(t) for t in tokens]
     n = len(vocab_for(req.machine))
     bad = [t for t in tokens if not 0 <= t < n]
     if bad:
@@ -266,9 +329,67 @@ def cmd_check(ns) -> int:
     return 1
 
 
+def _build_base(ns) -> int:
+    """``build --base``: the circuit spliced into a base Qwen3.5 checkpoint (``splice.pipeline``)."""
+    from pathlib import Path
+
+    from .errors import ResourceError
+    from .splice.errors import SPLICE_ERRORS
+    from .splice.pipeline import build_from_base
+
+    if ns.shape != "narrow":
+        raise LaunchError("--shape does not apply with --base: the combined checkpoint takes the base's sizes")
+    try:
+        report = build_from_base(ns.base, Path(ns.out), ns.machine, revision=ns.revision, max_params=ns.max_params)
+    except SPLICE_ERRORS as e:
+        raise ResourceError(str(e)) from None
+    lay = report.layout
+    print(f"wrote {report.out}: {lay.base_layers} base + {lay.circuit_layers} circuit layers, hidden {lay.hidden:,} "
+          f"({lay.base_hidden:,} base dims x2 scale, circuit at {lay.circuit_offset:,}), {lay.launch_tokens:,} launch "
+          f"tokens from id {lay.launch_id(0):,}; {report.bytes / 1e9:.1f} GB in {report.shards} shards, "
+          f"{report.seconds:.0f} s")
+    return 0
+
+
+def cmd_eval(ns) -> int:
+    """``eval drift``: the combined model's text against the base's (``splice.drift``)."""
+    from pathlib import Path
+
+    from .errors import ResourceError
+    from .runtime import CircuitStore
+    from .splice.drift import measure, mlx_lm_logits, ours_logits
+    from .splice.errors import SPLICE_ERRORS
+    from .splice.pipeline import sample_text
+    from .splice.runner import open_combined
+    from .splice.source import acquire
+
+    try:
+        combined = open_combined(_combined_dir(ns.model), CircuitStore())
+        base_dir = acquire(ns.base).path
+    except SPLICE_ERRORS as e:
+        raise ResourceError(str(e)) from None
+    from mlx_lm.utils import load
+
+    base, tokenizer = load(str(base_dir))
+    tokens = tokenizer.encode(sample_text())[: ns.tokens]
+    V = combined.layout.base_rows
+    rows = [("our runner", measure(mlx_lm_logits(base, tokens), ours_logits(combined, tokens), V))]
+    if not ns.skip_mlx_lm:
+        dense, _ = load(ns.model)
+        rows.append(("mlx-lm", measure(mlx_lm_logits(base, tokens), mlx_lm_logits(dense, tokens), V)))
+    print(f"drift on the shipped sample ({len(tokens)} tokens), KL(base || combined) per token:")
+    for name, r in rows:
+        print(f"  {name:10s}  mean KL {r.kl_mean:.3e}  max KL {r.kl_max:.3e}  greedy differs at {r.argmax_differs} "
+              f"of {r.positions}  launch-token mass max {r.launch_mass_max:.2e} (mean {r.launch_mass_mean:.2e})")
+    return 0
+
+
 def cmd_build(ns) -> int:
     """Write the circuit as a dense checkpoint, or say exactly why it cannot be written."""
     from pathlib import Path
+
+    if ns.base:
+        return _build_base(ns)
 
     from .checkpoint import save_checkpoint
     from .compiler.sizing import QWEN35_2B, DoesNotFit, dense_parameters, needs
@@ -327,7 +448,7 @@ def cmd_tui(ns) -> int:
 def main(argv: list[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
     try:
-        return {"compile": cmd_compile, "run": cmd_run, "check": cmd_check, "build": cmd_build, "machine": cmd_machine,
+        return {"compile": cmd_compile, "run": cmd_run, "check": cmd_check, "build": cmd_build, "eval": cmd_eval, "machine": cmd_machine,
                 "tui": cmd_tui}[ns.command](ns)
     except QwenGpuError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -84,17 +84,19 @@ def launch_kernel(req: LaunchRequest, store: CircuitStore, *, events: LaunchEven
 
 def launch_program(program: Program, store: CircuitStore, machine: MachineConfig, *,
                    events: LaunchEvents | None = None, cancel: threading.Event | None = None,
-                   check: bool = False, step_budget: int | None = None) -> Launch:
-    """Run a bound program on the store's runner for ``machine`` (see :func:`launch_kernel`)."""
+                   check: bool = False, step_budget: int | None = None, runner=None) -> Launch:
+    """Run a bound program on the store's runner for ``machine`` (see :func:`launch_kernel`),
+    or on ``runner`` when given (a combined checkpoint's circuit, ``splice.runner``)."""
     from .generate import LaunchCancelled
     from .prompt import check_launchable
 
     ev = events or QuietEvents()
     check_launchable(program, machine)  # before the runner is built (run_launch checks again, cheaply)
     t0 = time.perf_counter()
-    if not store.has_runner(machine):
-        ev.phase("building the circuit (first launch only, a few seconds)")
-    runner = store.runner(machine)
+    if runner is None:
+        if not store.has_runner(machine):
+            ev.phase("building the circuit (first launch only, a few seconds)")
+        runner = store.runner(machine)
     build_seconds = time.perf_counter() - t0
     if cancel is not None and cancel.is_set():
         raise LaunchCancelled()

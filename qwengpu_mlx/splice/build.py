@@ -33,6 +33,17 @@ class SpliceMisfit(ValueError):
         super().__init__("the circuit does not fit this base: " + "; ".join(misfits))
 
 
+class SpliceTooLarge(ValueError):
+    """The dense combined checkpoint would hold more parameters than allowed."""
+
+    def __init__(self, parameters: int, limit: float):
+        self.parameters, self.limit = parameters, limit
+        super().__init__(
+            f"the dense combined checkpoint holds {parameters:,} parameters (about {parameters * 3.2 / 1e9:.0f} GB "
+            f"on disk), over --max-params {int(limit):,}. Its residual is 4x the base's hidden size so that text "
+            f"and launches never share a dim (docs/SPLICE.md); pass a larger --max-params to write it")
+
+
 @dataclass(frozen=True)
 class BuildReport:
     out: Path

@@ -128,3 +128,26 @@ def load_combined(path: Path, circuit) -> CombinedModel:
     model.load_weights(list(weights.items()), strict=True)
     mx.eval(model.parameters())
     return CombinedModel(model, lay, row, circuit)
+
+
+def recorded_machine(path: Path) -> str:
+    """The machine a combined checkpoint's circuit runs (from its splice record)."""
+    from .build import SPLICE_RECORD
+
+    return json.loads((Path(path) / SPLICE_RECORD).read_text())["machine"]
+
+
+def open_combined(path: Path, store) -> CombinedModel:
+    """Our runner over a checkpoint ``build --base`` wrote: the recorded machine's circuit at
+    Qwen3.5-2B's shape from ``store`` (compiled, or the same weights the checkpoint holds)."""
+    from qwengpu_mlx.compiler.sizing import QWEN35_2B
+    from qwengpu_mlx.machine import MACHINES
+    from qwengpu_mlx.runner import CircuitRunner
+
+    lay = read_layout(path)
+    machine = MACHINES[recorded_machine(path)]
+    compiled = store.compiled(machine, QWEN35_2B)
+    if compiled.plan.config() != lay.circuit:
+        raise ValueError(f"{path} holds a different circuit than this version compiles for the "
+                         f"{recorded_machine(path)} machine: rebuild it with `qwengpu-mlx build --base`")
+    return load_combined(path, CircuitRunner(compiled.compact(), machine))

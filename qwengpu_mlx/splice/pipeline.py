@@ -1,0 +1,85 @@
+"""``qwengpu-mlx build --base``: from a repo id or directory to a combined checkpoint.
+
+acquire the base (``source``: config first, the fit check before any weight) -> mlx-lm
+loads it -> calibration text through its tokenizer -> ``build.write_combined`` -> the
+base tokenizer extended with the launch tokens (``tokenizer``) -> the provenance
+manifest (``source.write_manifest``). Every refusal is a typed error the CLI prints.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Callable
+
+from mlx.utils import tree_flatten
+
+from .layout import WIDTH_FACTOR, SpliceLayout, text_config
+
+
+def calibration_text() -> str:
+    """The shipped public-domain calibration text (not the drift sample)."""
+    return resources.files("qwengpu_mlx.splice").joinpath("texts/calibration.txt").read_text(encoding="utf-8")
+
+
+def sample_text() -> str:
+    """The shipped public-domain text on which drift and launch mass are measured."""
+    return resources.files("qwengpu_mlx.splice").joinpath("texts/sample.txt").read_text(encoding="utf-8")
+
+
+def _circuit_layer_parameters(lay: SpliceLayout, linear: bool) -> int:
+    b, H = lay.base, lay.hidden
+    inter = b["intermediate_size"]
+    mlp = 3 * inter * H + 2 * H
+    if not linear:
+        D, Hq, KV = b["head_dim"], b["num_attention_heads"], b["num_key_value_heads"]
+        return mlp + (2 * Hq * D + 2 * KV * D) * H + H * Hq * D + 2 * D
+    Hk, Hv = b["linear_num_key_heads"], b["linear_num_value_heads"]
+    Dk, Dv, K = b["linear_key_head_dim"], b["linear_value_head_dim"], b["linear_conv_kernel_dim"]
+    qkv = 2 * Hk * Dk + Hv * Dv
+    return mlp + qkv * H + Hv * Dv * H + 2 * Hv * H + H * Hv * Dv + qkv * K + 2 * Hv + Dv
+
+
+def combined_parameters(lay: SpliceLayout, base_model) -> int:
+    """Parameters of the dense combined checkpoint (what ``build`` would write)."""
+    from .weights import _IN_SIDE, _OUT_SIDE, PREFIX, _module
+
+    total = 0
+    for name, p in tree_flatten(base_model.parameters()):
+        grows = (_module(name) in _IN_SIDE + _OUT_SIDE or name.endswith("layernorm.weight")
+                 or name in (PREFIX + "embed_tokens.weight", PREFIX + "norm.weight"))
+        total += p.size * (WIDTH_FACTOR if grows else 1)
+    total += lay.launch_tokens * lay.hidden
+    interval = int(lay.base.get("full_attention_interval", 4))
+    for j in range(lay.circuit_layers):
+        total += _circuit_layer_parameters(lay, (lay.base_layers + j + 1) % interval != 0)
+    return total
+
+
+def build_from_base(base: str, out: Path, machine_name: str, *, revision: str | None = None,
+                    max_params: float = float("inf"), log: Callable[[str], None] = print):
+    """The whole ``build --base`` pipeline; returns the write's ``BuildReport``."""
+    from qwengpu_mlx.compiler.sizing import QWEN35_2B
+    from qwengpu_mlx.machine import MACHINES
+    from qwengpu_mlx.runtime import CircuitStore
+
+    from .build import SpliceTooLarge, check_fits, load_base, write_combined
+    from .source import acquire, write_manifest
+    from .tokenizer import extend_tokenizer
+
+    plan = CircuitStore().compiled(MACHINES[machine_name], QWEN35_2B).plan
+    circuit_cfg = plan.config()
+    src = acquire(base, revision=revision, fits=lambda cfg: check_fits(cfg, circuit_cfg))
+    log(f"base {src.repo_id or src.path} ({src.revision or 'local directory'}): loading with mlx-lm")
+    model, tokenizer = load_base(src.path)
+    lay = SpliceLayout(text_config(src.config), circuit_cfg, len(plan.vocab))
+    n = combined_parameters(lay, model)
+    if n > max_params:
+        raise SpliceTooLarge(n, max_params)
+    calibration = tokenizer.encode(calibration_text())
+    report = write_combined(out, model, src.config, plan, list(plan.vocab), calibration,
+                            machine_name=machine_name, log=log)
+    extend_tokenizer(src.path, out, list(plan.vocab), lay.launch_id(0))
+    write_manifest(src, out, {"machine": machine_name, "parameters": n, "bytes": report.bytes,
+                              "build_seconds": round(report.seconds, 1)})
+    return report
