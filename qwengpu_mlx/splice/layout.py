@@ -108,6 +108,14 @@ class SpliceLayout:
         return out
 
 
+def shape_sizes(shape) -> dict:
+    """The sizes ``splice_misfits`` reads, from the circuit's target shape (no compile needed)."""
+    return {"hidden_size": shape.hidden, "intermediate_size": shape.intermediate,
+            "linear_num_value_heads": shape.linear_heads, "linear_key_head_dim": shape.key_dim,
+            "linear_value_head_dim": shape.value_dim, "linear_conv_kernel_dim": 4,
+            "full_attention_interval": shape.full_attention_interval}
+
+
 def splice_misfits(base: dict, circuit: dict) -> list[str]:
     """What keeps the circuit (its plan config) from going into the base (text config).
 

@@ -14,7 +14,7 @@ from typing import Callable
 
 from mlx.utils import tree_flatten
 
-from .layout import WIDTH_FACTOR, SpliceLayout, text_config
+from .layout import WIDTH_FACTOR, SpliceLayout, shape_sizes, text_config
 
 
 def calibration_text() -> str:
@@ -57,8 +57,11 @@ def combined_parameters(lay: SpliceLayout, base_model) -> int:
 
 
 def build_from_base(base: str, out: Path, machine_name: str, *, revision: str | None = None,
-                    max_params: float = float("inf"), log: Callable[[str], None] = print):
-    """The whole ``build --base`` pipeline; returns the write's ``BuildReport``."""
+                    max_params: float = float("inf"), plan=None, log: Callable[[str], None] = print):
+    """The whole ``build --base`` pipeline; returns the write's ``BuildReport``.
+
+    ``plan``: the circuit plan to splice (default: the machine's, folded at Qwen3.5-2B's
+    shape); a small plan makes the whole pipeline testable at a small size."""
     from qwengpu_mlx.compiler.sizing import QWEN35_2B
     from qwengpu_mlx.machine import MACHINES
     from qwengpu_mlx.runtime import CircuitStore
@@ -67,9 +70,12 @@ def build_from_base(base: str, out: Path, machine_name: str, *, revision: str | 
     from .source import acquire, write_manifest
     from .tokenizer import extend_tokenizer
 
-    plan = CircuitStore().compiled(MACHINES[machine_name], QWEN35_2B).plan
+    sizes = plan.config() if plan is not None else shape_sizes(QWEN35_2B)
+    src = acquire(base, revision=revision, fits=lambda cfg: check_fits(cfg, sizes))
+    if plan is None:
+        log(f"compiling the {machine_name} machine's circuit at Qwen3.5-2B's shape")
+        plan = CircuitStore().compiled(MACHINES[machine_name], QWEN35_2B).plan
     circuit_cfg = plan.config()
-    src = acquire(base, revision=revision, fits=lambda cfg: check_fits(cfg, circuit_cfg))
     log(f"base {src.repo_id or src.path} ({src.revision or 'local directory'}): loading with mlx-lm")
     model, tokenizer = load_base(src.path)
     lay = SpliceLayout(text_config(src.config), circuit_cfg, len(plan.vocab))
