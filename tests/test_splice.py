@@ -135,3 +135,56 @@ def test_our_runner_gives_unmodified_mlx_lm_s_tokens_and_logits(spliced):
         toks.append(int(mx.argmax(logits)))
         logits = runner.step([toks[-1]])
     assert ours.launch_ids(toks) == _greedy(combined, ours.launch_ids(circuit_prompt), N_GEN)
+
+
+def test_build_from_a_local_base_directory_end_to_end(tmp_path):
+    """``build --base DIR``'s pipeline: mlx-lm loads the result with its tokenizer; the
+    launch tokens encode to their rows; the manifest holds every base file's SHA-256."""
+    import hashlib
+    import json
+
+    import mlx_lm
+
+    from qwengpu_mlx.checkpoint import save_checkpoint
+    from qwengpu_mlx.splice.pipeline import build_from_base, sample_text
+    from qwengpu_mlx.splice.source import read_manifest
+
+    plan, ids = build_circuit()
+    cfg = random_config(BASE_HIDDEN, 4, vocab_size=BASE_VOCAB, intermediate=512, linear_key_heads=4,
+                        linear_value_heads=4, linear_key_dim=16, linear_value_dim=32, heads=4, kv_heads=2, head_dim=16)
+    chars = [chr(c) for c in range(32, 127)]
+    vocab = chars + [f"w{i}" for i in range(BASE_VOCAB - len(chars))]
+    base_dir = save_checkpoint(tmp_path / "base", cfg, qwen_like_weights(cfg, seed=9), vocab)
+    out = tmp_path / "combined"
+    report = build_from_base(str(base_dir), out, "default", plan=plan, log=lambda s: None)
+    lay = report.layout
+
+    manifest = read_manifest(out)
+    for name, digest in manifest["base_files_sha256"].items():
+        assert hashlib.sha256((base_dir / name).read_bytes()).hexdigest() == digest
+    assert {"config.json", "tokenizer.json", "model.safetensors"} <= set(manifest["base_files_sha256"])
+
+    model, tok = mlx_lm.load(str(out))
+    base, base_tok = mlx_lm.load(str(base_dir))
+    text = sample_text()[:400]
+    ids_text = base_tok.encode(text)
+    assert tok.encode(text) == ids_text  # ordinary text: the base's tokens
+    for i in (0, 1, len(plan.vocab) - 1):
+        assert tok.encode(plan.vocab[i]) == [lay.launch_id(i)]
+        assert tok.decode([lay.launch_id(i)]) == plan.vocab[i]
+    got = model(mx.array([ids_text]))[0]
+    assert bool(mx.all(got[:, :BASE_VOCAB] == base(mx.array([ids_text]))[0]))
+    mass = launch_mass_from_logits(got[:, :BASE_VOCAB], got[:, BASE_VOCAB:])
+    assert mass.max < 1e-6, mass
+    assert json.loads((out / "config.json").read_text())["text_config"]["hidden_size"] == 4 * BASE_HIDDEN
+    # drift, as `eval drift` measures it: through unmodified mlx-lm and through our runner
+    from qwengpu_mlx.compiler.compact import compact
+    from qwengpu_mlx.runner import CircuitRunner
+    from qwengpu_mlx.splice.drift import measure, mlx_lm_logits, ours_logits
+    from qwengpu_mlx.splice.runner import load_combined
+
+    ours = load_combined(out, CircuitRunner(compact(plan)))
+    for combined_logits in (mlx_lm_logits(model, ids_text, chunk=64), ours_logits(ours, ids_text, chunk=64)):
+        r = measure(mlx_lm_logits(base, ids_text, chunk=64), combined_logits, BASE_VOCAB)
+        assert r.positions == len(ids_text) and r.argmax_differs == 0
+        assert r.kl_mean < 1e-9 and r.launch_mass_max < 1e-6, r

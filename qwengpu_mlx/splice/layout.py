@@ -98,8 +98,12 @@ class SpliceLayout:
 
     def config(self, base_config: dict) -> dict:
         """The combined config.json: the base's, with the combined text sizes."""
-        sizes = {"hidden_size": self.hidden, "num_hidden_layers": self.base_layers + self.circuit_layers,
-                 "vocab_size": self.vocab_size}
+        n = self.base_layers + self.circuit_layers
+        sizes = {"hidden_size": self.hidden, "num_hidden_layers": n, "vocab_size": self.vocab_size}
+        if "layer_types" in text_config(base_config):  # transformers checks it against the layer count
+            interval = int(self.base.get("full_attention_interval", 4))
+            sizes["layer_types"] = ["full_attention" if (i + 1) % interval == 0 else "linear_attention"
+                                    for i in range(n)]
         out = dict(base_config)
         if "text_config" in out:
             out["text_config"] = {**out["text_config"], **sizes}
