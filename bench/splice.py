@@ -41,7 +41,8 @@ from qwengpu_mlx.machine import DEFAULT_MACHINE  # noqa: E402
 from qwengpu_mlx.runner import CircuitRunner  # noqa: E402
 from qwengpu_mlx.runtime import CircuitStore, launch_program  # noqa: E402
 from qwengpu_mlx.splice.layout import SpliceLayout  # noqa: E402
-from qwengpu_mlx.splice.logits import launch_mass_from_logits, suppression_row  # noqa: E402
+from qwengpu_mlx.splice.logits import (base_logits, final_hidden, launch_logit, launch_mass_from_logits,  # noqa: E402
+                                       suppression_row)
 from qwengpu_mlx.splice.pipeline import combined_parameters  # noqa: E402
 from qwengpu_mlx.splice.random_base import qwen4b_like_config, qwen_like_config, qwen_like_weights  # noqa: E402
 from qwengpu_mlx.splice.runner import CombinedModel, base_model_from_config  # noqa: E402
@@ -60,16 +61,15 @@ def decode_ratio(base, combined: CombinedModel, prompt: list[int], n: int) -> tu
     from mlx_lm.models.cache import make_prompt_cache
 
     caches = [make_prompt_cache(base), make_prompt_cache(combined.base)]
-    row = mx.array(combined.launch_row.astype(np.float32))
     V = combined.layout.launch_tokens
 
     def base_step(t, cache):
         return base(mx.array([t]), cache=cache)[0, -1]
 
     def combined_step(t, cache):
-        h = combined.base.language_model.model(mx.array([t]), cache=cache)[0, -1:].astype(mx.float32)
-        text = combined.base.language_model.model.embed_tokens.as_linear(h)
-        return mx.concatenate([text, mx.broadcast_to((h @ row)[:, None], (1, V))], axis=-1)[0]
+        h = final_hidden(combined.base, t, cache)[-1:]
+        launch = mx.broadcast_to(launch_logit(h, combined.launch_row)[:, None], (1, V))
+        return mx.concatenate([base_logits(combined.base, h), launch], axis=-1)[0]
 
     steps = [base_step, combined_step]
     toks = [prompt, prompt]
@@ -84,6 +84,37 @@ def decode_ratio(base, combined: CombinedModel, prompt: list[int], n: int) -> tu
             toks[k] = toks[k] + [nxt]
     assert toks[0] == toks[1], "the combined model left the base's greedy tokens"
     return n / spent[0], n / spent[1]
+
+
+def launch_logit_margins(runner, prompt: list[int], n: int) -> tuple[float, float]:
+    """(smallest logit of the emitted token, smallest gap to the runner-up) over a greedy launch.
+
+    The circuit runner's logits are the combined model's for launch tokens: its final norm
+    (``K / sqrt(2048)`` over 2,048 dims) and the combined one (``K / sqrt(4 H)`` over
+    ``4 H``, ``4 H = 4 * 2048`` at 2B) normalize to the same values."""
+    runner.reset()
+    logits = runner.step(prompt)
+    top, gap = float("inf"), float("inf")
+    for _ in range(n):
+        srt = mx.sort(logits.reshape(-1))
+        first, second = float(srt[-1]), float(srt[-2])
+        top, gap = min(top, first), min(gap, first - second)
+        logits = runner.step([int(mx.argmax(logits))])
+    return top, gap
+
+
+def best_text_logit_bound(combined: CombinedModel) -> float:
+    """An upper bound on any text token's logit at a launch position.
+
+    There the final state's base dims hold the launch rows' doubled part ``2 b`` (plus the
+    base layers' additions, below 1e-9), normalized by the circuit's RMS ``K / sqrt(4 H)``
+    and weighted by the quartered final norm; a text row is the doubled base row."""
+    from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS
+
+    base = combined.base.language_model.model
+    w = base.norm.weight.astype(mx.float32)
+    h = mx.array(2 * combined.launch_row.astype(np.float32)) * w / 4 * (combined.layout.hidden ** 0.5 / DEFAULT_LEVELS.K)
+    return float(mx.max(mx.abs(2 * base.embed_tokens.as_linear(h[None, :]))))
 
 
 def main() -> int:
@@ -127,6 +158,12 @@ def main() -> int:
     print(f"launch: {len(launch.tokens)} tokens, {launch.tokens_per_s:.1f} tokens/s, "
           f"{'exact' if launch.check.exact and launch.outputs == want else 'WRONG'}, margin {launch.min_margin:.4f}; "
           f"launch tokens/s over base text tokens/s: {launch.tokens_per_s / base_tps:.1f}")
+
+    top, gap = launch_logit_margins(circuit, launch.prompt, len(launch.tokens))
+    text_bound = best_text_logit_bound(combined)
+    print(f"launch logits: the emitted token's logit >= {top:.1f}, >= {gap:.1f} above the next launch token; "
+          f"every text token's logit at launch positions <= {text_bound:.2e} (so the margin over the best text "
+          f"token is >= {top - text_bound:.1f})")
 
     extra = _bytes([layer.__dict__ for layer in circuit.layers]) + circuit.embedding.nbytes
     print(f"memory beyond the base: the compact circuit {extra / 1e6:.0f} MB; base {_bytes(base.parameters()) / 1e9:.2f} GB")

@@ -61,12 +61,11 @@ def ours_logits(combined, tokens: list[int], chunk: int = CHUNK) -> Iterator[mx.
     The base part is the base's own mlx-lm model, so it runs with its own cache."""
     from mlx_lm.models.cache import make_prompt_cache
 
-    from .logits import base_logits
+    from .logits import base_logits, final_hidden, launch_logit
 
     cache = make_prompt_cache(combined.base)
-    row = mx.array(combined.launch_row.astype(np.float32))
     for i in range(0, len(tokens), chunk):
-        h = combined.base.language_model.model(mx.array([tokens[i:i + chunk]]), cache=cache)[0].astype(mx.float32)
-        launch = mx.broadcast_to((h @ row)[:, None], (h.shape[0], combined.layout.launch_tokens))
+        h = final_hidden(combined.base, tokens[i:i + chunk], cache)
+        launch = mx.broadcast_to(launch_logit(h, combined.launch_row)[:, None], (h.shape[0], combined.layout.launch_tokens))
         yield mx.concatenate([base_logits(combined.base, h), launch], axis=-1)
 

@@ -40,20 +40,28 @@ class Suppression:
     positions: int
 
 
-def final_hidden(model, tokens: list[int]) -> mx.array:
-    """The base's final normed hidden states [T, H] (what its tied lm_head multiplies)."""
-    return model.language_model.model(mx.array([tokens]))[0].astype(mx.float32)
+def final_hidden(model, tokens: list[int], cache=None) -> mx.array:
+    """The base's final normed hidden states [T, H] in its own dtype (what its tied lm_head
+    multiplies: mlx-lm's ``TextModel`` does exactly this and ``as_linear``)."""
+    return model.language_model.model(mx.array([tokens]), cache=cache)[0]
 
 
 def base_logits(model, hidden: mx.array) -> mx.array:
-    """The base's logits [T, V] from its final hidden states."""
+    """The base's logits [T, V] from its final hidden states, computed as the base computes
+    them (its dtype), then as float32."""
     return model.language_model.model.embed_tokens.as_linear(hidden).astype(mx.float32)
+
+
+def launch_logit(hidden: mx.array, row: np.ndarray) -> mx.array:
+    """Every launch token's logit [T] at text positions: the shared row times the final state."""
+    return hidden.astype(mx.float32) @ mx.array(row.astype(np.float32))
 
 
 def suppression_row(model, tokens: list[int], launch_tokens: int, *, target: float = 1e-9) -> Suppression:
     """``b`` for this base, from its final states on calibration ``tokens``."""
-    h = final_hidden(model, tokens)
-    lse = mx.logsumexp(base_logits(model, h), axis=-1)
+    hidden = final_hidden(model, tokens)
+    lse = mx.logsumexp(base_logits(model, hidden), axis=-1)
+    h = hidden.astype(mx.float32)
     mean = mx.mean(h, axis=0)
     u = mean / mx.linalg.norm(mean)
     proj = h @ u

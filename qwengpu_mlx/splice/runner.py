@@ -23,7 +23,7 @@ import numpy as np
 from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS
 
 from .layout import RESIDUAL_SCALE, SpliceLayout
-from .logits import base_logits, final_hidden
+from .logits import base_logits, final_hidden, launch_logit
 from .weights import PREFIX, _IN_SIDE, _OUT_SIDE, _module, split_layers
 
 MAX_RMS_SHARE = 2.0 ** -30  # |launch rows' base part|^2 / K^2: moves the RMS by < 2^-31, below float32's 2^-24
@@ -98,7 +98,7 @@ class CombinedModel:
         tokens' (all equal to ``b . h``)."""
         h = final_hidden(self.base, tokens)
         text = base_logits(self.base, h)
-        launch = (h @ mx.array(self.launch_row.astype(np.float32)))[:, None]
+        launch = launch_logit(h, self.launch_row)[:, None]
         return mx.concatenate([text, mx.broadcast_to(launch, (h.shape[0], self.layout.launch_tokens))], axis=-1)
 
     def launch_ids(self, circuit_ids: list[int]) -> list[int]:
