@@ -53,3 +53,52 @@ def test_run_with_a_model_that_is_not_a_combined_checkpoint(tmp_path):
             "--arg", "n=3", "--backend", "model", "--model", tmp_path)
     assert r.returncode == 2, r.stderr
     assert "not a combined checkpoint" in r.stderr
+
+
+def test_run_compile_and_check_with_model_in_a_combined_checkpoint(tmp_path, store):
+    """``--model DIR`` end to end on a checkpoint whose base part is real (a random base
+    704 wide: 3 x 704 >= the circuit's 2,048 dims) and whose circuit layers are left out:
+    our runner rebuilds the circuit from the recorded machine, and reads only the base's
+    tensors, so writing the 45 dense circuit layers (gigabytes) proves nothing more here."""
+    import mlx.core as mx
+    import numpy as np
+
+    from qwengpu_mlx.compiler.sizing import QWEN35_2B
+    from qwengpu_mlx.machine import DEFAULT_MACHINE
+    from qwengpu_mlx.splice.build import BuildReport, SPLICE_RECORD, splice_record
+    from qwengpu_mlx.splice.layout import SpliceLayout
+    from qwengpu_mlx.splice.logits import suppression_row
+    from qwengpu_mlx.splice.random_base import qwen_like_weights
+    from qwengpu_mlx.splice.runner import base_model_from_config
+    from qwengpu_mlx.splice.weights import combined_shards
+
+    cfg = qwen_like_config(704, 4, vocab=512)
+    base = base_model_from_config(cfg)
+    base.load_weights(list(qwen_like_weights(cfg, seed=2, dtype=mx.bfloat16).items()), strict=True)
+    plan = store.compiled(DEFAULT_MACHINE, QWEN35_2B).plan
+    lay = SpliceLayout(cfg, plan.config(), len(plan.vocab))
+    sup = suppression_row(base, np.random.default_rng(0).integers(0, 512, 64).tolist(), len(plan.vocab))
+    from mlx.utils import tree_flatten
+
+    shards = combined_shards(dict(tree_flatten(base.parameters())), plan.weight_shards(), mx.array(sup.row), lay)
+    out = tmp_path / "combined"
+    out.mkdir()
+    for k in range(1 + lay.base_layers):  # the embedding and norms, then the base's layers
+        mx.save_safetensors(str(out / f"model-{k:05d}.safetensors"), next(shards))
+    (out / SPLICE_RECORD).write_text(json.dumps(splice_record(BuildReport(out, lay, sup, 0, 0, 0.0), "default")))
+
+    args = ["examples/kernels/dot.cu", "--arg", "a=3,1,4,1", "--arg", "b=5,9,2,6", "--arg", "out=2", "--arg", "n=4"]
+    r = cli("run", *args, "--backend", "model", "--model", out, "--check", "--json")
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert res["outputs"]["out"] == [2 + 3 * 5 + 1 * 9 + 4 * 2 + 1 * 6] and res["exact"]
+    assert min(res["launch_tokens"]) >= lay.launch_id(0)
+    prompt = json.loads(cli("compile", *args, "--emit", "tokens", "--model", out).stdout)
+    assert min(prompt) >= lay.launch_id(0)
+    launch = tmp_path / "launch.json"
+    launch.write_text(json.dumps(prompt + res["launch_tokens"]))
+    ok = cli("check", *args, "--launch-tokens", launch, "--model", out)
+    assert ok.returncode == 0 and ok.stdout.startswith("exact"), ok.stdout + ok.stderr
+    launch.write_text(json.dumps(res["launch_tokens"][:-1] + [7]))  # a text token where STOP belongs
+    bad = cli("check", *args, "--launch-tokens", launch, "--model", out)
+    assert bad.returncode == 2 and "text token" in bad.stderr, bad.stderr
