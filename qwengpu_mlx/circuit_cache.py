@@ -20,6 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from qwengpu_mlx.hashing import file_sha256
+
 import numpy as np
 
 FORMAT = 1
@@ -49,11 +51,8 @@ def circuit_key(machine, shape, levels) -> str:
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    """SHA-256 of a file's content (through symlinks)."""
+    return file_sha256(path)
 
 
 # -- (de)serialising a CompactCircuit: arrays go to tensors (sparse), the rest to JSON

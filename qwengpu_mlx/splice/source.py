@@ -19,13 +19,14 @@ same directory checks a local base gets -> SHA-256 of every file read.
 from __future__ import annotations
 
 import glob
-import hashlib
 import json
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
+
+from qwengpu_mlx.hashing import file_sha256
 
 MANIFEST = "qwengpu-manifest.json"
 CONFIG = "config.json"
@@ -144,12 +145,8 @@ def _read_json(path: Path, where: str):
 
 
 def _sha256(path: Path) -> str:
-    """SHA-256 of a file's content (through the cache's symlinks), read in 1 MiB blocks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    """SHA-256 of a file's content (through symlinks)."""
+    return file_sha256(path)
 
 
 def _from_directory(directory: Path, fits: Callable[[dict], None] | None, *, repo_id: str | None = None,
