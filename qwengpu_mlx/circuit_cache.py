@@ -20,9 +20,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from qwengpu_mlx.hashing import file_sha256
-
 import numpy as np
+
+from qwengpu_mlx.hashing import file_sha256
 
 FORMAT = 1
 _PKG = Path(__file__).resolve().parent
