@@ -65,7 +65,7 @@ def test_the_machine_fits_2b_and_4b_and_not_08b(folded):
 
 
 @pytest.mark.parametrize("width", ["2b", "4b"])
-def test_launches_exact_and_text_keeps_its_mass_at_real_width(width, folded):
+def test_text_keeps_the_launch_tokens_out_at_real_width(width, folded):
     cfg, dtype = (qwen_like_config(), mx.float32) if width == "2b" else (qwen4b_like_config(), mx.bfloat16)
     combined = _combined(cfg, dtype, folded)
     assert launch_rms_share(combined.launch_row) < 2.0 ** -30
@@ -79,9 +79,14 @@ def test_launches_exact_and_text_keeps_its_mass_at_real_width(width, folded):
     for layer in combined.base.language_model.model.layers[:2]:
         h = layer(h, None, None)
     assert float(mx.max(mx.abs(h))) > 1e3
-    if width == "4b":  # the circuit and its runner are the same at both widths: one launch suffices
-        return
-    # a launch through the runtime, in the combined vocabulary
+
+
+def test_a_launch_runs_in_the_combined_vocabulary(folded):
+    """The combined model's launch runs on the circuit runner (the same at both widths)."""
+    plan = folded.plan
+    lay = SpliceLayout(qwen_like_config(), plan.config(), len(plan.vocab))
+    combined = CombinedModel(None, lay, np.zeros(2048, np.float32), CircuitRunner(folded.compact(), DEFAULT_MACHINE))
+    V = lay.base_rows
     spec = {"kernel": "dot", "block": 4, "grid": 1, "args": {"a": [7, 1, 9, 2], "b": [3, 8, 5, 6], "out": [5], "n": 4}}
     prog = bind(compile_kernel(KERNELS / "dot.cu", "dot"), spec["args"], block=4, grid=1, machine=DEFAULT_MACHINE)
     launch = launch_program(prog, None, DEFAULT_MACHINE, check=True, runner=combined.circuit)

@@ -4,18 +4,9 @@ from __future__ import annotations
 
 from .build import SpliceMisfit, SpliceTooLarge
 from .logits import SuppressionError
+from .source import BaseSourceError
+from .tokenizer import TokenizerExtensionError
 from .weights import QuantizedBaseError
 
-
-def _optional(module: str, name: str) -> tuple:
-    import importlib
-
-    try:
-        return (getattr(importlib.import_module(module), name),)
-    except (ImportError, AttributeError):  # pragma: no cover - the module is part of the package
-        return ()
-
-
-SPLICE_ERRORS = (SpliceMisfit, SpliceTooLarge, SuppressionError, QuantizedBaseError,
-                 *_optional("qwengpu_mlx.splice.source", "BaseSourceError"),
-                 *_optional("qwengpu_mlx.splice.tokenizer", "TokenizerExtensionError"))
+SPLICE_ERRORS = (SpliceMisfit, SpliceTooLarge, SuppressionError, QuantizedBaseError, BaseSourceError,
+                 TokenizerExtensionError)

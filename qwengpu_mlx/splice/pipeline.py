@@ -42,11 +42,11 @@ def _circuit_layer_parameters(lay: SpliceLayout, linear: bool) -> int:
 
 def combined_parameters(lay: SpliceLayout, base_model) -> int:
     """Parameters of the dense combined checkpoint (what ``build`` would write)."""
-    from .weights import _IN_SIDE, _OUT_SIDE, PREFIX, _module
+    from .weights import IN_SIDE, OUT_SIDE, PREFIX, module_of
 
     total = 0
     for name, p in tree_flatten(base_model.parameters()):
-        grows = (_module(name) in _IN_SIDE + _OUT_SIDE or name.endswith("layernorm.weight")
+        grows = (module_of(name) in IN_SIDE + OUT_SIDE or name.endswith("layernorm.weight")
                  or name in (PREFIX + "embed_tokens.weight", PREFIX + "norm.weight"))
         total += p.size * (WIDTH_FACTOR if grows else 1)
     total += lay.launch_tokens * lay.hidden

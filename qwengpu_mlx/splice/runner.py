@@ -24,7 +24,7 @@ from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS
 
 from .layout import RESIDUAL_SCALE, SpliceLayout
 from .logits import base_logits, final_hidden, launch_logit
-from .weights import PREFIX, _IN_SIDE, _OUT_SIDE, _module, split_layers
+from .weights import IN_SIDE, OUT_SIDE, PREFIX, module_of, split_layers
 
 MAX_RMS_SHARE = 2.0 ** -30  # |launch rows' base part|^2 / K^2: moves the RMS by < 2^-31, below float32's 2^-24
 
@@ -47,12 +47,12 @@ def _unsplice_layer(params: dict[str, mx.array], H: int) -> dict[str, mx.array]:
     """A base layer's own tensors from its combined ones (slice the base's dims, undo x2)."""
     out = {}
     for name, w in params.items():
-        mod = _module(name)
+        mod = module_of(name)
         if name.endswith("layernorm.weight"):
             out[name] = w[:H] * RESIDUAL_SCALE
-        elif mod in _IN_SIDE:
+        elif mod in IN_SIDE:
             out[name] = w[:, :H]
-        elif mod in _OUT_SIDE:
+        elif mod in OUT_SIDE:
             out[name] = w[:H] / RESIDUAL_SCALE
         else:
             out[name] = w

@@ -27,9 +27,9 @@ from .layout import RESIDUAL_SCALE, SpliceLayout
 
 PREFIX = "language_model.model."
 _LAYER = re.compile(r"^language_model\.model\.layers\.(\d+)\.(.+)$")
-_IN_SIDE = ("in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "q_proj", "k_proj", "v_proj",
+IN_SIDE = ("in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "q_proj", "k_proj", "v_proj",
             "gate_proj", "up_proj")
-_OUT_SIDE = ("out_proj", "o_proj", "down_proj")
+OUT_SIDE = ("out_proj", "o_proj", "down_proj")
 
 
 class QuantizedBaseError(ValueError):
@@ -50,7 +50,7 @@ def _pad_rows(w: mx.array, height: int, offset: int) -> mx.array:
     return mx.concatenate([p for p in parts if p.shape[0]], axis=0)
 
 
-def _module(name: str) -> str:
+def module_of(name: str) -> str:
     """``linear_attn.in_proj_qkv.weight`` -> ``in_proj_qkv``."""
     parts = name.split(".")
     return parts[-2] if len(parts) >= 2 else ""
@@ -63,12 +63,12 @@ def base_layer(params: dict[str, mx.array], lay: SpliceLayout) -> dict[str, mx.a
     out = {}
     scale = RESIDUAL_SCALE
     for name, w in params.items():
-        mod = _module(name)
+        mod = module_of(name)
         if name.endswith("layernorm.weight"):
             out[name] = _pad_rows(w / scale, lay.hidden, 0)
-        elif mod in _IN_SIDE:
+        elif mod in IN_SIDE:
             out[name] = _pad_columns(w, lay.hidden, 0)
-        elif mod in _OUT_SIDE:
+        elif mod in OUT_SIDE:
             out[name] = _pad_rows(w * scale, lay.hidden, 0)
         else:  # conv1d, A_log, dt_bias, the heads' own norms: no hidden dim
             out[name] = w
