@@ -41,7 +41,7 @@ from qwengpu_mlx.machine import DEFAULT_MACHINE  # noqa: E402
 from qwengpu_mlx.runner import CircuitRunner  # noqa: E402
 from qwengpu_mlx.runtime import CircuitStore, launch_program  # noqa: E402
 from qwengpu_mlx.splice.layout import SpliceLayout  # noqa: E402
-from qwengpu_mlx.splice.logits import (base_logits, final_hidden, launch_logit, launch_mass_from_logits,  # noqa: E402
+from qwengpu_mlx.splice.logits import (combined_text_logits, final_hidden, launch_mass_from_logits,  # noqa: E402
                                        suppression_row)
 from qwengpu_mlx.splice.pipeline import combined_parameters  # noqa: E402
 from qwengpu_mlx.splice.random_base import qwen4b_like_config, qwen_like_config, qwen_like_weights  # noqa: E402
@@ -68,8 +68,7 @@ def decode_ratio(base, combined: CombinedModel, prompt: list[int], n: int) -> tu
 
     def combined_step(t, cache):
         h = final_hidden(combined.base, t, cache)[-1:]
-        launch = mx.broadcast_to(launch_logit(h, combined.launch_row)[:, None], (1, V))
-        return mx.concatenate([base_logits(combined.base, h), launch], axis=-1)[0]
+        return combined_text_logits(combined.base, h, combined.launch_row, V)[0]
 
     steps = [base_step, combined_step]
     toks = [prompt, prompt]

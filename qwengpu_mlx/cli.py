@@ -30,6 +30,17 @@ def _collect_args(pairs: list[str] | None) -> dict[str, str]:
     return out
 
 
+def _positive(text: str) -> int:
+    """An argparse type: an integer of at least 1 (argparse names the option on error)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="qwengpu-mlx", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -99,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                    "and through unmodified mlx-lm")
     e.add_argument("--model", required=True, metavar="DIR", help="the combined checkpoint")
     e.add_argument("--base", required=True, metavar="REPO_OR_DIR", help="the base it was built from")
-    e.add_argument("--tokens", type=int, default=None, help="measure only the sample's first N tokens")
+    e.add_argument("--tokens", type=_positive, default=None, help="measure only the sample's first N tokens")
     e.add_argument("--skip-mlx-lm", action="store_true", help="only our runner (the dense checkpoint is large)")
 
     machine_option(sub.add_parser("machine", help="print the machine's limits"))
@@ -127,9 +138,7 @@ def cmd_compile(ns) -> int:
         machine = MACHINES[ns.machine]
         layout = None
         if ns.model:
-            from .splice.runner import read_layout, recorded_machine
-
-            machine, layout = MACHINES[recorded_machine(_combined_dir(ns.model))], read_layout(ns.model)
+            machine, layout = _combined_record(ns.model)
         prog = bind(ck, _collect_args(ns.arg), block=ns.block, grid=ns.grid, machine=machine)
         ids = prompt_tokens(prog, machine)
         print(json.dumps([layout.launch_id(t) for t in ids] if layout else ids))
@@ -160,9 +169,7 @@ def _request(ns):
 
     machine = MACHINES[ns.machine]
     if getattr(ns, "model", None):  # a combined checkpoint runs the machine it was built with
-        from .splice.runner import recorded_machine
-
-        machine = MACHINES[recorded_machine(_combined_dir(ns.model))]
+        machine = _combined_record(ns.model)[0]
     return LaunchRequest(ns.source, _collect_args(ns.arg), kernel=ns.kernel, block=ns.block, grid=ns.grid,
                          machine=machine, frontend=ns.frontend)
 
@@ -211,17 +218,29 @@ class _TraceEvents:
             print(f"{tok_id:6d}  {tok}", file=self.stream, flush=True)
 
 
-def _combined_dir(path: str):
-    """A directory `build --base` wrote, or a clear error."""
-    from pathlib import Path
+def _splice_errors(what: str):
+    """Run a splice step, its typed refusals as this CLI's errors (exit 2, no traceback)."""
+    from contextlib import contextmanager
 
-    from .splice.build import SPLICE_RECORD
+    from .errors import ResourceError
+    from .splice.errors import SPLICE_ERRORS
 
-    d = Path(path)
-    if not (d / SPLICE_RECORD).is_file():
-        raise LaunchError(f"--model {d}: not a combined checkpoint (no {SPLICE_RECORD}; `qwengpu-mlx build --base` "
-                          f"writes one)")
-    return d
+    @contextmanager
+    def guard():
+        try:
+            yield
+        except SPLICE_ERRORS as e:
+            raise ResourceError(f"{what}: {e}") from None
+
+    return guard()
+
+
+def _combined_record(path: str):
+    """(machine, layout) of a combined checkpoint `build --base` wrote, or a clear error."""
+    from .splice.runner import recorded_machine
+
+    with _splice_errors("--model"):
+        return recorded_machine(path)
 
 
 def _run_model(ns, req, prog, stream) -> int:
@@ -231,7 +250,8 @@ def _run_model(ns, req, prog, stream) -> int:
     if getattr(ns, "model", None):
         from .splice.runner import open_combined
 
-        combined = open_combined(_combined_dir(ns.model), store)
+        with _splice_errors("--model"):
+            combined = open_combined(ns.model, store)
         runner, layout = combined.circuit, combined.layout
     try:
         launch = launch_program(prog, store, req.machine, events=_TraceEvents(stream, ns.trace),
@@ -304,9 +324,7 @@ def cmd_check(ns) -> int:
     prompt = prompt_tokens(prog, req.machine)
     layout = None
     if ns.model:
-        from .splice.runner import read_layout
-
-        layout = read_layout(_combined_dir(ns.model))
+        layout = _combined_record(ns.model)[1]
         prompt = [layout.launch_id(t) for t in prompt]
     tokens = _read_launch_tokens(text, prompt)
     if layout is not None:
@@ -333,16 +351,12 @@ def _build_base(ns) -> int:
     """``build --base``: the circuit spliced into a base Qwen3.5 checkpoint (``splice.pipeline``)."""
     from pathlib import Path
 
-    from .errors import ResourceError
-    from .splice.errors import SPLICE_ERRORS
     from .splice.pipeline import build_from_base
 
     if ns.shape != "narrow":
         raise LaunchError("--shape does not apply with --base: the combined checkpoint takes the base's sizes")
-    try:
+    with _splice_errors("build --base"):
         report = build_from_base(ns.base, Path(ns.out), ns.machine, revision=ns.revision, max_params=ns.max_params)
-    except SPLICE_ERRORS as e:
-        raise ResourceError(str(e)) from None
     lay = report.layout
     print(f"wrote {report.out}: {lay.base_layers} base + {lay.circuit_layers} circuit layers, hidden {lay.hidden:,} "
           f"({lay.base_hidden:,} base dims x2 scale, circuit at {lay.circuit_offset:,}), {lay.launch_tokens:,} launch "
@@ -353,21 +367,15 @@ def _build_base(ns) -> int:
 
 def cmd_eval(ns) -> int:
     """``eval drift``: the combined model's text against the base's (``splice.drift``)."""
-    from pathlib import Path
-
-    from .errors import ResourceError
     from .runtime import CircuitStore
     from .splice.drift import measure, mlx_lm_logits, ours_logits
-    from .splice.errors import SPLICE_ERRORS
     from .splice.pipeline import sample_text
     from .splice.runner import open_combined
     from .splice.source import acquire
 
-    try:
-        combined = open_combined(_combined_dir(ns.model), CircuitStore())
+    with _splice_errors("eval drift"):
+        combined = open_combined(ns.model, CircuitStore())
         base_dir = acquire(ns.base).path
-    except SPLICE_ERRORS as e:
-        raise ResourceError(str(e)) from None
     from mlx_lm.utils import load
 
     base, tokenizer = load(str(base_dir))

@@ -13,6 +13,8 @@ from typing import Iterator
 import mlx.core as mx
 import numpy as np
 
+from .logits import launch_mass
+
 CHUNK = 128
 
 
@@ -41,11 +43,9 @@ def measure(base_chunks: Iterator[mx.array], combined_chunks: Iterator[mx.array]
     for b, c in zip(base_chunks, combined_chunks):
         b = b[:, :text_vocab]
         lp = b - mx.logsumexp(b, axis=-1, keepdims=True)
-        lse_c = mx.logsumexp(c, axis=-1, keepdims=True)
-        lq = c[:, :text_vocab] - lse_c
+        lq = c[:, :text_vocab] - mx.logsumexp(c, axis=-1, keepdims=True)
         kl = mx.sum(mx.exp(lp) * (lp - lq), axis=-1)
-        mass = mx.exp(mx.logsumexp(c[:, text_vocab:], axis=-1) - lse_c[:, 0]) if c.shape[1] > text_vocab \
-            else mx.zeros(c.shape[:1])
+        mass = launch_mass(c[:, :text_vocab], c[:, text_vocab:]) if c.shape[1] > text_vocab else mx.zeros(c.shape[:1])
         differs += int(mx.sum(mx.argmax(b, axis=-1) != mx.argmax(c, axis=-1)))
         mx.eval(kl, mass)
         kls.append(np.array(kl))
@@ -61,11 +61,10 @@ def ours_logits(combined, tokens: list[int], chunk: int = CHUNK) -> Iterator[mx.
     The base part is the base's own mlx-lm model, so it runs with its own cache."""
     from mlx_lm.models.cache import make_prompt_cache
 
-    from .logits import base_logits, final_hidden, launch_logit
+    from .logits import combined_text_logits, final_hidden
 
     cache = make_prompt_cache(combined.base)
     for i in range(0, len(tokens), chunk):
         h = final_hidden(combined.base, tokens[i:i + chunk], cache)
-        launch = mx.broadcast_to(launch_logit(h, combined.launch_row)[:, None], (h.shape[0], combined.layout.launch_tokens))
-        yield mx.concatenate([base_logits(combined.base, h), launch], axis=-1)
+        yield combined_text_logits(combined.base, h, combined.launch_row, combined.layout.launch_tokens)
 

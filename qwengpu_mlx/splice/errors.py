@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from .build import SpliceMisfit, SpliceTooLarge
 from .logits import SuppressionError
+from .runner import CombinedCheckpointError
 from .source import BaseSourceError
 from .tokenizer import TokenizerExtensionError
 from .weights import QuantizedBaseError
 
 SPLICE_ERRORS = (SpliceMisfit, SpliceTooLarge, SuppressionError, QuantizedBaseError, BaseSourceError,
-                 TokenizerExtensionError)
+                 TokenizerExtensionError, CombinedCheckpointError)

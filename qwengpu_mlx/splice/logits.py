@@ -57,6 +57,19 @@ def launch_logit(hidden: mx.array, row: np.ndarray) -> mx.array:
     return hidden.astype(mx.float32) @ mx.array(row.astype(np.float32))
 
 
+def combined_text_logits(model, hidden: mx.array, row: np.ndarray, launch_tokens: int) -> mx.array:
+    """The combined vocabulary's logits [T, V + N] at text positions: the base's own, then
+    every launch token's (all equal to ``b . h``)."""
+    launch = mx.broadcast_to(launch_logit(hidden, row)[:, None], (hidden.shape[0], launch_tokens))
+    return mx.concatenate([base_logits(model, hidden), launch], axis=-1)
+
+
+def launch_mass(text_logits: mx.array, launch_logits: mx.array) -> mx.array:
+    """The launch tokens' total probability [T] at each position, both parts of the vocabulary."""
+    full = mx.concatenate([text_logits, launch_logits], axis=-1).astype(mx.float32)
+    return mx.exp(mx.logsumexp(launch_logits.astype(mx.float32), axis=-1) - mx.logsumexp(full, axis=-1))
+
+
 def suppression_row(model, tokens: list[int], launch_tokens: int, *, target: float = 1e-9) -> Suppression:
     """``b`` for this base, from its final states on calibration ``tokens``."""
     hidden = final_hidden(model, tokens)
@@ -86,9 +99,5 @@ class LaunchMass:
 
 def launch_mass_from_logits(text_logits: mx.array, launch_logits: mx.array) -> LaunchMass:
     """Launch tokens' total probability per position, from both parts of the vocabulary."""
-    full = mx.concatenate([text_logits, launch_logits], axis=-1).astype(mx.float32)
-    lse = mx.logsumexp(full, axis=-1)
-    mass = mx.exp(mx.logsumexp(launch_logits.astype(mx.float32), axis=-1) - lse)
-    mx.eval(mass)
-    m = np.array(mass)
+    m = np.array(launch_mass(text_logits, launch_logits))
     return LaunchMass(max=float(m.max()), mean=float(m.mean()), positions=len(m))

@@ -42,12 +42,11 @@ def _circuit_layer_parameters(lay: SpliceLayout, linear: bool) -> int:
 
 def combined_parameters(lay: SpliceLayout, base_model) -> int:
     """Parameters of the dense combined checkpoint (what ``build`` would write)."""
-    from .weights import IN_SIDE, OUT_SIDE, PREFIX, module_of
+    from .weights import PREFIX, tensor_role
 
     total = 0
     for name, p in tree_flatten(base_model.parameters()):
-        grows = (module_of(name) in IN_SIDE + OUT_SIDE or name.endswith("layernorm.weight")
-                 or name in (PREFIX + "embed_tokens.weight", PREFIX + "norm.weight"))
+        grows = tensor_role(name) != "own" or name in (PREFIX + "embed_tokens.weight", PREFIX + "norm.weight")
         total += p.size * (WIDTH_FACTOR if grows else 1)
     total += lay.launch_tokens * lay.hidden
     interval = int(lay.base.get("full_attention_interval", 4))

@@ -23,8 +23,8 @@ import numpy as np
 from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS
 
 from .layout import RESIDUAL_SCALE, SpliceLayout
-from .logits import base_logits, final_hidden, launch_logit
-from .weights import IN_SIDE, OUT_SIDE, PREFIX, module_of, split_layers
+from .logits import combined_text_logits, final_hidden
+from .weights import PREFIX, layer_index, split_layers, tensor_role
 
 MAX_RMS_SHARE = 2.0 ** -30  # |launch rows' base part|^2 / K^2: moves the RMS by < 2^-31, below float32's 2^-24
 
@@ -47,12 +47,12 @@ def _unsplice_layer(params: dict[str, mx.array], H: int) -> dict[str, mx.array]:
     """A base layer's own tensors from its combined ones (slice the base's dims, undo x2)."""
     out = {}
     for name, w in params.items():
-        mod = module_of(name)
-        if name.endswith("layernorm.weight"):
+        role = tensor_role(name)
+        if role == "norm":
             out[name] = w[:H] * RESIDUAL_SCALE
-        elif mod in IN_SIDE:
+        elif role == "in":
             out[name] = w[:, :H]
-        elif mod in OUT_SIDE:
+        elif role == "out":
             out[name] = w[:H] / RESIDUAL_SCALE
         else:
             out[name] = w
@@ -78,8 +78,8 @@ def _load_base_tensors(path: Path, lay: SpliceLayout) -> dict[str, mx.array]:
     out = {}
     for f in sorted(path.glob("model*.safetensors")):
         for k, v in mx.load(str(f)).items():
-            m = split_layers({k: v})[1]
-            if k in keep or (m and next(iter(m)) < lay.base_layers):
+            i = layer_index(k)
+            if k in keep or (i is not None and i < lay.base_layers):
                 out[k] = v
     return out
 
@@ -96,22 +96,54 @@ class CombinedModel:
     def text_logits(self, tokens: list[int]) -> mx.array:
         """The combined model's logits [T, V] at text positions: the base's, then the launch
         tokens' (all equal to ``b . h``)."""
-        h = final_hidden(self.base, tokens)
-        text = base_logits(self.base, h)
-        launch = launch_logit(h, self.launch_row)[:, None]
-        return mx.concatenate([text, mx.broadcast_to(launch, (h.shape[0], self.layout.launch_tokens))], axis=-1)
+        return combined_text_logits(self.base, final_hidden(self.base, tokens), self.launch_row,
+                                    self.layout.launch_tokens)
 
     def launch_ids(self, circuit_ids: list[int]) -> list[int]:
         """Circuit token ids as the combined vocabulary's."""
         return [self.layout.launch_id(t) for t in circuit_ids]
 
 
-def read_layout(path: Path) -> SpliceLayout:
-    """The splice layout a combined checkpoint's manifest records."""
+class CombinedCheckpointError(ValueError):
+    """A directory that is not a usable combined checkpoint (record missing, unreadable, or
+    from another circuit); the message says which and what to do."""
+
+
+def read_record(path: Path) -> tuple[str, SpliceLayout]:
+    """(machine name, splice layout) from a combined checkpoint's splice record."""
     from .build import SPLICE_RECORD
 
-    rec = json.loads((Path(path) / SPLICE_RECORD).read_text())
-    return SpliceLayout(rec["base_text_config"], rec["circuit_config"], rec["launch_tokens"])
+    f = Path(path) / SPLICE_RECORD
+    if not f.is_file():
+        raise CombinedCheckpointError(f"{path}: not a combined checkpoint (no {SPLICE_RECORD}; "
+                                      f"`qwengpu-mlx build --base` writes one)")
+    try:
+        rec = json.loads(f.read_text())
+        layout = SpliceLayout(rec["base_text_config"], rec["circuit_config"], int(rec["launch_tokens"]))
+        machine = rec["machine"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise CombinedCheckpointError(f"{f}: unreadable splice record ({type(e).__name__}: {e}); rebuild with "
+                                      f"`qwengpu-mlx build --base`") from None
+    return machine, layout
+
+
+def recorded_machine(path: Path):
+    """(the machine a combined checkpoint's circuit runs, its splice layout)."""
+    return _machine(*read_record(path), path)
+
+
+def _machine(name: str, layout: SpliceLayout, path: Path):
+    from qwengpu_mlx.machine import MACHINES
+
+    if name not in MACHINES:
+        raise CombinedCheckpointError(f"{path}: records machine {name!r}, which this version does not have "
+                                      f"({', '.join(sorted(MACHINES))})")
+    return MACHINES[name], layout
+
+
+def read_layout(path: Path) -> SpliceLayout:
+    """The splice layout a combined checkpoint records."""
+    return read_record(path)[1]
 
 
 def load_combined(path: Path, circuit) -> CombinedModel:
@@ -122,7 +154,7 @@ def load_combined(path: Path, circuit) -> CombinedModel:
     weights, row = unsplice_base(_load_base_tensors(path, lay), lay)
     share = launch_rms_share(row)
     if share > MAX_RMS_SHARE:
-        raise ValueError(f"the launch rows' base part holds {share:.2e} of a launch token's norm "
+        raise CombinedCheckpointError(f"the launch rows' base part holds {share:.2e} of a launch token's norm "
                          f"(at most {MAX_RMS_SHARE:.1e} keeps the circuit's levels exact)")
     model = base_model_from_config(lay.base)
     model.load_weights(list(weights.items()), strict=True)
@@ -130,24 +162,16 @@ def load_combined(path: Path, circuit) -> CombinedModel:
     return CombinedModel(model, lay, row, circuit)
 
 
-def recorded_machine(path: Path) -> str:
-    """The machine a combined checkpoint's circuit runs (from its splice record)."""
-    from .build import SPLICE_RECORD
-
-    return json.loads((Path(path) / SPLICE_RECORD).read_text())["machine"]
-
-
 def open_combined(path: Path, store) -> CombinedModel:
     """Our runner over a checkpoint ``build --base`` wrote: the recorded machine's circuit at
     Qwen3.5-2B's shape from ``store`` (compiled, or the same weights the checkpoint holds)."""
     from qwengpu_mlx.compiler.sizing import QWEN35_2B
-    from qwengpu_mlx.machine import MACHINES
     from qwengpu_mlx.runner import CircuitRunner
 
-    lay = read_layout(path)
-    machine = MACHINES[recorded_machine(path)]
+    name, lay = read_record(path)
+    machine, _ = _machine(name, lay, path)
     compiled = store.compiled(machine, QWEN35_2B)
     if compiled.plan.config() != lay.circuit:
-        raise ValueError(f"{path} holds a different circuit than this version compiles for the "
-                         f"{recorded_machine(path)} machine: rebuild it with `qwengpu-mlx build --base`")
+        raise CombinedCheckpointError(f"{path} holds a different circuit than this version compiles for the "
+                                      f"{name} machine: rebuild it with `qwengpu-mlx build --base`")
     return load_combined(path, CircuitRunner(compiled.compact(), machine))

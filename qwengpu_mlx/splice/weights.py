@@ -56,20 +56,29 @@ def module_of(name: str) -> str:
     return parts[-2] if len(parts) >= 2 else ""
 
 
+def tensor_role(name: str) -> str:
+    """How a base layer tensor changes in the combined width: ``norm`` (hidden-wide, halved),
+    ``in`` (reads the residual: zero columns), ``out`` (writes it: doubled, zero rows), or
+    ``own`` (no hidden dim: unchanged)."""
+    if name.endswith("layernorm.weight"):
+        return "norm"
+    mod = module_of(name)
+    return "in" if mod in IN_SIDE else "out" if mod in OUT_SIDE else "own"
+
+
 def base_layer(params: dict[str, mx.array], lay: SpliceLayout) -> dict[str, mx.array]:
     """One base layer's tensors (names after ``layers.{i}.``) in the combined width."""
     if any(k.endswith(".scales") for k in params):
         raise QuantizedBaseError("quantized base layers are not spliced yet (a bf16 or float32 base is)")
     out = {}
-    scale = RESIDUAL_SCALE
     for name, w in params.items():
-        mod = module_of(name)
-        if name.endswith("layernorm.weight"):
-            out[name] = _pad_rows(w / scale, lay.hidden, 0)
-        elif mod in IN_SIDE:
+        role = tensor_role(name)
+        if role == "norm":
+            out[name] = _pad_rows(w / RESIDUAL_SCALE, lay.hidden, 0)
+        elif role == "in":
             out[name] = _pad_columns(w, lay.hidden, 0)
-        elif mod in OUT_SIDE:
-            out[name] = _pad_rows(w * scale, lay.hidden, 0)
+        elif role == "out":
+            out[name] = _pad_rows(w * RESIDUAL_SCALE, lay.hidden, 0)
         else:  # conv1d, A_log, dt_bias, the heads' own norms: no hidden dim
             out[name] = w
     return out
@@ -169,6 +178,12 @@ def embedding_and_norm(base_embedding: mx.array, base_final_norm: mx.array, circ
     fn[lay.circuit_offset + np.nonzero(circ)[0]] = DEFAULT_LEVELS.norm_weight(lay.hidden)
     final = fn_base + mx.array(fn).astype(fn_base.dtype)
     return {PREFIX + "embed_tokens.weight": rows, PREFIX + "norm.weight": final}
+
+
+def layer_index(name: str) -> int | None:
+    """The layer a tensor name belongs to, None for the embedding and final norm."""
+    m = _LAYER.match(name)
+    return int(m.group(1)) if m else None
 
 
 def split_layers(weights: dict[str, mx.array]) -> tuple[dict, dict[int, dict]]:
