@@ -104,17 +104,27 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--revision", help="--base repo: branch, tag or commit (resolved to a commit hash)")
     machine_option(b)
 
-    e = sub.add_parser("eval", help="measure a combined checkpoint against its base")
-    e.add_argument("what", choices=["drift"], help="drift: KL(base || combined), greedy agreement and launch-token "
-                                                   "mass on the shipped public-domain sample, through our runner "
-                                                   "and through unmodified mlx-lm")
-    e.add_argument("--model", required=True, metavar="DIR", help="the combined checkpoint")
-    e.add_argument("--base", required=True, metavar="REPO_OR_DIR", help="the base it was built from")
+    e = sub.add_parser("eval", help="measure a combined model: its text against its base, or its chat answers")
+    e.add_argument("what", choices=["drift", "chat"],
+                   help="drift: KL(base || combined), greedy agreement and launch-token mass on the shipped "
+                        "public-domain sample, through our runner and through unmodified mlx-lm; chat: the shipped "
+                        "(or --questions) question set, answered with GPU-computed numbers")
+    e.add_argument("--model", required=True, metavar="DIR|REPO|demo",
+                   help="drift: the combined checkpoint; chat: anything `chat --model` takes")
+    e.add_argument("--base", metavar="REPO_OR_DIR", help="drift: the base it was built from")
+    e.add_argument("--mode", choices=["normal", "advanced"], default="normal", help="chat: which question set")
+    e.add_argument("--questions", metavar="FILE", help='chat: a question set {"normal": [{"question": ..., '
+                                                        '"answer": N}, ...], "advanced": [...]}')
+    e.add_argument("--json", action="store_true", help="chat: print one JSON object")
+    machine_option(e)
     e.add_argument("--tokens", type=_positive, default=None, help="measure only the sample's first N tokens")
     e.add_argument("--skip-mlx-lm", action="store_true", help="only our runner (the dense checkpoint is large)")
 
     machine_option(sub.add_parser("machine", help="print the machine's limits"))
+    from .chat.cli import add_parser as add_chat_parser
     from .tui.cli_entry import add_parser as add_tui_parser
+
+    add_chat_parser(sub, machine_option)
 
     add_tui_parser(sub)
     return p
@@ -365,8 +375,36 @@ def _build_base(ns) -> int:
     return 0
 
 
+def _eval_chat(ns) -> int:
+    """``eval chat``: the question set through the real chat loop (``chat.evaluate``)."""
+    from pathlib import Path
+
+    from .chat.cli import open_model
+    from .chat.evaluate import QuestionSetError, evaluate_chat, load_questions, report_lines
+
+    try:
+        questions = load_questions(Path(ns.questions) if ns.questions else None).get(ns.mode, [])
+    except QuestionSetError as e:
+        raise LaunchError(f"--questions {e}") from None
+    if not questions:
+        raise LaunchError(f"the question set has no {ns.mode!r} questions")
+    model = open_model(ns.model, MACHINES[ns.machine])
+
+    def progress(i, r):
+        mark = "right" if r.right else "wrong"
+        print(f"[{i + 1}/{len(questions)}] {mark}: {r.question} -> {r.answer!r}", file=sys.stderr, flush=True)
+
+    ev = evaluate_chat(model, ns.mode, questions, on_result=progress)
+    print(json.dumps(ev.to_json()) if ns.json else "\n".join(report_lines(ev)))
+    return 0
+
+
 def cmd_eval(ns) -> int:
     """``eval drift``: the combined model's text against the base's (``splice.drift``)."""
+    if ns.what == "chat":
+        return _eval_chat(ns)
+    if not ns.base:
+        raise LaunchError("eval drift needs --base (the base the combined checkpoint was built from)")
     from .runtime import CircuitStore
     from .splice.drift import measure, mlx_lm_logits, ours_logits
     from .splice.pipeline import sample_text
@@ -447,6 +485,12 @@ def cmd_machine(ns) -> int:
     return 0
 
 
+def cmd_chat(ns) -> int:
+    from .chat.cli import run
+
+    return run(ns)
+
+
 def cmd_tui(ns) -> int:
     from .tui.cli_entry import run
 
@@ -457,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
     try:
         return {"compile": cmd_compile, "run": cmd_run, "check": cmd_check, "build": cmd_build, "eval": cmd_eval, "machine": cmd_machine,
-                "tui": cmd_tui}[ns.command](ns)
+                "tui": cmd_tui, "chat": cmd_chat}[ns.command](ns)
     except QwenGpuError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

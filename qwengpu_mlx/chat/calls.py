@@ -1,0 +1,140 @@
+"""Running the tool calls Qwen writes: each one launch (or a few) in the combined model.
+
+A call comes in as mlx-lm's tool parser returns it (``{"name", "arguments"}``); what goes
+back is a :class:`ToolOutcome`: the tool message's content (``tools.result_text`` or
+``tools.error_text``) and a :class:`LaunchRecord` per launch. Nothing a model writes
+may crash the chat: every refusal (parse, compile, lowering, launch) is an error
+response that says why. The value in a response is read from the recurrent state of
+the launch that computed it; with ``check`` every launch is replayed against the
+reference interpreter, and a launch that disagrees is reported as an error, not a value.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from qwengpu_mlx.errors import QwenGpuError
+from qwengpu_mlx.machine import MachineConfig
+
+from .tools import GPU_EVAL_NAME, GPU_KERNEL_NAME, TOOLS, error_text, result_text
+
+KERNEL_FILE = "kernel.cu"  # the name clang's messages give a kernel the model wrote
+
+
+@dataclass
+class LaunchRecord:
+    """One launch a tool call made, for the turn's summary."""
+
+    kernel: str  # the kernel's name (normal mode: its form, e.g. "dot")
+    tokens: int  # launch tokens the model wrote
+    tokens_per_s: float
+    exact: bool | None  # --check's verdict; None when not checked
+    logit_margin: float
+    launch: object = None  # the runtime's Launch
+
+
+@dataclass
+class ToolOutcome:
+    content: str  # the tool message's content
+    error: bool
+    launches: list[LaunchRecord] = field(default_factory=list)
+
+
+class LaunchNotExact(QwenGpuError):
+    """--check found the model's launch different from the reference interpreter."""
+
+
+@dataclass
+class GpuTools:
+    """Executes gpu_eval / gpu_kernel calls on one circuit runner (the combined model's)."""
+
+    runner: object  # runtime Runner over the combined model's circuit
+    machine: MachineConfig
+    check: bool = False
+    events: object = None  # a runtime LaunchEvents sink (the dashboard's launch pane), optional
+
+    def run(self, call: dict, mode: str) -> ToolOutcome:
+        """The outcome of one parsed call; never raises for what the model wrote."""
+        launches: list[LaunchRecord] = []
+        name = call.get("name") if isinstance(call, dict) else None
+        offered = [t["function"]["name"] for t in TOOLS[mode]]
+        if name not in offered:
+            return ToolOutcome(error_text(f"unknown tool {name!r}; this chat offers {', '.join(offered)}"), True)
+        args = call.get("arguments")
+        if not isinstance(args, dict):
+            return ToolOutcome(error_text("the tool call's arguments must be an object"), True)
+        try:
+            value = (self._eval(args, launches) if name == GPU_EVAL_NAME else self._kernel(args, launches))
+        except (QwenGpuError, ValueError) as e:  # ExpressionError is a ValueError
+            return ToolOutcome(error_text(str(e)), True, launches)
+        return ToolOutcome(result_text(value), False, launches)
+
+    def _launch(self, program, label: str, launches: list[LaunchRecord]):
+        """One bound program through the runtime's launch path, on this runner."""
+        from qwengpu_mlx.runtime import launch_program
+
+        launch = launch_program(program, None, self.machine, runner=self.runner, check=self.check,
+                                events=self.events)
+        exact = launch.check.exact if launch.check is not None else None
+        launches.append(LaunchRecord(label, len(launch.tokens), launch.tokens_per_s, exact, launch.logit_margin,
+                                     launch))
+        if exact is False:
+            raise LaunchNotExact(f"the {label} launch disagreed with the reference interpreter: "
+                                 + "; ".join(launch.check.problems[:3]))
+        return launch
+
+    def _eval(self, args: dict, launches: list[LaunchRecord]):
+        from qwengpu_mlx.runtime import LaunchRequest, prepare
+
+        from .expression import evaluate
+
+        text = args.get("expression")
+        if not isinstance(text, str):
+            raise ValueError("gpu_eval needs an 'expression' string")
+
+        def launch(job):
+            req = LaunchRequest(source=job.source, args=job.args, kernel=job.kernel, block=job.block,
+                                grid=job.grid, machine=self.machine)
+            return self._launch(prepare(req).program, job.form, launches).outputs
+
+        return evaluate(text, launch, machine=self.machine).value
+
+    def _kernel(self, args: dict, launches: list[LaunchRecord]) -> dict:
+        from qwengpu_mlx.runtime import LaunchRequest, prepare
+
+        source, kargs = args.get("source"), args.get("args", {})
+        if not isinstance(source, str) or not source.strip():
+            raise ValueError("gpu_kernel needs the CUDA 'source' as a string")
+        if not isinstance(kargs, dict):
+            raise ValueError("gpu_kernel's 'args' must be an object: parameter name -> integer or list")
+        block, grid = _geometry(args.get("block", 4), "block"), _geometry(args.get("grid", 1), "grid")
+        with tempfile.TemporaryDirectory(prefix="qwengpu-chat-") as tmp:
+            path = Path(tmp) / KERNEL_FILE
+            path.write_text(source)
+            prepared = prepare(LaunchRequest(source=path, args=_kernel_args(kargs), block=block, grid=grid,
+                                             machine=self.machine))
+        name = prepared.compiled.kernel.name
+        return self._launch(prepared.program, name, launches).outputs
+
+
+def _geometry(value, what: str) -> int:
+    """block / grid as an integer (a model may write "4")."""
+    try:
+        n = int(str(value).strip())
+    except ValueError:
+        raise ValueError(f"{what} must be an integer, got {value!r}") from None
+    return n
+
+
+def _kernel_args(args: dict) -> dict:
+    """Launch arguments as the host binds them: integers and lists of integers only."""
+    out = {}
+    for name, v in args.items():
+        if isinstance(v, bool) or not (isinstance(v, int) or (isinstance(v, list)
+                                                              and all(isinstance(x, int) and not isinstance(x, bool)
+                                                                      for x in v))):
+            raise ValueError(f"argument {name!r}: expected an integer or a list of integers, got {v!r}")
+        out[str(name)] = v
+    return out

@@ -1,0 +1,178 @@
+"""``qwengpu-mlx chat``: mlx_lm.chat's flags and commands (q, r, h), with the GPU as a tool.
+
+Each turn streams the reply, shows each tool call and its result, and ends with
+mlx-lm's summary lines (prompt and generation tokens and tokens/s, peak memory) plus a
+line per launch (kernel, tokens, tokens/s, whether ``--check`` found it exact). With
+``--json`` (or piped input) every line of stdin is a user turn and one JSON object per
+turn is printed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from .session import MODES, ChatSettings, TextPiece, ToolCallDone, ToolCallStarted, TurnSummary
+
+HELP = "commands: q exit, r reset the conversation, h help"
+
+
+def add_parser(sub, machine_option) -> None:
+    c = sub.add_parser("chat", help="chat with a Qwen3.5 model whose answers come from its own GPU layers")
+    c.add_argument("--model", metavar="REPO_OR_DIR",
+                   help="a Qwen3.5 chat model (Hugging Face repo id or directory, combined with the circuit on the "
+                        "fly), a checkpoint `build --base` wrote, or `demo` (a toy model shipped with the package)")
+    c.add_argument("--mode", choices=MODES, default="normal",
+                   help="normal: Qwen writes an integer expression (each form a ready-made kernel); "
+                        "advanced: Qwen writes the CUDA kernel itself (compiler errors go back to it, 3 retries)")
+    c.add_argument("--max-tokens", "-m", type=int, default=512, help="maximum tokens per reply segment")
+    c.add_argument("--temp", type=float, default=0.0, help="sampling temperature (default 0: greedy)")
+    c.add_argument("--top-p", type=float, default=1.0, help="sampling top-p")
+    c.add_argument("--seed", type=int, default=0, help="PRNG seed")
+    c.add_argument("--system-prompt", default=None, help="system prompt for the chat template")
+    c.add_argument("--check", action="store_true", help="replay every launch against the reference interpreter")
+    c.add_argument("--json", action="store_true", help="read one user turn per stdin line, print one JSON object "
+                                                       "per turn")
+    machine_option(c)
+
+
+def settings_from(ns) -> ChatSettings:
+    return ChatSettings(mode=ns.mode, max_tokens=ns.max_tokens, temp=ns.temp, top_p=ns.top_p, seed=ns.seed,
+                        system_prompt=ns.system_prompt, check=ns.check)
+
+
+def _log(text: str) -> None:
+    print(f"[{text}]", file=sys.stderr, flush=True)
+
+
+def open_model(spec: str, machine, log=_log):
+    """The chat model, or the CLI's error (exit 2) with the reason."""
+    from qwengpu_mlx.errors import ResourceError
+    from qwengpu_mlx.runtime import CircuitStore
+
+    from .models import ChatModelError, open_chat_model
+
+    try:
+        return open_chat_model(spec, CircuitStore(), machine=machine, log=log)
+    except ChatModelError as e:
+        raise ResourceError(f"--model {spec}: {e}") from None
+
+
+def _choose_model(ns) -> str | None:
+    """--model, or (without it) the demo if the user says so: never a silent fallback."""
+    from .models import DEMO, GET_A_MODEL
+
+    if ns.model:
+        return ns.model
+    print(GET_A_MODEL, file=sys.stderr)
+    if ns.json or not sys.stdin.isatty():
+        print("error: no --model given (pass --model demo for the toy model)", file=sys.stderr)
+        return None
+    answer = input("Chat with the demo model now? [y/N] ").strip().lower()
+    return DEMO if answer in ("y", "yes") else None
+
+
+def run(ns) -> int:
+    from qwengpu_mlx.machine import MACHINES
+
+    from .session import ChatSession
+
+    spec = _choose_model(ns)
+    if spec is None:
+        return 2
+    model = open_model(spec, MACHINES[ns.machine])
+    if model.note:
+        print(model.note, file=sys.stderr)
+    if not model.has_tools:
+        print(f"warning: {spec}'s chat template has no tool calls: Qwen cannot ask for the GPU", file=sys.stderr)
+    session = ChatSession(model, settings_from(ns))
+    if ns.json or not sys.stdin.isatty():
+        return _batch(session, ns.json)
+    print(f"qwengpu-mlx chat: {spec} ({ns.mode} mode). {HELP}")
+    return _interactive(session)
+
+
+def _interactive(session) -> int:
+    while True:
+        try:
+            query = input(">> ")
+        except EOFError:
+            return 0
+        if query == "q":
+            return 0
+        if query == "r":
+            session.reset()
+            print("[context cleared]")
+            continue
+        if query == "h":
+            print(HELP)
+            continue
+        show_turn(session.turn(query), sys.stdout)
+
+
+def _batch(session, as_json: bool) -> int:
+    for line in sys.stdin:
+        query = line.rstrip("\n")
+        if not query.strip():
+            continue
+        if as_json:
+            summary = _last(session.turn(query))
+            print(json.dumps(turn_record(query, summary)), flush=True)
+        else:
+            print(f">> {query}")
+            show_turn(session.turn(query), sys.stdout)
+    return 0
+
+
+def _last(events):
+    out = None
+    for out in events:
+        pass
+    return out
+
+
+def show_turn(events, out) -> TurnSummary:
+    """Print a turn's events as they come; the summary lines at the end."""
+    summary = None
+    for ev in events:
+        if isinstance(ev, TextPiece):
+            out.write(ev.text)
+            out.flush()
+        elif isinstance(ev, ToolCallStarted):
+            args = ", ".join(f"{k}={v!r}" for k, v in ev.arguments.items())
+            out.write(f"\n[tool call: {ev.name}({args})]\n")
+            out.flush()
+        elif isinstance(ev, ToolCallDone):
+            out.write(f"[tool response: {ev.outcome.content}]\n")
+        elif isinstance(ev, TurnSummary):
+            summary = ev
+    out.write("\n")
+    for line in summary_lines(summary):
+        out.write(line + "\n")
+    out.flush()
+    return summary
+
+
+def summary_lines(s: TurnSummary) -> list[str]:
+    """mlx-lm's three summary lines, then one per launch."""
+    st = s.stats
+    lines = ["=" * 10,
+             f"Prompt: {st.prompt_tokens} tokens, {st.prompt_tps:.3f} tokens-per-sec",
+             f"Generation: {st.generation_tokens} tokens, {st.generation_tps:.3f} tokens-per-sec",
+             f"Peak memory: {s.peak_memory_gb:.3f} GB"]
+    for r in s.launches:
+        verdict = {True: "exact (checked)", False: "NOT EXACT", None: "not checked"}[r.exact]
+        lines.append(f"Launch: {r.kernel}, {r.tokens} tokens, {r.tokens_per_s:.3f} tokens-per-sec, {verdict}")
+    return lines
+
+
+def turn_record(query: str, s: TurnSummary) -> dict:
+    """One turn as JSON (``--json``)."""
+    st = s.stats
+    return {"user": query, "answer": s.answer, "stopped": s.stopped,
+            "tool_results": [{"content": t.content, "error": t.error} for t in s.tool_results],
+            "launches": [{"kernel": r.kernel, "tokens": r.tokens, "tokens_per_s": round(r.tokens_per_s, 3),
+                          "exact": r.exact, "logit_margin": round(r.logit_margin, 4)} for r in s.launches],
+            "prompt_tokens": st.prompt_tokens, "prompt_tps": round(st.prompt_tps, 3),
+            "generation_tokens": st.generation_tokens, "generation_tps": round(st.generation_tps, 3),
+            "peak_memory_gb": round(s.peak_memory_gb, 3)}

@@ -1,0 +1,94 @@
+"""Text generation on the combined model's text side, with the prompt cache kept across turns.
+
+On a text position the combined model's logits are the base's own followed by the launch
+tokens' (``splice.runner.CombinedModel.text_logits``); masking the launch tokens out of
+text generation leaves exactly the base's logits, so this samples from the base model
+(mlx-lm's own Qwen3.5 model object, unmodified). The cache holds every token fed so far;
+a new prompt that extends them feeds only the rest, any other prompt starts a fresh
+cache (Gated DeltaNet's recurrent cache cannot be trimmed).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+import mlx.core as mx
+
+PREFILL_STEP = 512  # prompt tokens per forward pass during prefill (bounds peak memory)
+
+
+@dataclass
+class GenStats:
+    """mlx-lm's per-response figures, for one generation segment."""
+
+    prompt_tokens: int = 0  # tokens prefilled (new to the cache)
+    prompt_seconds: float = 0.0
+    generation_tokens: int = 0
+    generation_seconds: float = 0.0
+
+    @property
+    def prompt_tps(self) -> float:
+        return self.prompt_tokens / self.prompt_seconds if self.prompt_seconds > 0 else 0.0
+
+    @property
+    def generation_tps(self) -> float:
+        return self.generation_tokens / self.generation_seconds if self.generation_seconds > 0 else 0.0
+
+    def add(self, other: "GenStats") -> None:
+        self.prompt_tokens += other.prompt_tokens
+        self.prompt_seconds += other.prompt_seconds
+        self.generation_tokens += other.generation_tokens
+        self.generation_seconds += other.generation_seconds
+
+
+@dataclass
+class TextGenerator:
+    """The base's forward passes over one conversation, token by token."""
+
+    model: object  # mlx-lm Qwen3.5 model of the base
+    sampler: Callable[[mx.array], mx.array]
+    fed: list[int] = field(default_factory=list)  # tokens the cache has seen, in order
+    cache: list | None = None
+
+    def reset(self) -> None:
+        """Forget the conversation: the next prompt is prefilled from its start."""
+        self.fed, self.cache = [], None
+
+    def _prefill(self, prompt: list[int]) -> tuple[mx.array, GenStats]:
+        """Feed what the cache lacks of ``prompt``; the logits after its last token."""
+        from mlx_lm.models.cache import make_prompt_cache
+
+        n = len(self.fed)
+        if self.cache is None or prompt[:n] != self.fed or n >= len(prompt):
+            self.cache, self.fed, n = make_prompt_cache(self.model), [], 0
+        t0 = time.perf_counter()
+        rest = prompt[n:]
+        for i in range(0, len(rest), PREFILL_STEP):
+            logits = self.model(mx.array([rest[i:i + PREFILL_STEP]]), cache=self.cache)
+            mx.eval(logits)
+        self.fed = list(prompt)
+        return logits[0, -1], GenStats(len(rest), time.perf_counter() - t0)
+
+    def generate(self, prompt: list[int], max_tokens: int, stats: GenStats) -> Iterator[int]:
+        """Sample up to ``max_tokens`` tokens after ``prompt``; the caller stops early by
+        closing the iterator (every yielded token is in the cache by then)."""
+        logits, s = self._prefill(prompt)
+        stats.add(s)
+        t0 = time.perf_counter()
+        try:
+            for _ in range(max_tokens):
+                token = int(self.sampler(logits[None].astype(mx.float32)).item())
+                logits = self._feed(token)
+                stats.generation_tokens += 1
+                yield token
+        finally:
+            stats.generation_seconds += time.perf_counter() - t0
+
+    def _feed(self, token: int) -> mx.array:
+        """Run one sampled token through the base (so the cache holds it), its next logits."""
+        logits = self.model(mx.array([[token]]), cache=self.cache)[0, -1]
+        mx.eval(logits)
+        self.fed.append(token)
+        return logits

@@ -1,0 +1,83 @@
+"""The tools Qwen is offered, in the OpenAI/Qwen JSON-schema form its chat template renders.
+
+Normal mode offers :data:`GPU_EVAL` (an integer expression, ``chat.expression``), advanced
+mode :data:`GPU_KERNEL` (a CUDA kernel with its arguments and geometry). A tool's answer
+goes back as the tool message's content: :func:`result_text` for a value,
+:func:`error_text` for a refusal, so the model can read either and say why.
+
+The expression language (the ``expression`` argument of ``gpu_eval``)::
+
+    expr    := term (("+" | "-") term)*
+    term    := factor (("*" | "@") factor)*
+    factor  := "-"? (INT | array | call | "(" expr ")")
+    array   := "[" (expr ("," expr)*)? "]"          vectors; a list of vectors is a matrix
+    call    := NAME "(" expr ("," expr)* ")"
+    NAME    := sum | min | max | argmax | prefix_sum | sort | reverse
+             | histogram | gcd | fib | pow
+
+``a @ b``: dot product (vector, vector) or matrix-vector product (matrix, vector);
+``+ - *``: elementwise on equal-length vectors, or scalar with scalar; ``k * v`` and
+``v * k``: scaling; ``histogram(v, bins)``: counts of each value in ``[0, bins)``;
+``gcd(a, b)``, ``fib(n)``, ``pow(b, e)``: scalars. All values are 32-bit signed integers.
+"""
+
+from __future__ import annotations
+
+GPU_EVAL_NAME = "gpu_eval"
+GPU_KERNEL_NAME = "gpu_kernel"
+
+GPU_EVAL = {
+    "type": "function",
+    "function": {
+        "name": GPU_EVAL_NAME,
+        "description": ("Compute an integer expression exactly on the GPU inside this model. Supports "
+                        "vectors [1, 2, 3], matrices [[1, 2], [3, 4]], + - * (elementwise or by a scalar), "
+                        "@ (dot or matrix-vector product), and sum, min, max, argmax, prefix_sum, sort, "
+                        "reverse, histogram(v, bins), gcd(a, b), fib(n), pow(b, e). 32-bit integers only."),
+        "parameters": {
+            "type": "object",
+            "properties": {"expression": {"type": "string",
+                                          "description": "for example: [1, 2, 3] @ [4, 5, 6]"}},
+            "required": ["expression"],
+        },
+    },
+}
+
+GPU_KERNEL = {
+    "type": "function",
+    "function": {
+        "name": GPU_KERNEL_NAME,
+        "description": ("Compile a CUDA __global__ kernel and launch it on the GPU inside this model "
+                        "(warpSize 4, at most 16 threads per block, 126 words of memory, 32-bit integers). "
+                        "Returns every pointer argument's array after the launch, or the compiler's errors."),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "source": {"type": "string", "description": "the CUDA source with one __global__ kernel"},
+                "args": {"type": "object", "description": ("each parameter's value by name: a list of "
+                                                           "integers for a pointer, an integer otherwise")},
+                "block": {"type": "integer", "description": "threads per block (1-16)"},
+                "grid": {"type": "integer", "description": "blocks (default 1)"},
+            },
+            "required": ["source", "args", "block"],
+        },
+    },
+}
+
+TOOLS = {"normal": [GPU_EVAL], "advanced": [GPU_KERNEL]}
+
+
+def result_text(value) -> str:
+    """A computed value as the tool's response: ``32``, ``[5, 7, 9]`` or ``{"out": [...]}``."""
+    import json
+
+    if isinstance(value, dict):
+        return json.dumps(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(str(int(v)) for v in value) + "]"
+    return str(int(value))
+
+
+def error_text(message: str) -> str:
+    """A refusal as the tool's response: the model reads why and can say so or retry."""
+    return f"error: {message}"
