@@ -1,0 +1,350 @@
+"""Normal mode: an integer expression, evaluated by ready-made kernels on the GPU.
+
+``evaluate(text, launch)`` parses the expression (``expression_parse``), checks each
+operation's types, lengths, ranges and memory before anything runs, and runs one launch
+per operation node through ``launch`` (the model in the chat, the reference interpreter in
+tests). The rule: the model computes; the host only binds inputs, reads outputs and passes
+them on. So nothing is folded (``2 + 3`` is a launch), and an inner launch's result, as
+read from ``launch``, is the outer launch's input. A bare literal is its own value.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from qwengpu_mlx.errors import QwenGpuError
+from qwengpu_mlx.machine import DEFAULT_MACHINE, MachineConfig
+
+from .expression_parse import (INT_MAX, INT_MIN, Array, BinOp, Call, ExpressionError, Neg, Num, parse)
+
+__all__ = ["ExpressionError", "Evaluation", "KernelJob", "evaluate", "parse", "count_launches",
+           "compiled_kernel", "bind_job", "reference_launch", "KERNELS", "MAX_LAUNCHES"]
+
+KERNELS = Path(__file__).parent / "kernels"
+MAX_LAUNCHES = 32  # each launch is a model generation: a long chain would stall the chat
+BLOCK = 16  # threads per thread block for the one-element-per-thread kernels
+MAX_SORT = 64  # odd-even transposition: n phases of n/2 compare-swaps within the 4096-step budget
+MAX_FIB = 46  # F(46) = 1836311903 is the last Fibonacci number below 2^31
+
+
+@dataclass(frozen=True)
+class KernelJob:
+    """One launch: what the host binds (source, kernel, arguments, geometry) and reads."""
+
+    source: Path
+    kernel: str | None
+    args: dict
+    block: int
+    grid: int
+    result: str  # the output array's parameter name
+    form: str  # e.g. "dot", shown to the user
+    length: int | None = None  # elements of the result to read; None: a scalar (word 0)
+
+
+@dataclass
+class Evaluation:
+    value: int | list[int]
+    launches: list[tuple[KernelJob, dict[str, list[int]]]] = field(default_factory=list)
+
+
+# --- the kernels -------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def compiled_kernel(source: Path, kernel: str | None):
+    """clang once per kernel: the chat reuses the same few kernels for every expression."""
+    from qwengpu_mlx.host.launch import compile_kernel
+
+    return compile_kernel(source, kernel)
+
+
+def bind_job(job: KernelJob, machine: MachineConfig = DEFAULT_MACHINE):
+    """The job's bound program (arguments become memory and immediates)."""
+    from qwengpu_mlx.host.launch import bind
+
+    return bind(compiled_kernel(job.source, job.kernel), job.args, block=job.block, grid=job.grid, machine=machine)
+
+
+def reference_launch(machine: MachineConfig = DEFAULT_MACHINE) -> Callable[[KernelJob], dict[str, list[int]]]:
+    """A ``launch`` for :func:`evaluate` that runs each job on the exact interpreter."""
+    from qwengpu_mlx.runtime import run_reference
+
+    def launch(job: KernelJob) -> dict[str, list[int]]:
+        return run_reference(bind_job(job, machine), machine).outputs
+
+    return launch
+
+
+def _geometry(threads: int) -> tuple[int, int]:
+    """(block, grid) for one thread per element: blocks of up to 16 threads."""
+    threads = max(threads, 1)
+    return min(threads, BLOCK), -(-threads // BLOCK)
+
+
+def _job(source: str, form: str, args: dict, result: str, *, threads: int, kernel: str | None = None,
+         length: int | None = None, geometry: tuple[int, int] | None = None) -> KernelJob:
+    block, grid = geometry or _geometry(threads)
+    return KernelJob(KERNELS / source, kernel, args, block, grid, result, form, length)
+
+
+# --- checks ------------------------------------------------------------------------------
+
+def _kind(value) -> str:
+    if isinstance(value, int):
+        return "a scalar"
+    if value and isinstance(value[0], list):
+        return "a matrix"
+    return "a vector"
+
+
+def _vector(value, what: str, column: int) -> list[int]:
+    if _kind(value) != "a vector":
+        raise ExpressionError(f"{what} needs a vector, got {_kind(value)} (column {column})")
+    if not value:
+        raise ExpressionError(f"{what} needs a non-empty vector (column {column})")
+    return value
+
+
+def _scalar(value, what: str, column: int) -> int:
+    if not isinstance(value, int):
+        raise ExpressionError(f"{what} needs a scalar, got {_kind(value)} (column {column})")
+    return value
+
+
+def _fits(job: KernelJob, machine: MachineConfig) -> KernelJob:
+    """Memory, geometry: refuse before the launch, naming the limit."""
+    words = sum(len(v) for v in job.args.values() if isinstance(v, list))
+    if words > machine.mem_words:
+        raise ExpressionError(f"the data needs {words} words, the GPU has {machine.mem_words} ({job.form})")
+    from qwengpu_mlx.vocab import MAX_GRID
+
+    if job.grid > MAX_GRID:
+        raise ExpressionError(f"{job.form} needs {job.grid} thread blocks, the GPU runs at most {MAX_GRID}")
+    return job
+
+
+# --- the forms: each builds one KernelJob ------------------------------------------------
+
+def _elementwise(op: str, a, b, column: int) -> KernelJob:
+    """``+ - *`` on equal-length vectors; scalar with scalar runs as 1-element vectors."""
+    name = {"+": "add", "-": "sub", "*": "mul"}[op]
+    if isinstance(a, int) and isinstance(b, int):
+        a, b = [a], [b]
+        length = None
+    else:
+        a = _vector(a, f"'{op}'", column)
+        b = _vector(b, f"'{op}'", column)
+        if len(a) != len(b):
+            raise ExpressionError(f"the vectors have {len(a)} and {len(b)} elements ('{op}' at column {column})")
+        length = len(a)
+    return _job("elementwise.cu", name, {"a": a, "b": b, "n": len(a)}, "a", threads=len(a), kernel=name,
+                length=length)
+
+
+def _scale(k: int, v: list[int], column: int) -> KernelJob:
+    v = _vector(v, "scaling", column)
+    return _job("scale.cu", "scale", {"x": v, "k": k, "n": len(v)}, "x", threads=len(v), length=len(v))
+
+
+def _negate(value, column: int) -> KernelJob:
+    """``-x`` is a launch too: scaling by -1 (a scalar as a 1-element vector)."""
+    if isinstance(value, int):
+        return _job("scale.cu", "negate", {"x": [value], "k": -1, "n": 1}, "x", threads=1)
+    job = _scale(-1, value, column)
+    return KernelJob(job.source, job.kernel, job.args, job.block, job.grid, job.result, "negate", job.length)
+
+
+def _matmul(a, b, column: int) -> KernelJob:
+    """``@``: dot (vector, vector) or matrix-vector product (matrix, vector)."""
+    if _kind(a) == "a vector" and _kind(b) == "a vector":
+        a, b = _vector(a, "'@'", column), _vector(b, "'@'", column)
+        if len(a) != len(b):
+            raise ExpressionError(f"the vectors have {len(a)} and {len(b)} elements ('@' at column {column})")
+        return _job("dot.cu", "dot", {"a": a, "b": b, "out": [0], "n": len(a)}, "out", threads=len(a))
+    if _kind(a) == "a matrix" and _kind(b) == "a vector" and b:
+        rows, cols = len(a), len(a[0])
+        if len(b) != cols:
+            raise ExpressionError(f"the matrix has {cols} columns and the vector {len(b)} elements "
+                                  f"('@' at column {column})")
+        chunks = -(-cols // BLOCK)
+        shift = (chunks - 1).bit_length()  # chunks of a row, rounded up to a power of two
+        block = cols if shift == 0 else BLOCK
+        args = {"m": [x for row in a for x in row], "v": b, "out": [0] * rows, "cols": cols, "shift": shift}
+        return _job("matvec.cu", "matvec", args, "out", threads=0, length=rows, geometry=(block, rows << shift))
+    raise ExpressionError(f"'@' needs vector @ vector or matrix @ vector, got {_kind(a)} @ {_kind(b)} "
+                          f"(column {column})")
+
+
+def _reduction(name: str, v: list[int]) -> KernelJob:
+    n = len(v)
+    if name == "sum":
+        return _job("sum.cu", "sum", {"x": v, "out": [0], "n": n}, "out", threads=n)
+    if name in ("min", "max"):
+        return _job("minmax.cu", name, {"x": v, "out": [v[0]], "n": n}, "out", threads=n, kernel=name + "_")
+    return _job("argmax.cu", "argmax", {"x": v, "best": [v[0]], "where": [0], "n": n}, "where", threads=n)
+
+
+def _vector_form(name: str, v: list[int], column: int) -> KernelJob:
+    n = len(v)
+    if name == "prefix_sum":
+        return _job("prefix_sum.cu", name, {"x": v, "carry": [0], "n": n}, "x", threads=n, length=n)
+    if name == "reverse":
+        return _job("reverse.cu", name, {"x": v, "n": n}, "x", threads=n // 2, length=n)
+    if n > MAX_SORT:
+        raise ExpressionError(f"sort supports at most {MAX_SORT} elements (its n^2/2 compare steps must fit the "
+                              f"GPU's step budget), got {n} (column {column})")
+    block = 1 if n <= 16 else 4  # one thread writes the fewest VAL records; 4 lanes beat it past 16
+    return _job("sort.cu", name, {"x": v, "n": n}, "x", threads=0, length=n, geometry=(block, 1))
+
+
+def _histogram(v: list[int], bins: int, column: int, machine: MachineConfig) -> KernelJob:
+    if bins < 1:
+        raise ExpressionError(f"histogram needs bins >= 1, got {bins} (column {column})")
+    if len(v) + bins > machine.mem_words:  # before a list of `bins` zeros is made
+        raise ExpressionError(f"the data needs {len(v) + bins} words, the GPU has {machine.mem_words} (histogram)")
+    bad = [x for x in v if not 0 <= x < bins]
+    if bad:
+        raise ExpressionError(f"histogram needs 0 <= value < bins ({bins}): {bad[0]} is not (column {column})")
+    return _job("histogram.cu", "histogram", {"data": v, "hist": [0] * bins, "n": len(v)}, "hist",
+                threads=len(v), length=bins)
+
+
+def _pow_fits(base: int, exponent: int) -> bool:
+    """A bound check on the inputs: does base^exponent stay within 32-bit signed integers?"""
+    if abs(base) <= 1:
+        return True
+    if exponent * (abs(base).bit_length() - 1) > 31:  # |base|^e >= 2^(e * (bits - 1)) > 2^31
+        return False
+    limit = -INT_MIN if base < 0 and exponent % 2 else INT_MAX
+    return abs(base) ** exponent <= limit
+
+
+def _scalar_form(name: str, args: list[int], column: int) -> KernelJob:
+    if name == "gcd":
+        a, b = args
+        if a in (0, INT_MIN) and b in (0, INT_MIN) and (a or b):
+            raise ExpressionError(f"gcd({a}, {b}) = 2147483648 is outside 32-bit signed integers")
+        return _job("gcd.cu", "gcd", {"out": [0], "a": a, "b": b}, "out", threads=1)
+    if name == "fib":
+        (n,) = args
+        if not 0 <= n <= MAX_FIB:
+            raise ExpressionError(f"fib(n) needs 0 <= n <= {MAX_FIB} (fib({MAX_FIB + 1}) is outside 32-bit signed "
+                                  f"integers), got {n} (column {column})")
+        return _job("fib.cu", "fib", {"out": [0], "n": n}, "out", threads=1)
+    base, exponent = args
+    if exponent < 0:
+        raise ExpressionError(f"pow needs an exponent >= 0 (integers only), got {exponent} (column {column})")
+    if not _pow_fits(base, exponent):
+        raise ExpressionError(f"pow({base}, {exponent}) is outside 32-bit signed integers (column {column})")
+    return _job("pow.cu", "pow", {"out": [0], "base": base, "e": exponent}, "out", threads=1, kernel="pow_")
+
+
+ARITY = {"sum": 1, "min": 1, "max": 1, "argmax": 1, "prefix_sum": 1, "sort": 1, "reverse": 1,
+         "histogram": 2, "gcd": 2, "fib": 1, "pow": 2}
+
+
+def _call_job(name: str, args: list, column: int, machine: MachineConfig) -> KernelJob:
+    """The job of a function call, after its arity and argument types are checked."""
+    if len(args) != ARITY[name]:
+        raise ExpressionError(f"{name} takes {ARITY[name]} argument{'s' * (ARITY[name] > 1)}, got {len(args)} "
+                              f"(column {column})")
+    if name in ("sum", "min", "max", "argmax"):
+        return _reduction(name, _vector(args[0], name, column))
+    if name in ("prefix_sum", "sort", "reverse"):
+        return _vector_form(name, _vector(args[0], name, column), column)
+    if name == "histogram":
+        return _histogram(_vector(args[0], name, column), _scalar(args[1], "histogram's bins", column), column,
+                          machine)
+    return _scalar_form(name, [_scalar(a, name, column) for a in args], column)
+
+
+# --- evaluation --------------------------------------------------------------------------
+
+def count_launches(node) -> int:
+    """Operation nodes in the tree: each one is a launch."""
+    if isinstance(node, Num):
+        return 0
+    if isinstance(node, Array):
+        return sum(count_launches(i) for i in node.items)
+    if isinstance(node, Neg):
+        return 1 + count_launches(node.operand)
+    if isinstance(node, BinOp):
+        return 1 + count_launches(node.left) + count_launches(node.right)
+    return 1 + sum(count_launches(a) for a in node.args)
+
+
+def _array_value(items: list, column: int):
+    """A bracketed list: scalars make a vector, equal-length vectors a matrix."""
+    kinds = {_kind(i) for i in items}
+    if not items or kinds == {"a scalar"}:
+        return list(items)
+    if kinds == {"a vector"}:
+        lengths = {len(i) for i in items}
+        if 0 in lengths:
+            raise ExpressionError(f"a matrix row is empty (column {column})")
+        if len(lengths) > 1:
+            raise ExpressionError(f"the matrix rows have different lengths {sorted(lengths)} (column {column})")
+        return [list(i) for i in items]
+    if "a matrix" in kinds:
+        raise ExpressionError(f"arrays nest at most two deep (a matrix of rows) (column {column})")
+    raise ExpressionError(f"an array mixes numbers and vectors (column {column})")
+
+
+class _Evaluator:
+    """Walks the tree bottom-up; every operation node becomes one checked launch."""
+
+    def __init__(self, launch, machine: MachineConfig):
+        self.launch = launch
+        self.machine = machine
+        self.launches: list[tuple[KernelJob, dict[str, list[int]]]] = []
+
+    def value(self, node):
+        if isinstance(node, Num):
+            return node.value
+        if isinstance(node, Array):
+            return _array_value([self.value(i) for i in node.items], node.column)
+        if isinstance(node, Neg):
+            return self.run(_negate(self.value(node.operand), node.column))
+        if isinstance(node, BinOp):
+            return self.run(self.binop_job(node.op, self.value(node.left), self.value(node.right), node.column))
+        return self.run(_call_job(node.name, [self.value(a) for a in node.args], node.column, self.machine))
+
+    @staticmethod
+    def binop_job(op: str, a, b, column: int) -> KernelJob:
+        if op == "@":
+            return _matmul(a, b, column)
+        if op == "*" and isinstance(a, int) and not isinstance(b, int) and _kind(b) == "a vector":
+            return _scale(a, b, column)
+        if op == "*" and isinstance(b, int) and not isinstance(a, int) and _kind(a) == "a vector":
+            return _scale(b, a, column)
+        return _elementwise(op, a, b, column)
+
+    def run(self, job: KernelJob):
+        """Launch ``job`` and read its result from the launch's outputs (never recompute it)."""
+        job = _fits(job, self.machine)
+        try:
+            outputs = self.launch(job)
+        except QwenGpuError as e:
+            raise ExpressionError(f"the {job.form} launch failed: {e}") from e
+        array = outputs.get(job.result) if isinstance(outputs, dict) else None
+        needed = 1 if job.length is None else job.length
+        if not isinstance(array, list) or len(array) < needed:
+            raise ExpressionError(f"the {job.form} launch returned no {job.result!r} of {needed} words")
+        self.launches.append((job, outputs))
+        return int(array[0]) if job.length is None else [int(x) for x in array[:job.length]]
+
+
+def evaluate(text: str, launch: Callable[[KernelJob], dict[str, list[int]]],
+             machine: MachineConfig = DEFAULT_MACHINE) -> Evaluation:
+    """Parse, check and run ``text``, one launch per operation; ExpressionError if refused."""
+    tree = parse(text)
+    launches = count_launches(tree)
+    if launches > MAX_LAUNCHES:
+        raise ExpressionError(f"the expression needs {launches} launches, at most {MAX_LAUNCHES} are allowed")
+    ev = _Evaluator(launch, machine)
+    value = ev.value(tree)
+    if _kind(value) == "a matrix":
+        raise ExpressionError("the result is a matrix; a matrix can only be multiplied with a vector (m @ v)")
+    return Evaluation(value, ev.launches)

@@ -1,0 +1,219 @@
+"""The normal mode's expression language: tokens and syntax tree (grammar in ``chat.tools``).
+
+Parsing only: no value is computed here (a literal's sign is part of the literal, nothing
+more), so ``2 + 3`` stays an addition for the GPU. Every refusal is an
+:class:`ExpressionError` naming what was wrong and at which column (1-based), because the
+text comes from a chat model and the chat must answer it, never crash on it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_TEXT = 4000  # characters: 126 words of data written out fit well below this
+MAX_DEPTH = 32  # nesting of brackets, parentheses and calls (the parser recurses)
+INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
+
+FUNCTIONS = ("sum", "min", "max", "argmax", "prefix_sum", "sort", "reverse", "histogram", "gcd", "fib", "pow")
+SYMBOLS = "+-*@()[],"
+
+
+class ExpressionError(ValueError):
+    """An expression the GPU cannot evaluate; the message says what and where."""
+
+
+@dataclass(frozen=True)
+class Num:
+    value: int
+    column: int
+
+
+@dataclass(frozen=True)
+class Array:
+    items: tuple
+    column: int
+
+
+@dataclass(frozen=True)
+class Neg:
+    operand: object
+    column: int
+
+
+@dataclass(frozen=True)
+class BinOp:
+    op: str  # one of + - * @
+    left: object
+    right: object
+    column: int
+
+
+@dataclass(frozen=True)
+class Call:
+    name: str
+    args: tuple
+    column: int
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str  # "int", "name", a symbol, or "end"
+    text: str
+    column: int
+
+
+_TOKEN = re.compile(r"\s*(?:(?P<num>\d[\w.]*(?:[eE][+-]?\d+)?)|(?P<name>[A-Za-z_]\w*)|(?P<sym>[-+*@()\[\],])|(?P<other>\S))")
+
+
+def tokenize(text: str) -> list[Token]:
+    """The tokens of ``text``; numbers are checked to be plain decimal integers here."""
+    if not isinstance(text, str):
+        raise ExpressionError("the expression must be a string")
+    if len(text) > MAX_TEXT:
+        raise ExpressionError(f"the expression has {len(text)} characters, at most {MAX_TEXT} are allowed")
+    tokens, pos = [], 0
+    while True:
+        m = _TOKEN.match(text, pos)
+        if m is None:  # only whitespace is left
+            return tokens + [Token("end", "", len(text) + 1)]
+        pos = m.end()
+        kind = m.lastgroup
+        word = m.group(kind)
+        column = m.start(kind) + 1
+        if kind == "num":
+            _check_number_text(word, column)
+            tokens.append(Token("int", word, column))
+        elif kind == "name":
+            tokens.append(Token("name", word, column))
+        elif kind == "sym":
+            tokens.append(Token(word, word, column))
+        else:
+            raise ExpressionError(f"unexpected character {word!r} at column {column}")
+
+
+def _check_number_text(word: str, column: int) -> None:
+    """A number must be decimal digits only: say why a float or a 12abc is refused."""
+    if word.isdigit() and word.isascii():
+        return
+    if re.fullmatch(r"[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?", word):
+        raise ExpressionError(f"{word}: floats are not supported, integers only (column {column})")
+    raise ExpressionError(f"{word!r} at column {column} is not an integer")
+
+
+def _int_value(word: str, negative: bool) -> int:
+    """The literal's value, refused outside 32-bit signed integers (before a huge int())."""
+    text = word.lstrip("0") or "0"
+    shown = ("-" if negative else "") + word
+    if len(text) > 10:
+        raise ExpressionError(f"{shown} is outside 32-bit signed integers")
+    value = -int(text) if negative else int(text)
+    if not INT_MIN <= value <= INT_MAX:
+        raise ExpressionError(f"{shown} is outside 32-bit signed integers")
+    return value
+
+
+class _Parser:
+    """Recursive descent over the grammar of ``chat.tools``, with a nesting limit."""
+
+    def __init__(self, text: str):
+        self.tokens = tokenize(text)
+        self.pos = 0
+        self.depth = 0
+
+    @property
+    def tok(self) -> Token:
+        return self.tokens[self.pos]
+
+    def take(self, kind: str) -> Token:
+        tok = self.tok
+        if tok.kind != kind:
+            found = "the end" if tok.kind == "end" else repr(tok.text)
+            raise ExpressionError(f"expected {kind!r} at column {tok.column}, found {found}")
+        self.pos += 1
+        return tok
+
+    def nested(self, column: int) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise ExpressionError(f"the expression nests deeper than {MAX_DEPTH} levels (column {column})")
+
+    def expr(self):
+        node = self.term()
+        while self.tok.kind in ("+", "-"):
+            op = self.take(self.tok.kind)
+            node = BinOp(op.kind, node, self.term(), op.column)
+        return node
+
+    def term(self):
+        node = self.factor()
+        while self.tok.kind in ("*", "@"):
+            op = self.take(self.tok.kind)
+            node = BinOp(op.kind, node, self.factor(), op.column)
+        return node
+
+    def factor(self):
+        if self.tok.kind == "-":
+            minus = self.take("-")
+            if self.tok.kind == "int":
+                return Num(_int_value(self.take("int").text, True), minus.column)
+            return Neg(self.primary(), minus.column)
+        return self.primary()
+
+    def primary(self):
+        tok = self.tok
+        if tok.kind == "int":
+            self.pos += 1
+            return Num(_int_value(tok.text, False), tok.column)
+        if tok.kind == "[":
+            return self.array()
+        if tok.kind == "name":
+            return self.call()
+        if tok.kind == "(":
+            self.nested(tok.column)
+            self.take("(")
+            node = self.expr()
+            self.take(")")
+            self.depth -= 1
+            return node
+        found = "the end of the expression" if tok.kind == "end" else repr(tok.text)
+        raise ExpressionError(f"expected a number, '[', '(' or a function at column {tok.column}, found {found}")
+
+    def array(self) -> Array:
+        start = self.take("[")
+        self.nested(start.column)
+        items = []
+        if self.tok.kind != "]":
+            items.append(self.expr())
+            while self.tok.kind == ",":
+                self.take(",")
+                items.append(self.expr())
+        self.take("]")
+        self.depth -= 1
+        return Array(tuple(items), start.column)
+
+    def call(self) -> Call:
+        name = self.take("name")
+        if name.text not in FUNCTIONS:
+            raise ExpressionError(f"unknown function {name.text!r} at column {name.column}; "
+                                  f"known: {', '.join(FUNCTIONS)}")
+        self.nested(name.column)
+        self.take("(")
+        args = [self.expr()]
+        while self.tok.kind == ",":
+            self.take(",")
+            args.append(self.expr())
+        self.take(")")
+        self.depth -= 1
+        return Call(name.text, tuple(args), name.column)
+
+
+def parse(text: str):
+    """The syntax tree of ``text`` (Num, Array, Neg, BinOp, Call); ExpressionError if invalid."""
+    parser = _Parser(text)
+    if parser.tok.kind == "end":
+        raise ExpressionError("the expression is empty")
+    node = parser.expr()
+    if parser.tok.kind != "end":
+        raise ExpressionError(f"unexpected {parser.tok.text!r} at column {parser.tok.column}")
+    return node
