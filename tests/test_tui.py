@@ -82,12 +82,15 @@ def test_command_parsing():
 
 
 def test_chat_seam():
+    from qwengpu_mlx.errors import QwenGpuError
+
     backend = chat_backend(None)
     assert isinstance(backend, NoChat) and isinstance(backend, ChatBackend)
     assert not backend.available
-    assert "".join(backend.reply([])) == NEEDS_CHECKPOINT
-    with_model = chat_backend("some/checkpoint")
-    assert not with_model.available and "later issue" in "".join(with_model.reply([]))
+    assert "".join(e.text for e in backend.reply("hello")) == NEEDS_CHECKPOINT
+    # a model that cannot be opened is an error before the dashboard starts, never a silent fallback
+    with pytest.raises(QwenGpuError, match="no/such-dir"):
+        chat_backend("no/such-dir")
 
 
 def test_cli_entry_parser():

@@ -1,23 +1,22 @@
 """The chat seam: what the dashboard calls for plain (non-command) input.
 
-A :class:`ChatBackend` turns the conversation so far into a reply, streamed as text
-pieces. The dashboard runs ``reply`` in a thread worker (on a fresh thread that ends
-with ``mx.clear_streams()``, see :mod:`qwengpu_mlx.tui.launcher`), so a backend may
-block and use MLX freely. :func:`chat_backend` picks the implementation from the
-``--model`` option; the Qwen3.5-checkpoint backend arrives in a later issue and
-plugs in there. Until then :class:`NoChat` answers.
+A :class:`ChatBackend` turns the user's line into the chat loop's typed events
+(``qwengpu_mlx.chat.session``: ``TextPiece``, ``ToolCallStarted``, ``ToolCallDone``,
+``TurnSummary``), and hands every launch it makes to the ``launches`` sink (a runtime
+``LaunchEvents``: the dashboard's launch and machine panes). The dashboard runs
+``reply`` in a thread worker (on a fresh thread that ends with ``mx.clear_streams()``,
+see :mod:`qwengpu_mlx.tui.launcher`), so a backend may block and use MLX freely.
+
+:class:`SessionChat` is the real backend: a ``chat.session.ChatSession`` on the model
+``--model`` names, opened before the app starts (a bad ``--model`` is an error at
+start-up: :func:`chat_backend` raises). :class:`NoChat` answers when no model is given.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterator, Protocol, runtime_checkable
 
-
-@dataclass(frozen=True)
-class ChatMessage:
-    role: str  # "user" | "assistant"
-    text: str
+from qwengpu_mlx.chat.session import TextPiece
 
 
 @runtime_checkable
@@ -29,35 +28,63 @@ class ChatBackend(Protocol):
         """True when replies come from a language model."""
         ...
 
-    def reply(self, history: list[ChatMessage]) -> Iterator[str]:
-        """Stream the assistant's answer to ``history`` (its last message is the user's)."""
+    def reply(self, text: str, launches=None) -> Iterator[object]:
+        """The chat loop's events for the user's ``text``; launches report to ``launches``."""
+        ...
+
+    def reset(self) -> None:
+        """Forget the conversation."""
         ...
 
 
-NEEDS_CHECKPOINT = ("Chat needs a Qwen3.5 checkpoint: start the dashboard with "
-                    "`qwengpu-mlx tui --model DIR|REPO` (chat arrives in a later issue). "
-                    "The embedded circuit runs launches without one: try /run dot, /kernels or /help.")
+NEEDS_CHECKPOINT = ("Chat needs a Qwen3.5 chat model: start the dashboard with "
+                    "`qwengpu-mlx tui --model REPO_OR_DIR` (or `--model demo`, a toy model shipped with the "
+                    "package). The embedded circuit runs launches without one: try /run dot, /kernels or /help.")
 
 
 class NoChat:
     """No language model loaded: explains what chat needs."""
 
-    def __init__(self, model: str | None = None):
-        self.model = model
-        self.name = "none"
+    name = "none"
 
     @property
     def available(self) -> bool:
         return False
 
-    def reply(self, history: list[ChatMessage]) -> Iterator[str]:
-        if self.model is None:
-            yield NEEDS_CHECKPOINT
-        else:
-            yield (f"Chat with the checkpoint `{self.model}` is not wired into the dashboard yet "
-                   "(it arrives in a later issue). Launches run on the embedded circuit: /run, /kernels, /help.")
+    def reply(self, text: str, launches=None) -> Iterator[object]:
+        yield TextPiece(NEEDS_CHECKPOINT)
+
+    def reset(self) -> None:
+        pass
 
 
-def chat_backend(model: str | None) -> ChatBackend:
-    """The backend for ``--model`` (None: no checkpoint). The checkpoint backend plugs in here."""
-    return NoChat(model)
+class SessionChat:
+    """The chat loop on a combined model (``chat.models.ChatModel``)."""
+
+    def __init__(self, model, settings=None):
+        from qwengpu_mlx.chat.session import ChatSession, ChatSettings
+
+        self.model = model
+        self.name = model.name
+        self.session = ChatSession(model, settings or ChatSettings(check=True))
+
+    @property
+    def available(self) -> bool:
+        return True
+
+    def reply(self, text: str, launches=None) -> Iterator[object]:
+        return self.session.turn(text, launch_events=launches)
+
+    def reset(self) -> None:
+        self.session.reset()
+
+
+def chat_backend(model: str | None, *, log=lambda s: None) -> ChatBackend:
+    """The backend for ``--model`` (None: no chat). Opens the model now: a model that cannot be
+    opened raises the CLI's error here, before the dashboard starts."""
+    if model is None:
+        return NoChat()
+    from qwengpu_mlx.chat.cli import open_model
+    from qwengpu_mlx.machine import DEFAULT_MACHINE
+
+    return SessionChat(open_model(model, DEFAULT_MACHINE, log=log))

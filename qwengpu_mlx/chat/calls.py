@@ -53,10 +53,11 @@ class GpuTools:
     runner: object  # runtime Runner over the combined model's circuit
     machine: MachineConfig
     check: bool = False
-    events: object = None  # a runtime LaunchEvents sink (the dashboard's launch pane), optional
 
-    def run(self, call: dict, mode: str) -> ToolOutcome:
-        """The outcome of one parsed call; never raises for what the model wrote."""
+    def run(self, call: dict, mode: str, events=None) -> ToolOutcome:
+        """The outcome of one parsed call; never raises for what the model wrote.
+
+        ``events``: a runtime ``LaunchEvents`` sink that hears every launch (the dashboard's panes)."""
         launches: list[LaunchRecord] = []
         name = call.get("name") if isinstance(call, dict) else None
         offered = [t["function"]["name"] for t in TOOLS[mode]]
@@ -66,17 +67,18 @@ class GpuTools:
         if not isinstance(args, dict):
             return ToolOutcome(error_text("the tool call's arguments must be an object"), True)
         try:
-            value = (self._eval(args, launches) if name == GPU_EVAL_NAME else self._kernel(args, launches))
+            value = (self._eval(args, launches, events) if name == GPU_EVAL_NAME
+                     else self._kernel(args, launches, events))
         except (QwenGpuError, ValueError) as e:  # ExpressionError is a ValueError
             return ToolOutcome(error_text(str(e)), True, launches)
         return ToolOutcome(result_text(value), False, launches)
 
-    def _launch(self, program, label: str, launches: list[LaunchRecord]):
+    def _launch(self, program, label: str, launches: list[LaunchRecord], events):
         """One bound program through the runtime's launch path, on this runner."""
         from qwengpu_mlx.runtime import launch_program
 
         launch = launch_program(program, None, self.machine, runner=self.runner, check=self.check,
-                                events=self.events)
+                                events=events)
         exact = launch.check.exact if launch.check is not None else None
         launches.append(LaunchRecord(label, len(launch.tokens), launch.tokens_per_s, exact, launch.logit_margin,
                                      launch))
@@ -85,7 +87,7 @@ class GpuTools:
                                  + "; ".join(launch.check.problems[:3]))
         return launch
 
-    def _eval(self, args: dict, launches: list[LaunchRecord]):
+    def _eval(self, args: dict, launches: list[LaunchRecord], events):
         from qwengpu_mlx.runtime import LaunchRequest, prepare
 
         from .expression import evaluate
@@ -97,11 +99,11 @@ class GpuTools:
         def launch(job):
             req = LaunchRequest(source=job.source, args=job.args, kernel=job.kernel, block=job.block,
                                 grid=job.grid, machine=self.machine)
-            return self._launch(prepare(req).program, job.form, launches).outputs
+            return self._launch(prepare(req).program, job.form, launches, events).outputs
 
         return evaluate(text, launch, machine=self.machine).value
 
-    def _kernel(self, args: dict, launches: list[LaunchRecord]) -> dict:
+    def _kernel(self, args: dict, launches: list[LaunchRecord], events) -> dict:
         from qwengpu_mlx.runtime import LaunchRequest, prepare
 
         source, kargs = args.get("source"), args.get("args", {})
@@ -116,7 +118,7 @@ class GpuTools:
             prepared = prepare(LaunchRequest(source=path, args=_kernel_args(kargs), block=block, grid=grid,
                                              machine=self.machine))
         name = prepared.compiled.kernel.name
-        return self._launch(prepared.program, name, launches).outputs
+        return self._launch(prepared.program, name, launches, events).outputs
 
 
 def _geometry(value, what: str) -> int:

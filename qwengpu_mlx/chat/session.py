@@ -72,7 +72,6 @@ class ChatSession:
 
     model: object  # models.ChatModel
     settings: ChatSettings = ChatSettings()
-    events: object = None  # runtime LaunchEvents for the launches (the dashboard's panes)
     messages: list[dict] = field(default_factory=list)
 
     def __post_init__(self):
@@ -82,7 +81,7 @@ class ChatSession:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
         mx.random.seed(self.settings.seed)
         self.text = TextGenerator(self.model.combined.base, make_sampler(self.settings.temp, self.settings.top_p))
-        self.tools = GpuTools(self.model.combined.circuit, self.model.machine, self.settings.check, self.events)
+        self.tools = GpuTools(self.model.combined.circuit, self.model.machine, self.settings.check)
         self.reset()
 
     def reset(self) -> None:
@@ -91,8 +90,10 @@ class ChatSession:
                          if self.settings.system_prompt else [])
         self.text.reset()
 
-    def turn(self, user_text: str) -> Iterator[object]:
-        """Events of one user turn; the last is the :class:`TurnSummary`."""
+    def turn(self, user_text: str, launch_events=None) -> Iterator[object]:
+        """Events of one user turn; the last is the :class:`TurnSummary`.
+
+        ``launch_events``: a runtime ``LaunchEvents`` sink for every launch (the dashboard's panes)."""
         self.messages.append({"role": "user", "content": user_text})
         summary = TurnSummary(GenStats(), 0.0)
         mx.reset_peak_memory()
@@ -105,7 +106,7 @@ class ChatSession:
                 break
             call = self._parse_call(call_text)
             yield ToolCallStarted(call.get("name", "?"), call.get("arguments") or {})
-            outcome = self._run_call(call, len(summary.tool_results), failures)
+            outcome = self._run_call(call, len(summary.tool_results), failures, launch_events)
             failures += outcome.error
             summary.tool_results.append(outcome)
             summary.launches.extend(outcome.launches)
@@ -115,13 +116,13 @@ class ChatSession:
         summary.peak_memory_gb = mx.get_peak_memory() / 1e9
         yield summary
 
-    def _run_call(self, call: dict, calls_so_far: int, failures: int) -> ToolOutcome:
+    def _run_call(self, call: dict, calls_so_far: int, failures: int, events) -> ToolOutcome:
         """The call's outcome, or a refusal once the turn's retries or calls are used up."""
         if "error" in call:
             return ToolOutcome(error_text(call["error"]), True)
         if calls_so_far >= MAX_CALLS or failures > MAX_RETRIES:
             return ToolOutcome(error_text("no more GPU calls in this turn: answer with what you have"), True)
-        return self.tools.run(call, self.settings.mode)
+        return self.tools.run(call, self.settings.mode, events)
 
     def _prompt(self) -> list[int]:
         return list(self.model.tokenizer.apply_chat_template(self.messages, tools=TOOLS[self.settings.mode],

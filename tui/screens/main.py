@@ -18,7 +18,7 @@ from qwengpu_mlx.machine import DEFAULT_MACHINE
 from qwengpu_mlx.runtime import CircuitStore, LaunchCancelled
 
 from .. import commands
-from ..chat import ChatBackend, ChatMessage
+from ..chat import ChatBackend
 from ..decode import LaunchDecoder
 from ..launcher import LaunchOutcome, execute_launch, run_in_mlx_thread
 from ..widgets import LaunchPane, MachinePane, Status, StatusBar, Transcript
@@ -52,6 +52,13 @@ class _UiSink:
         self._call(self.screen._ui_token, token_id, tok)
 
 
+class _ChatLaunchSink(_UiSink):
+    """The runtime's LaunchEvents for launches the chat starts (no RunRequest behind them)."""
+
+    def begin(self, program, prompt):
+        self._call(self.screen._ui_chat_launch_begin, program, prompt)
+
+
 class MainScreen(Screen):
     BINDINGS = [
         Binding("ctrl+r", "rerun", "Rerun last"),
@@ -74,16 +81,16 @@ class MainScreen(Screen):
         self.last_request: commands.RunRequest | None = None
         self.last_outcome: LaunchOutcome | None = None
         self.decoder: LaunchDecoder | None = None
-        self.history: list[ChatMessage] = []
         self._cancel = threading.Event()
         self._launch_worker_obj: Worker | None = None
         self._chat_worker_obj: Worker | None = None
         self._t_begin = 0.0
         self._busy = False  # a launch is running (cleared by _ui_done, before its worker returns)
+        self._reply_text = ""  # the assistant's text streamed since the last transcript line
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
-        model = MODEL_LABEL if self.model is None else f"{MODEL_LABEL}; chat: {self.model} (not loaded)"
+        model = MODEL_LABEL if not self.chat.available else f"{MODEL_LABEL}; chat: {self.chat.name}"
         with Horizontal(id="main"):
             with Vertical(id="chat-pane"):
                 yield Transcript(id="transcript")
@@ -126,7 +133,12 @@ class MainScreen(Screen):
 
     @property
     def running(self) -> bool:
-        return self._busy
+        """A /run launch, or a chat turn (which may be running launches), is under way."""
+        return self._busy or self.chatting
+
+    @property
+    def chatting(self) -> bool:
+        return self._chat_worker_obj is not None and not self._chat_worker_obj.is_finished
 
     # ------------------------------------------------------------------ input
     @on(Input.Submitted, "#prompt")
@@ -274,6 +286,8 @@ class MainScreen(Screen):
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         w = event.worker
+        if w is self._chat_worker_obj and w.is_finished:
+            self.refresh_bindings()
         if w is self._launch_worker_obj and w.is_finished and self._busy:  # died without reporting
             self._busy = False
             self.status_bar.set(phase="error")
@@ -283,32 +297,88 @@ class MainScreen(Screen):
 
     # ------------------------------------------------------------------ chat
     def send_chat(self, text: str) -> None:
-        if self._chat_worker_obj is not None and not self._chat_worker_obj.is_finished:
+        if self.chatting:
             self.transcript.say("the chat model is still answering", "error")
             return
-        self.history.append(ChatMessage("user", text))
-        self._chat_worker_obj = self._chat_worker(list(self.history))
+        if self.running:
+            self.transcript.say("a launch is running: cancel it first (escape or ctrl+c)", "error")
+            return
+        self._cancel = threading.Event()
+        self._chat_worker_obj = self._chat_worker(text, self._cancel)
 
     @work(thread=True, group="chat", exit_on_error=False, description="chat reply")
-    def _chat_worker(self, history: list[ChatMessage]) -> None:
+    def _chat_worker(self, text: str, cancel: threading.Event) -> None:
+        """The chat loop's events, each shown on the UI thread; its launches stream to the panes."""
+        sink = _ChatLaunchSink(self, cancel)
+
         def body():
-            return "".join(self.chat.reply(history))
+            for event in self.chat.reply(text, sink):
+                if cancel.is_set():
+                    raise LaunchCancelled()
+                self.app.call_from_thread(self._ui_chat_event, event)
 
         try:
-            reply, kind = run_in_mlx_thread(body, name="qwengpu-mlx-chat"), "assistant"
-        except Exception as e:
-            reply, kind = f"chat failed: {type(e).__name__}: {e}", "error"
+            run_in_mlx_thread(body, name="qwengpu-mlx-chat")
+            self._call_ui(self._flush_reply, "assistant" if self.chat.available else "info")
+        except LaunchCancelled:
+            self._call_ui(self._ui_chat_failed, "chat cancelled", "info")
+        except Exception as e:  # the chat loop refuses what a model writes; anything else is shown, not raised
+            self._call_ui(self._ui_chat_failed, f"chat failed: {type(e).__name__}: {e}", "error")
+
+    def _call_ui(self, fn, *args) -> None:
         try:
-            self.app.call_from_thread(self._ui_chat_done, reply, kind)
-        except RuntimeError:
+            self.app.call_from_thread(fn, *args)
+        except RuntimeError:  # the app has stopped
             pass
 
-    def _ui_chat_done(self, reply: str, kind: str) -> None:
-        if kind == "assistant":
-            self.history.append(ChatMessage("assistant", reply))
-            self.transcript.say(reply, "assistant" if self.chat.available else "info")
-        else:
-            self.transcript.say(reply, "error")
+    def _ui_chat_event(self, event) -> None:
+        """One event of the chat loop (``qwengpu_mlx.chat.session``) on the transcript and status bar."""
+        from qwengpu_mlx.chat.session import TextPiece, ToolCallDone, ToolCallStarted, TurnSummary
+
+        t = self.transcript
+        kind = "assistant" if self.chat.available else "info"
+        if isinstance(event, TextPiece):
+            self._reply_text += event.text
+        elif isinstance(event, ToolCallStarted):
+            self._flush_reply(kind)
+            args = ", ".join(f"{k}={v!r}" for k, v in event.arguments.items())
+            t.say(f"tool call: {event.name}({args})", "dim")
+        elif isinstance(event, ToolCallDone):
+            self._ui_chat_tool_done(event.outcome)
+        elif isinstance(event, TurnSummary):
+            self._flush_reply(kind)
+            if self.show_timing:
+                st = event.stats
+                t.say(f"prompt {st.prompt_tokens} tokens ({st.prompt_tps:.1f} tokens/s), generation "
+                      f"{st.generation_tokens} tokens ({st.generation_tps:.1f} tokens/s), peak memory "
+                      f"{event.peak_memory_gb:.2f} GB", "dim")
+
+    def _flush_reply(self, kind: str) -> None:
+        if self._reply_text.strip():
+            self.transcript.say(self._reply_text.strip(), kind)
+        self._reply_text = ""
+
+    def _ui_chat_tool_done(self, outcome) -> None:
+        t = self.transcript
+        for rec in outcome.launches:
+            verdict = {True: "exact", False: "NOT EXACT", None: "not checked"}[rec.exact]
+            t.say(f"launch {rec.kernel}: {rec.tokens} tokens, check: {verdict}", "result")
+        if self.decoder is not None and outcome.launches:
+            self.decoder.finish(outcome.launches[-1].launch.memory)
+            self.machine_pane.refresh_state()
+            self.status_bar.set(phase="done")
+        t.say(f"tool response: {outcome.content}", "error" if outcome.error else "result")
+
+    def _ui_chat_launch_begin(self, program, prompt) -> None:
+        """A launch the chat started: the panes follow it as they follow /run."""
+        self.launch_pane.clear()
+        self.launch_pane.border_title = f"launch (chat): {program.kernel}"
+        self.status_bar.set(kernel=program.kernel, tokens=0, tokens_per_s=None, steps=0, phase="running")
+        self._ui_begin(None, program, prompt)
+
+    def _ui_chat_failed(self, text: str, kind: str) -> None:
+        self._flush_reply("assistant")
+        self.transcript.say(text, kind)
 
     # ------------------------------------------------------------------ actions
     def check_action(self, action: str, parameters) -> bool | None:
