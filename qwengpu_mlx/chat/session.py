@@ -113,6 +113,9 @@ class ChatSession:
             yield ToolCallDone(outcome)
             self.messages.append(_assistant_call_message(content, call, call_text))
             self.messages.append({"role": "tool", "content": outcome.content})
+            if len(summary.tool_results) > MAX_CALLS:  # a model that only ever calls: end the turn
+                summary.answer, summary.stopped = content, "tool_limit"
+                break
         summary.peak_memory_gb = mx.get_peak_memory() / 1e9
         yield summary
 
