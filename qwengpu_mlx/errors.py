@@ -39,3 +39,26 @@ class BarrierDeadlock(ExecutionError):
 
 class MemoryFault(ExecutionError):
     pass
+
+
+class TokenBudgetExceeded(ExecutionError):
+    """The model wrote more tokens than a correct launch of the program can (``bound``: "step" or "launch")."""
+
+    bound = "launch"
+
+
+class LaunchTimeout(ExecutionError):
+    """The launch ran past the caller's time bound (``run --timeout``)."""
+
+
+class OutputError(QwenGpuError):
+    """An output path cannot be written: a non-empty ``--out`` without ``--force``, a file
+    where a directory belongs, an unwritable place."""
+
+
+class InvalidPtx(FrontendError):
+    """PTX that parses but is malformed: a wrong operand count or kind, an undeclared name."""
+
+
+class MalformedProgram(QwenGpuError):
+    """The lowering produced a machine program that is not well-formed (an internal error)."""

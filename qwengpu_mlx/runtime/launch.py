@@ -73,20 +73,26 @@ def prepare(req: LaunchRequest) -> Prepared:
 
 def launch_kernel(req: LaunchRequest, store: CircuitStore, *, events: LaunchEvents | None = None,
                   cancel: threading.Event | None = None, check: bool = False,
-                  step_budget: int | None = None) -> Launch:
-    """Compile, bind, run on the store's circuit for ``req.machine``, optionally check."""
+                  step_budget: int | None = None, timeout: float | None = None) -> Launch:
+    """Compile, bind, run on the store's circuit for ``req.machine``, optionally check.
+
+    ``timeout``: seconds the launch itself may run (``generate.run_launch``)."""
     ev = events or QuietEvents()
     ev.phase(f"compiling {Path(req.source).name}")
     program = prepare(req).program
     return launch_program(program, store, req.machine, events=ev, cancel=cancel, check=check,
-                          step_budget=step_budget)
+                          step_budget=step_budget, timeout=timeout)
 
 
 def launch_program(program: Program, store: CircuitStore, machine: MachineConfig, *,
                    events: LaunchEvents | None = None, cancel: threading.Event | None = None,
-                   check: bool = False, step_budget: int | None = None, runner=None) -> Launch:
+                   check: bool = False, step_budget: int | None = None, runner=None,
+                   timeout: float | None = None) -> Launch:
     """Run a bound program on the store's runner for ``machine`` (see :func:`launch_kernel`),
-    or on ``runner`` when given (a combined checkpoint's circuit, ``splice.runner``)."""
+    or on ``runner`` when given (a combined checkpoint's circuit, ``splice.runner``).
+
+    ``timeout`` bounds the launch (prefill and generation), not the circuit's build: a
+    first launch's build is a one-off of a few seconds the user did not ask to bound."""
     from .generate import LaunchCancelled
     from .prompt import check_launchable
 
@@ -106,7 +112,7 @@ def launch_program(program: Program, store: CircuitStore, machine: MachineConfig
         ev.phase(f"prefill: {len(prompt)} prompt tokens")
 
     launch = run_launch(program, runner, step_budget=step_budget, on_token=ev.token, cancel=cancel, check=check,
-                        on_prompt=begin, on_checking=lambda: ev.phase("checking against the reference interpreter"))
+                        timeout=timeout, on_prompt=begin, on_checking=lambda: ev.phase("checking against the reference interpreter"))
     launch.build_seconds = build_seconds
     return launch
 
