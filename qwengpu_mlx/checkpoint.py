@@ -20,21 +20,29 @@ A checkpoint directory holds:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
+import shutil
+import tempfile
+import uuid
 from collections import Counter
 from pathlib import Path
-from typing import Dict, Iterable, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterable, Iterator, Optional, Sequence, Tuple, Union
 
 import mlx.core as mx
 from mlx.utils import tree_flatten
 
+from .errors import OutputError
 from .model import Model, ModelConfig
 
 __all__ = [
     "text_config_dict",
     "checkpoint_config",
     "save_checkpoint",
+    "atomic_directory",
+    "check_output_dir",
     "load_checkpoint",
     "load_weights",
     "save_tokenizer",
@@ -240,6 +248,99 @@ def save_tokenizer(
     (out_dir / "tokenizer_config.json").write_text(json.dumps(tcfg, indent=2) + "\n")
 
 
+
+# ----------------------------------------------------------- atomic directories
+
+
+def _existing_ancestor(path: Path) -> Path:
+    """The nearest of ``path``'s ancestors that exists (where a new directory would be made)."""
+    for p in path.parents:
+        if os.path.lexists(p):
+            return p
+    return Path(path.anchor or ".")
+
+
+def check_output_dir(out: Union[str, Path], *, force: bool = False) -> None:
+    """Refuse an output directory before any work: a non-empty one without ``force`` (new
+    shards beside stale ones no longer load in mlx-lm, which reads every
+    ``model*.safetensors``), a file in its place, or a place that cannot be written."""
+    out = Path(out).absolute()
+    try:
+        if os.path.lexists(out):
+            if not out.is_dir():
+                raise OutputError(f"--out {out}: exists and is not a directory")
+            entries = sorted(e.name for e in out.iterdir())
+            if entries and not force:
+                raise OutputError(f"--out {out} is not empty ({len(entries)} entries, e.g. {entries[0]!r}); "
+                                  f"pass --force to replace it, or choose a new directory")
+        parent = out.parent if os.path.lexists(out.parent) else _existing_ancestor(out)
+        if not parent.is_dir():
+            raise OutputError(f"--out {out}: {parent} is not a directory")
+        _probe_writable(parent, out)
+    except OSError as e:
+        raise OutputError(f"--out {out}: {e.strerror or e}") from None
+
+
+def _probe_writable(parent: Path, out: Path) -> None:
+    """Make and remove a directory in ``parent``: the one test of writability that also holds
+    for root and read-only file systems (``os.access`` says yes to both)."""
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=f".{out.name}.probe-", dir=parent))
+    except OSError as e:
+        raise OutputError(f"--out {out}: {parent} is not writable ({e.strerror or e})") from None
+
+
+@contextlib.contextmanager
+def atomic_directory(out: Union[str, Path], *, force: bool = False) -> Iterator[Path]:
+    """Yield a new temporary directory beside ``out``; it becomes ``out`` when the block ends
+    normally and is removed when it raises (Ctrl-C included).
+
+    Why: a checkpoint is many files; written in place, an interrupt or a failure leaves a
+    directory that looks like a checkpoint and does not load. The rename is the one step
+    that makes the new checkpoint visible; an ``out`` that exists (empty, or ``force``) is
+    moved aside first and removed after. Refusals are :class:`OutputError`."""
+    out = Path(out).absolute()
+    check_output_dir(out, force=force)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+        _chmod_as_mkdir(tmp)
+    except OSError as e:
+        raise OutputError(f"cannot write {out}: {e.strerror or e}") from None
+    try:
+        yield tmp
+        _replace_dir(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _chmod_as_mkdir(path: Path) -> None:
+    """Give a ``mkdtemp`` directory (0700) the mode ``mkdir`` would: it becomes the user's checkpoint."""
+    umask = os.umask(0o22)
+    os.umask(umask)
+    os.chmod(path, 0o777 & ~umask)
+
+
+def _replace_dir(tmp: Path, out: Path) -> None:
+    """Rename ``tmp`` to ``out``; an existing ``out`` is moved aside, restored if the rename fails."""
+    aside = None
+    if os.path.lexists(out):
+        aside = out.with_name(f".{out.name}.old-{uuid.uuid4().hex[:8]}")
+        os.rename(out, aside)
+    try:
+        os.rename(tmp, out)
+    except BaseException:
+        if aside is not None:
+            os.rename(aside, out)
+        raise
+    if aside is not None:
+        if aside.is_symlink():
+            aside.unlink()
+        else:
+            shutil.rmtree(aside, ignore_errors=True)
+
+
 # ------------------------------------------------------------------- save / load
 
 
@@ -261,8 +362,12 @@ def save_checkpoint(
     eos_token: Optional[str] = None,
     special_tokens: Iterable[str] = (),
     shards: int = 1,
+    force: bool = False,
 ) -> Path:
     """Write a Qwen3.5 checkpoint that ``mlx_lm.load(out_dir)`` loads unmodified.
+
+    Atomically (:func:`atomic_directory`): ``out_dir`` is the whole new checkpoint or is
+    left as it was; a non-empty ``out_dir`` is refused unless ``force`` (then replaced).
 
     ``config``: text config (flat or nested in ``text_config``). ``weights``: this
     model's parameter names (``language_model.`` prefix optional; HF layout is
@@ -280,7 +385,14 @@ def save_checkpoint(
     eos_id = list(vocab).index(eos_token) if eos_token is not None else None
 
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    with atomic_directory(out_dir, force=force) as tmp:
+        _write_checkpoint(tmp, config, model, want, parts, vocab, eos_token, eos_id, special_tokens, shards)
+    return out_dir
+
+
+def _write_checkpoint(out_dir: Path, config, model: Model, want: dict, parts, vocab, eos_token, eos_id,
+                      special_tokens, shards: int) -> None:
+    """The files of :func:`save_checkpoint`, into ``out_dir`` (its temporary directory)."""
     seen: Dict[str, str] = {}
     dtypes = set()
     written = 0
@@ -306,7 +418,6 @@ def save_checkpoint(
     full = checkpoint_config(config, eos_token_id=eos_id, dtype=dtype)
     (out_dir / "config.json").write_text(json.dumps(full, indent=2) + "\n")
     save_tokenizer(out_dir, vocab, eos_token=eos_token, special_tokens=special_tokens)
-    return out_dir
 
 
 def load_weights(model: Model, path: Union[str, Path], *, lazy: bool = False) -> Model:

@@ -5,20 +5,25 @@ circuit (``compiler.compact.CompactCircuit``, stored sparse) in one safetensors 
 plus a JSON manifest. The manifest holds the circuit's key (a hash of the machine
 definition, the target shape, the levels and the source of every module the weights
 are a function of) and the SHA-256 of the weights file. A cache entry is used only if
-both match; a corrupt, truncated or mismatched entry is reported and rebuilt.
+both match; a corrupt, truncated, mismatched, unreadable or malformed entry is reported
+(one line) and rebuilt. Both files are written atomically (a temporary file beside the
+entry, renamed into place; removed on any exception, Ctrl-C included).
 
 Where: ``$QWENGPU_MLX_CACHE`` or ``~/.cache/qwengpu-mlx``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -108,24 +113,43 @@ def _classes() -> dict:
     return {k.__name__: k for k in (c.CompactCircuit, c.CompactLayer, c.CompactMixer, c.CompactMLP)}
 
 
+def _entry_paths(key: str, directory: Path | None) -> tuple[Path, Path]:
+    """(weights, manifest) of the cache entry for ``key``."""
+    weights = (directory or cache_dir()) / f"circuit-{key[:16]}.safetensors"
+    return weights, weights.with_suffix(".json")
+
+
+def _write_atomically(path: Path, write: Callable[[str], None]) -> None:
+    """``write(name)`` a temporary file beside ``path``, then rename it into place.
+
+    Why: a reader never sees half a file, and an interrupt (Ctrl-C included) or a failed
+    write leaves nothing behind: the temporary file is removed on any exception. What
+    stands in the entry's place is replaced, a directory too (the cache's own name)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
+    os.close(fd)
+    try:
+        write(tmp)
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def save(cc, key: str, directory: Path | None = None) -> Path:
-    """Write ``cc`` under its key (atomically: a reader never sees half a file)."""
+    """Write ``cc`` under its key: the weights, then the manifest that vouches for them,
+    each atomically (see :func:`_write_atomically`)."""
     import mlx.core as mx
 
-    d = directory or cache_dir()
-    d.mkdir(parents=True, exist_ok=True)
+    weights, mpath = _entry_paths(key, directory)
+    weights.parent.mkdir(parents=True, exist_ok=True)
     arrays, meta = {}, {}
     _flatten(cc, "", arrays, meta)
-    weights = d / f"circuit-{key[:16]}.safetensors"
-    with tempfile.NamedTemporaryFile(dir=d, suffix=".safetensors", delete=False) as tmp:
-        pass
-    mx.save_safetensors(tmp.name, {k: mx.array(v) for k, v in arrays.items()})
-    os.replace(tmp.name, weights)
+    _write_atomically(weights, lambda name: mx.save_safetensors(name, {k: mx.array(v) for k, v in arrays.items()}))
     manifest = {"format": FORMAT, "key": key, "sha256": _sha256(weights), "fields": meta}
-    mpath = weights.with_suffix(".json")
-    with tempfile.NamedTemporaryFile("w", dir=d, suffix=".tmp", delete=False) as tmp:
-        json.dump(manifest, tmp)
-    os.replace(tmp.name, mpath)
+    _write_atomically(mpath, lambda name: Path(name).write_text(json.dumps(manifest)))
     return weights
 
 
@@ -133,26 +157,51 @@ class CacheProblem(Exception):
     """Why a cache entry was not used (it is rebuilt)."""
 
 
-def load(key: str, directory: Path | None = None):
-    """The cached CompactCircuit for ``key``, None if there is none; CacheProblem if it is bad."""
-    import mlx.core as mx
-
-    d = directory or cache_dir()
-    weights = d / f"circuit-{key[:16]}.safetensors"
-    mpath = weights.with_suffix(".json")
-    if not mpath.exists() and not weights.exists():
-        return None
+def _read_manifest(mpath: Path) -> dict:
+    """The manifest as a dict; CacheProblem for anything else (unreadable, not JSON, not an object)."""
     try:
         manifest = json.loads(mpath.read_text())
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError) as e:  # UnicodeDecodeError is a ValueError
         raise CacheProblem(f"unreadable manifest {mpath} ({e})") from None
+    if not isinstance(manifest, dict):
+        raise CacheProblem(f"malformed manifest {mpath} (a JSON {type(manifest).__name__}, not an object)")
+    return manifest
+
+
+def _check_manifest(manifest: dict, key: str, weights: Path) -> None:
+    """The entry is this circuit's, and its manifest has what a load reads."""
     if manifest.get("format") != FORMAT or manifest.get("key") != key:
         raise CacheProblem(f"{weights} was built for another machine, shape or compiler version "
                            f"(key {str(manifest.get('key'))[:16]}, expected {key[:16]})")
-    if not weights.exists():
+    if not isinstance(manifest.get("sha256"), str) or not isinstance(manifest.get("fields"), dict):
+        raise CacheProblem(f"malformed manifest {weights.with_suffix('.json')} (no sha256 or fields)")
+
+
+def _check_weights(weights: Path, sha256: str) -> None:
+    """The weights file is a readable regular file whose SHA-256 is the manifest's."""
+    if not os.path.lexists(weights):
         raise CacheProblem(f"{weights} is missing")
-    if _sha256(weights) != manifest.get("sha256"):
+    if not weights.is_file():
+        raise CacheProblem(f"{weights} is not a file")
+    try:
+        digest = _sha256(weights)
+    except OSError as e:
+        raise CacheProblem(f"{weights} is unreadable ({e.strerror or e})") from None
+    if digest != sha256:
         raise CacheProblem(f"{weights} is corrupt (SHA-256 differs from the manifest)")
+
+
+def load(key: str, directory: Path | None = None):
+    """The cached CompactCircuit for ``key``, None if there is none; CacheProblem if the entry
+    is bad in any way (so that the caller rebuilds it rather than failing)."""
+    import mlx.core as mx
+
+    weights, mpath = _entry_paths(key, directory)
+    if not os.path.lexists(mpath) and not os.path.lexists(weights):
+        return None
+    manifest = _read_manifest(mpath)
+    _check_manifest(manifest, key, weights)
+    _check_weights(weights, manifest["sha256"])
     try:
         from qwengpu_mlx.compiler.compact import CompactCircuit
 
@@ -179,7 +228,7 @@ def cached_compact(machine, build, *, directory: Path | None = None, log=None, k
     cc = build()
     try:
         save(cc, key, directory)
-    except OSError as e:  # a read-only home still runs, it just rebuilds next time
+    except (OSError, RuntimeError) as e:  # a read-only home still runs, it just rebuilds next time
         log(f"could not write the circuit cache in {directory or cache_dir()} ({e})")
     return cc
 

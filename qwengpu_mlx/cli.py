@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 from .errors import ExecutionError, LaunchError, QwenGpuError
@@ -39,6 +40,18 @@ def _positive(text: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
     return n
+
+
+def _finite_positive(text: str) -> float:
+    """An argparse type: a finite number above 0 (NaN compares false with every limit and
+    inf is no limit, so either would silently skip the check it configures)."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(x) or x <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number above 0, got {text!r}")
+    return x
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,8 +90,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--check", action="store_true",
                    help="model backend: replay every step against the reference interpreter")
     r.add_argument("--json", action="store_true", help="print exactly one JSON object")
-    r.add_argument("--step-budget", type=int, default=None,
-                   help=f"stop after this many EXEC steps (default {DEFAULT_MACHINE.step_budget})")
+    r.add_argument("--step-budget", type=_positive, default=None,
+                   help=f"stop after this many EXEC steps (default {DEFAULT_MACHINE.step_budget}). On the model "
+                        f"backend a step is about 10 generated tokens (more with many lanes and stores) at about 12 "
+                        f"tokens/s on a 2-core CPU, so the default lets an unbounded loop run about an hour: "
+                        f"--timeout bounds the wall time")
+    r.add_argument("--timeout", type=_finite_positive, default=None, metavar="SECONDS",
+                   help="model backend: stop the launch after this many seconds of prefill and generation "
+                        "(an error that says how far it got)")
     r.add_argument("--trace", action="store_true",
                    help="print every step (reference) or every launch token (model) as it is produced")
     r.add_argument("--model", metavar="DIR", help="run the launch in this combined Qwen3.5 checkpoint "
@@ -96,8 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--out", required=True, metavar="DIR", help="checkpoint directory to write")
     b.add_argument("--shape", choices=["narrow", "qwen3.5-2b"], default="narrow",
                    help="narrow (the embedded circuit's own shape) or Qwen3.5-2B's")
-    b.add_argument("--max-params", type=float, default=4e9,
+    b.add_argument("--max-params", type=_finite_positive, default=4e9,
                    help="refuse a dense checkpoint above this many parameters (default 4e9, 16 GB as float32)")
+    b.add_argument("--force", action="store_true",
+                   help="replace a non-empty --out (by default it is refused: new shards beside stale ones do "
+                        "not load)")
     b.add_argument("--base", metavar="REPO_OR_DIR",
                    help="splice the circuit into this Qwen3.5 model (a Hugging Face repo id or a local directory; "
                         "safetensors only, HF_HUB_OFFLINE=1 uses the local cache only)")
@@ -265,7 +287,7 @@ def _run_model(ns, req, prog, stream) -> int:
         runner, layout = combined.circuit, combined.layout
     try:
         launch = launch_program(prog, store, req.machine, events=_TraceEvents(stream, ns.trace),
-                                check=ns.check, step_budget=ns.step_budget, runner=runner)
+                                check=ns.check, step_budget=ns.step_budget, runner=runner, timeout=ns.timeout)
     except ExecutionError as e:  # the model stopped the launch: with --check, say where it left the reference
         checked = getattr(e, "launch", None)
         if checked is None or checked.check is None or checked.check.exact:
@@ -361,14 +383,18 @@ def _build_base(ns) -> int:
     """``build --base``: the circuit spliced into a base Qwen3.5 checkpoint (``splice.pipeline``)."""
     from pathlib import Path
 
+    from .checkpoint import atomic_directory
     from .splice.pipeline import build_from_base
 
     if ns.shape != "narrow":
         raise LaunchError("--shape does not apply with --base: the combined checkpoint takes the base's sizes")
-    with _splice_errors("build --base"):
-        report = build_from_base(ns.base, Path(ns.out), ns.machine, revision=ns.revision, max_params=ns.max_params)
+    out = Path(ns.out)
+    # the pipeline writes weights, then the tokenizer and manifest: all of it into one temporary
+    # directory that becomes --out at the end, so Ctrl-C or a refusal leaves nothing half-written
+    with _splice_errors("build --base"), _write_errors(out), atomic_directory(out, force=ns.force) as tmp:
+        report = build_from_base(ns.base, tmp, ns.machine, revision=ns.revision, max_params=ns.max_params)
     lay = report.layout
-    print(f"wrote {report.out}: {lay.base_layers} base + {lay.circuit_layers} circuit layers, hidden {lay.hidden:,} "
+    print(f"wrote {out}: {lay.base_layers} base + {lay.circuit_layers} circuit layers, hidden {lay.hidden:,} "
           f"({lay.base_hidden:,} base dims x2 scale, circuit at {lay.circuit_offset:,}), {lay.launch_tokens:,} launch "
           f"tokens from id {lay.launch_id(0):,}; {report.bytes / 1e9:.1f} GB in {report.shards} shards, "
           f"{report.seconds:.0f} s")
@@ -430,10 +456,29 @@ def cmd_eval(ns) -> int:
     return 0
 
 
+def _write_errors(out):
+    """``build``'s OSErrors (an unwritable place, a full disk) as this CLI's errors, naming the path."""
+    from contextlib import contextmanager
+
+    from .errors import OutputError
+
+    @contextmanager
+    def guard():
+        try:
+            yield
+        except OSError as e:
+            raise OutputError(f"build --out {out}: cannot read or write {e.filename or out}: {e.strerror or e}") from None
+
+    return guard()
+
+
 def cmd_build(ns) -> int:
     """Write the circuit as a dense checkpoint, or say exactly why it cannot be written."""
     from pathlib import Path
 
+    from .checkpoint import check_output_dir
+
+    check_output_dir(Path(ns.out), force=ns.force)  # before any work: refusals are cheap
     if ns.base:
         return _build_base(ns)
 
@@ -470,8 +515,9 @@ def cmd_build(ns) -> int:
             f"checkpoint is dense with equal layers. `qwengpu-mlx run` executes the same weights through the "
             f"compact path; `--shape qwen3.5-2b` folds the residual for a dense checkpoint.")
     eos = plan.vocab[vocab_for(machine).id("STOP")]  # the launch's last token: mlx-lm stops there
-    out = save_checkpoint(Path(ns.out), plan.config(), plan.weight_shards(), plan.vocab, eos_token=eos,
-                          shards=1 + len(plan.layers))  # one layer dense in memory at a time
+    with _write_errors(ns.out):  # atomic: a temporary directory beside --out, renamed at the end
+        out = save_checkpoint(Path(ns.out), plan.config(), plan.weight_shards(), plan.vocab, eos_token=eos,
+                              shards=1 + len(plan.layers), force=ns.force)  # one layer dense in memory at a time
     print(f"wrote {out} ({dense:,} parameters, {len(plan.layers)} layers{note})")
     return 0
 

@@ -82,31 +82,44 @@ def _write_shards(out: Path, shards, count: int, log: Callable[[str], None]) -> 
 
 
 def write_combined(out: Path, base_model, base_config: dict, circuit_plan, launch_vocab: list[str],
-                   calibration: list[int], *, machine_name: str = "", log: Callable[[str], None] = lambda s: None
-                   ) -> BuildReport:
+                   calibration: list[int], *, machine_name: str = "", log: Callable[[str], None] = lambda s: None,
+                   force: bool = False) -> BuildReport:
     """Splice ``circuit_plan`` into ``base_model`` and write the combined weights, config and
     splice record (``SPLICE_RECORD``, which our runner reads back).
 
-    The tokenizer and the provenance manifest are the caller's (``tokenizer.extend_tokenizer``,
-    ``source.write_manifest``)."""
+    Atomically: everything goes into a temporary directory beside ``out`` that is renamed
+    to ``out`` at the end (``checkpoint.atomic_directory``), so an interrupt or a failure
+    leaves no half-written checkpoint; a non-empty ``out`` is refused (before any work)
+    unless ``force``. The tokenizer and the provenance manifest are the caller's
+    (``tokenizer.extend_tokenizer``, ``source.write_manifest``)."""
+    from qwengpu_mlx.checkpoint import atomic_directory, check_output_dir
+
     start = time.perf_counter()
+    check_output_dir(out, force=force)
     check_fits(base_config, circuit_plan.config())
     lay = SpliceLayout(text_config(base_config), circuit_plan.config(), len(launch_vocab))
     sup = suppression_row(base_model, calibration, len(launch_vocab))
     log(f"launch rows' shared part: alpha {sup.alpha:.3g} (smallest projection {sup.min_projection:.3g} "
         f"over {sup.positions} calibration positions)")
-    out.mkdir(parents=True, exist_ok=True)
     base = dict(tree_flatten(base_model.parameters()))
     count = 1 + lay.base_layers + lay.circuit_layers
     shards = combined_shards(base, circuit_plan.weight_shards(), mx.array(sup.row), lay)
+    with atomic_directory(out, force=force) as tmp:
+        written = _write_files(tmp, shards, count, lay, base_config, log)
+        report = BuildReport(out, lay, sup, count, written, time.perf_counter() - start)
+        (tmp / SPLICE_RECORD).write_text(json.dumps(splice_record(report, machine_name), indent=2) + "\n")
+    return report
+
+
+def _write_files(out: Path, shards, count: int, lay: SpliceLayout, base_config: dict,
+                 log: Callable[[str], None]) -> int:
+    """The shards, their index and config.json into ``out``; the bytes of weights written."""
     weight_map, written = _write_shards(out, shards, count, log)
     (out / "model.safetensors.index.json").write_text(
         json.dumps({"metadata": {"format": "mlx", "total_size": written}, "weight_map": dict(sorted(weight_map.items()))},
                    indent=2) + "\n")
     (out / "config.json").write_text(json.dumps(lay.config(base_config), indent=2) + "\n")
-    report = BuildReport(out, lay, sup, count, written, time.perf_counter() - start)
-    (out / SPLICE_RECORD).write_text(json.dumps(splice_record(report, machine_name), indent=2) + "\n")
-    return report
+    return written
 
 
 def splice_record(report: BuildReport, machine_name: str) -> dict:
