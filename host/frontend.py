@@ -33,6 +33,9 @@ __all__ = [
     "cuda_to_ptx",
     "cuda_text_to_ptx",
     "load_ptx",
+    "read_source",
+    "read_ptx_file",
+    "MAX_SOURCE_BYTES",
     "load_module",
     "demangle_kernel_name",
     "kernel_names",
@@ -53,6 +56,51 @@ default to an older PTX version, so we ask for 7.0 (supported since clang 11).""
 _NO_CUDA_PATH = "/nonexistent-qwengpu-cuda"
 
 _CLANG_TIMEOUT_S = 120
+
+MAX_SOURCE_BYTES = 4 << 20
+"""A kernel source larger than this (4 MiB) is refused before it is read: no kernel
+that fits the machine's 32-block ROM comes near it."""
+
+
+def _source_bytes(path: Path, what: str) -> bytes:
+    """The bytes of a source file, after checking it is a readable file of sane size."""
+    if path.is_dir():
+        raise FrontendError(f"{path} is a directory, not a {what} file")
+    if not path.is_file():
+        raise FrontendError(f"no such {what} file: {path}")
+    size = path.stat().st_size
+    if size > MAX_SOURCE_BYTES:
+        raise FrontendError(f"{path} is {size} bytes; a {what} source may be at most {MAX_SOURCE_BYTES} bytes")
+    try:
+        return path.read_bytes()
+    except OSError as e:
+        raise FrontendError(f"cannot read {path}: {e.strerror or e}") from e
+
+
+def read_source(path: str | Path) -> str:
+    """A CUDA source as text for the host's own scans (parameter names).
+
+    clang reads the bytes itself and accepts any bytes in comments, so we never
+    refuse what it accepts: UTF-8 where it decodes, else Latin-1 (every byte a character).
+    """
+    data = _source_bytes(Path(path), "CUDA source")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+def read_ptx_file(path: str | Path) -> str:
+    """A ``.ptx`` file's text: PTX is ASCII (UTF-8 in comments), so anything else is an error."""
+    path = Path(path)
+    data = _source_bytes(path, "PTX")
+    if b"\0" in data:
+        raise FrontendError(f"{path} is a binary file (it holds NUL bytes), not PTX text")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise FrontendError(f"{path} is not PTX text: byte 0x{data[e.start]:02x} at offset {e.start} is not "
+                            f"UTF-8 (PTX is ASCII; save the file as UTF-8)") from e
 
 
 def _install_hint() -> str:
@@ -151,7 +199,10 @@ def nvcc_command(nvcc: str, source: Path, output: Path) -> list[str]:
 
 def _run(cmd: list[str], tool: str, source: Path) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=_CLANG_TIMEOUT_S)
+        proc = subprocess.run(cmd, capture_output=True, timeout=_CLANG_TIMEOUT_S)
+        # the tools' output is ASCII PTX and diagnostics that quote the source's own bytes
+        return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode("utf-8", "replace"),
+                                           proc.stderr.decode("utf-8", "replace"))
     except FileNotFoundError as e:
         if tool == "clang":
             raise ClangNotFound(f"cannot run {cmd[0]}: {e}; {_install_hint()}") from e
@@ -160,10 +211,35 @@ def _run(cmd: list[str], tool: str, source: Path) -> subprocess.CompletedProcess
         raise FrontendError(f"{tool} took longer than {_CLANG_TIMEOUT_S}s on {source}") from e
 
 
+_CRASH_RE = re.compile(r"PLEASE submit a bug report|Stack dump:|clang frontend command failed|"
+                       r"error: unable to execute command|LLVM ERROR", re.IGNORECASE)
+_NO_TARGET_RE = re.compile(r"unknown target|No available targets|unable to create target|"
+                           r"target .*nvptx.* (is )?not (supported|registered)", re.IGNORECASE)
+
+
+def _non_ascii_identifiers(source: Path) -> list[str]:
+    """Identifiers with non-ASCII letters in the source (comments and strings aside)."""
+    try:
+        text = _source_bytes(source, "CUDA source").decode("utf-8", "replace")
+    except FrontendError:
+        return []
+    text = re.sub(r"/\*.*?\*/|//[^\n]*|\"(?:[^\"\\\n]|\\.)*\"", " ", text, flags=re.S)
+    return sorted({w for w in re.findall(r"[^\W\d]\w*", text) if not w.isascii()})
+
+
 def _compile_error(tool: str, source: Path, stderr: str) -> FrontendError:
+    """The compiler's diagnostics, with a hint only where we know the cause."""
     text = stderr.strip() or "(no diagnostics)"
     hint = ""
-    if re.search(r"nvptx|unknown target|No available targets", text, re.IGNORECASE):
+    if _CRASH_RE.search(text):
+        names = _non_ascii_identifiers(source) if source.suffix != ".ptx" else []
+        if names:
+            hint = (f"\n({tool} crashed: its PTX back end cannot emit non-ASCII identifiers such as "
+                    f"{', '.join(repr(n) for n in names[:3])}; give kernels, device functions and "
+                    f"__shared__ variables ASCII names)")
+        else:
+            hint = f"\n({tool} crashed while compiling; its diagnostics are above)"
+    elif _NO_TARGET_RE.search(text):
         hint = f"\n(this clang seems to lack the NVPTX back end; {_install_hint()})"
     return FrontendError(f"{tool} could not compile {source}:\n{text}{hint}")
 
@@ -175,8 +251,7 @@ def cuda_to_ptx(source: str | Path, *, frontend: str = "clang") -> str:
     (``file.cu:LINE:COL: error: ...``) unchanged.
     """
     path = Path(source)
-    if not path.is_file():
-        raise FrontendError(f"no such CUDA source file: {path}")
+    _source_bytes(path, "CUDA source")  # a file, readable, of sane size
     if frontend == "clang":
         clang = find_clang()
         proc = _run(clang_command(clang, path), "clang", path)
@@ -205,10 +280,7 @@ def cuda_text_to_ptx(code: str, filename: str = "kernel.cu", *, frontend: str = 
 def load_ptx(path_or_text: str | Path) -> PtxModule:
     """Parse a ``.ptx`` file (a Path, or a str naming a file) or PTX text (a str holding it)."""
     if isinstance(path_or_text, Path) or ("\n" not in path_or_text and ".entry" not in path_or_text):
-        path = Path(path_or_text)
-        if not path.is_file():
-            raise FrontendError(f"no such PTX file: {path}")
-        return parse_ptx(path.read_text())
+        return parse_ptx(read_ptx_file(path_or_text))
     return parse_ptx(path_or_text)
 
 

@@ -45,18 +45,18 @@ class LaunchResult:
 
 def compile_kernel(source: str | Path, kernel: str | None = None, *, frontend: str = "clang") -> CompiledKernel:
     """CUDA (.cu) or PTX (.ptx) file -> the selected kernel, parsed."""
-    from .frontend import cuda_to_ptx, select_kernel
+    from .frontend import cuda_to_ptx, read_ptx_file, read_source, select_kernel
     from .ptx_parser import parse_ptx
 
     path = Path(source)
     if not path.exists():
         raise FrontendError(f"{path}: no such file")
     if path.suffix == ".ptx":
-        ptx = path.read_text()
+        ptx = read_ptx_file(path)
         cuda = None
     else:
+        cuda = read_source(path)
         ptx = cuda_to_ptx(path, frontend=frontend)
-        cuda = path.read_text()
     module = parse_ptx(ptx)
     k = select_kernel(module, kernel)
     params = None

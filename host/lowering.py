@@ -36,7 +36,7 @@ from qwengpu_mlx.isa import (
 )
 from qwengpu_mlx.machine import DEFAULT_MACHINE, SPECIAL_REGISTERS, MachineConfig
 
-from . import cfg, regalloc
+from . import cfg, ranges, regalloc
 from .ir import (  # noqa: F401 - the IR's names stay importable from here
     BasicBlock,
     LBarrier,
@@ -62,6 +62,7 @@ from .ptx_ast import (
     SymRef,
 )
 from .signature import KernelParam
+from .validate import check_program, validate_kernel
 
 M32 = 0xFFFFFFFF
 INT_TYPES32 = {"s32", "u32", "b32"}
@@ -90,6 +91,7 @@ class Translator:
         self.shared_names = shared_names
         self.params = params  # PTX param name -> "ptr" | "scalar"
         self.wide: set[str] = set()  # 64-bit virtual registers
+        self.canon16: set[str] = set()  # sub-word registers known to hold their value zero-extended
         self.tmp = 0
 
     def fresh(self, prefix="%t") -> str:
@@ -213,6 +215,8 @@ class Translator:
                     self.check_no_wide(ins, "a 64-bit scalar parameter")
                 self.wide.add(d)
             bits = int(t[1:]) if t in SUBWORD else 32
+            if bits < 32 and t[0] != "s":
+                self.canon16.add(d)
             return [LParamLoad(d, name, ins.line, bits, t[0] == "s")]
         return self._mem(ins, Op.LD)
 
@@ -232,8 +236,11 @@ class Translator:
         if any(m.startswith("v") and m[1:].isdigit() for m in ins.mods):
             raise _unsupported(ins, "vector memory accesses are not supported")
         t = self.typ(ins)
+        if t in SUBWORD and op is Op.LD:
+            return self._subword_load(ins, t)
         if t in SUBWORD:
-            raise _unsupported(ins, f"{t[1:]}-bit memory accesses are not supported (only 32-bit words)")
+            raise _unsupported(ins, f"{t[1:]}-bit memory accesses are not supported: the machine stores whole "
+                                    f"32-bit words (store an int, e.g. `a[i] = (int)c`)")
         if t in INT_TYPES64:
             self.check_no_wide(ins, "64-bit memory access")
         space = self._space(ins)
@@ -246,6 +253,38 @@ class Translator:
         a, off = self.address(ins, ins.operands[0], pre)
         v = self.value(ins, ins.operands[1], pre)
         return pre + [LInstr(Op.ST, None, (a, v), guard=g, offset=off, space=space, line=ins.line, text=ins.text)]
+
+    def _subword_load(self, ins, t: str) -> list:
+        """``ld.s8``/``ld.u16``... of a word's low byte or half (clang's load for ``(char)a[i]``).
+
+        The machine loads whole words: the word at the (word-aligned) address, then its
+        low bits extended by the type's signedness. A byte that is not a word's first
+        faults as a misaligned address, on both backends."""
+        bits = int(t[1:])
+        d = self.dst(ins, ins.operands[0])
+        pre: list = []
+        a, off = self.address(ins, ins.operands[1], pre)
+        w = self.fresh()
+        g = self.guard_of(ins)
+        mk = lambda *x, **k: LInstr(*x, guard=g, line=ins.line, text=ins.text, **k)  # noqa: E731
+        out = pre + [mk(Op.LD, w, (a,), offset=off, space=self._space(ins))]
+        if t[0] == "s":
+            s_ = self.fresh()
+            return out + [mk(Op.SHL, s_, (VReg(w), Imm(32 - bits))), mk(Op.SHR, d, (VReg(s_), Imm(32 - bits)), signed=True)]
+        if g is None:
+            self.canon16.add(d)
+        return out + [mk(Op.AND, d, (VReg(w), Imm((1 << bits) - 1)))]
+
+    def canonical16(self, ins, opnd, pre: list):
+        """A 16-bit operand zero-extended to 32 bits (so 32-bit compares and logic are exact)."""
+        if isinstance(opnd, ImmRef):
+            return Imm(opnd.value & 0xFFFF)
+        v = self.value(ins, opnd, pre)
+        if isinstance(v, VReg) and v.name in self.canon16:
+            return v
+        t = self.fresh()
+        pre.append(LInstr(Op.AND, t, (v, Imm(0xFFFF)), line=ins.line, text=ins.text))
+        return VReg(t)
 
     def op_atom(self, ins, result=True):
         if "add" not in ins.mods:
@@ -322,8 +361,11 @@ class Translator:
         t = self.typ(ins)
         if t == "pred":
             return self._pred_logic(ins, op)
+        if t in SUBWORD and op in (Op.AND, Op.OR, Op.XOR) and t[1:] == "16":
+            return self._logic16(ins, op)
         if t in SUBWORD:
-            raise _unsupported(ins, f"{t[1:]}-bit integer arithmetic is not supported")
+            raise _unsupported(ins, f"{t[1:]}-bit integer arithmetic is not supported: compute in int "
+                                    f"(e.g. `int b = flag;` for a bool, `(int)s` for a short)")
         if t in INT_TYPES64 and not allow_wide:
             self.check_no_wide(ins)
         d = self.dst(ins, ins.operands[0])
@@ -332,6 +374,15 @@ class Translator:
         srcs = tuple(self.value(ins, o, pre) for o in ins.operands[1 : 1 + nsrc])
         sg = (t[0] == "s") if signed is None else signed
         return pre + [LInstr(op, d, srcs, guard=self.guard_of(ins), signed=sg, line=ins.line, text=ins.text)]
+
+    def _logic16(self, ins, op):
+        """``and/or/xor.b16`` (clang's code for ``bool``): exact on zero-extended operands."""
+        d = self.dst(ins, ins.operands[0])
+        pre: list = []
+        srcs = tuple(self.canonical16(ins, o, pre) for o in ins.operands[1:3])
+        if ins.guard is None:
+            self.canon16.add(d)
+        return pre + [LInstr(op, d, srcs, guard=self.guard_of(ins), line=ins.line, text=ins.text)]
 
     def _pred_logic(self, ins, op):
         table = {Op.AND: Op.PAND, Op.OR: Op.POR, Op.XOR: Op.PXOR, Op.NOT: Op.PNOT}
@@ -420,13 +471,18 @@ class Translator:
         t = self.typ(ins)
         if t in INT_TYPES64:
             self.check_no_wide(ins, "64-bit comparison")
-        if t in SUBWORD:
-            raise _unsupported(ins, f"{t[1:]}-bit comparison is not supported")
         cmp, forced = CMP_NAMES[cmp_mod]
         signed = (t[0] == "s") if forced is None else forced
+        if t in SUBWORD and (t[1:] != "16" or (signed and cmp not in ("eq", "ne"))):
+            raise _unsupported(ins, f"{t[1:]}-bit {'signed ' if signed else ''}comparison is not supported: "
+                                    f"compare ints (e.g. `(int)s < 0`)")
         d = self.dst(ins, ins.operands[0])
         pre: list = []
-        srcs = tuple(self.value(ins, o, pre) for o in ins.operands[1:3])
+        if t in SUBWORD:  # 16-bit equality or unsigned order: exact on zero-extended operands
+            srcs = tuple(self.canonical16(ins, o, pre) for o in ins.operands[1:3])
+            signed = False
+        else:
+            srcs = tuple(self.value(ins, o, pre) for o in ins.operands[1:3])
         return pre + [LInstr(Op.SETP, d, srcs, guard=self.guard_of(ins), signed=signed, cmp=cmp,
                              line=ins.line, text=ins.text)]
 
@@ -580,6 +636,10 @@ def legalize_immediates(blocks: list[BasicBlock]) -> None:
             it = _strength_reduce(it)
             if it.op in (Op.LD, Op.ST, Op.ATOM_ADD):
                 base = it.srcs[0]
+                if not -(1 << 31) <= it.offset < 1 << 31:  # the exact address cannot be in memory
+                    n += 1
+                    it = _poisoned(it, f"%legal{n}", out)
+                    base = it.srcs[0]
                 if isinstance(base, Imm):
                     off = _signed(base.value) + it.offset
                     it = replace(it, srcs=(Imm(0),) + it.srcs[1:], offset=off)
@@ -608,6 +668,85 @@ def legalize_immediates(blocks: list[BasicBlock]) -> None:
                     seen_imm = True
             out.append(replace(it, srcs=tuple(srcs)))
         bb.items = out
+
+
+POISON_ADDRESS = 0x7FFFFFFC
+"""A word-aligned byte address outside memory on both backends (the circuit faults on
+any base bit above bit 9, the reference on any address past its words)."""
+
+
+def _poisoned(it: LInstr, tmp: str, out: list) -> LInstr:
+    """``it`` addressing :data:`POISON_ADDRESS`: its exact address is outside memory but
+    its 32-bit address would wrap back into it, so it must fault wherever it runs."""
+    out.append(LInstr(Op.MOV, tmp, (Imm(POISON_ADDRESS),), line=it.line, text=it.text))
+    return replace(it, srcs=(VReg(tmp),) + it.srcs[1:], offset=0)
+
+
+def exact_addresses(blocks: list[BasicBlock], wide: set[str], specials: dict, mem_bytes: int) -> None:
+    """Make every memory instruction's 32-bit address behave as its exact one, on both backends.
+
+    From the exact value ranges (``ranges.value_ranges``): an access whose exact
+    address is certainly outside memory although its 32-bit value may wrap into it
+    is poisoned (it faults); a positive offset on a base that may be negative moves
+    into an ``add`` (the circuit adds offsets to a non-negative base only).
+    """
+    env = ranges.value_ranges(blocks, wide, specials)
+    uses = _use_counts(blocks)
+    n = 0
+    for bb in blocks:
+        out = []
+        for it in bb.items:
+            if isinstance(it, LInstr) and it.op in (Op.LD, Op.ST, Op.ATOM_ADD):
+                lo, hi = ranges.address_range(it, env, specials)
+                wraps = lo < -(1 << 31) or hi >= 1 << 31
+                base = it.srcs[0]
+                if wraps and (hi < 0 or lo >= mem_bytes):
+                    n += 1
+                    it = _poisoned(it, f"%exact{n}", out)
+                elif it.offset > 0 and isinstance(base, VReg) and env.get(base.name, ranges.FULL)[0] < 0:
+                    if uses.get(base.name) == 1 and _fold_offset_into_def(out, base.name, it.offset):
+                        out.append(replace(it, offset=0))
+                        continue
+                    n += 1
+                    t = f"%exact{n}"
+                    out.append(LInstr(Op.ADD, t, (base, Imm(it.offset & M32)), line=it.line, text=it.text))
+                    it = replace(it, srcs=(VReg(t),) + it.srcs[1:], offset=0)
+            out.append(it)
+        bb.items = out
+
+
+def _use_counts(blocks: list[BasicBlock]) -> dict[str, int]:
+    """How often each virtual register is read (as a source; guards do not count)."""
+    uses: dict[str, int] = {}
+    for bb in blocks:
+        for it in bb.items:
+            for s_ in getattr(it, "srcs", ()):
+                if isinstance(s_, VReg):
+                    uses[s_.name] = uses.get(s_.name, 0) + 1
+    return uses
+
+
+def _fold_offset_into_def(out: list, name: str, offset: int) -> bool:
+    """``sub x, C, y; ld [x+K]`` -> ``sub x, C+K, y; ld [x]`` (likewise ``add``), in place.
+
+    Only for the single unguarded definition earlier in the same block whose one
+    immediate (or zero) can absorb the offset, so no instruction is added."""
+    defs = [k for k, it in enumerate(out) if isinstance(it, LInstr) and it.dst == name]
+    if len(defs) != 1:
+        return False
+    k = defs[0]
+    it = out[k]
+    if it.guard is not None or it.op not in (Op.ADD, Op.SUB) or len(it.srcs) != 2:
+        return False
+    a, b = it.srcs
+    if isinstance(b, Imm):  # x = a +- b: b moves by the offset
+        nb = Imm((b.value + (offset if it.op is Op.ADD else -offset)) & M32)
+        out[k] = replace(it, srcs=(a, nb))
+    elif isinstance(a, Imm):  # x = a +- b: a moves by the offset
+        out[k] = replace(it, srcs=(Imm((a.value + offset) & M32), b))
+    else:
+        return False
+    return True
 
 
 def _strength_reduce(it: LInstr) -> LInstr:
@@ -744,7 +883,7 @@ def form_blocks(bbs: list[BasicBlock], slots: int) -> list[MBlock]:
                     nxt = exit_block.index
                 last.term = Terminator(TermKind.BRANCH, target=exit_block.index, fallthrough=nxt)
                 last.term_pred = t.guard
-    return _simplify(flat, slots)
+    return _simplify(flat, slots, reconverge=False)
 
 
 def _retarget(t: Terminator, f) -> Terminator:
@@ -752,8 +891,14 @@ def _retarget(t: Terminator, f) -> Terminator:
                    fallthrough=f(t.fallthrough) if t.fallthrough is not None else None)
 
 
-def _simplify(blocks: list[MBlock], slots: int) -> list[MBlock]:
-    """Thread empty jumps, merge straight-line pairs, drop unreachable blocks, renumber."""
+def _simplify(blocks: list[MBlock], slots: int, *, reconverge: bool = True,
+              rom_blocks: int | None = None, kernel: str = "") -> list[MBlock]:
+    """Thread empty jumps, merge straight-line pairs, drop unreachable blocks, renumber.
+
+    With ``reconverge``, attach each branch's reconvergence block (IPDOM); only the
+    final pass needs it, and the IPDOM sets grow with the square of the blocks, so a
+    program larger than ``rom_blocks`` is refused before they are built.
+    """
     by = {b.index: b for b in blocks}
     entry = blocks[0].index
 
@@ -799,6 +944,10 @@ def _simplify(blocks: list[MBlock], slots: int) -> list[MBlock]:
     for old in order:
         b = by[old]
         out.append(MBlock(renum[old], b.instrs, _retarget(b.term, lambda i: renum[i]), b.label, b.term_pred))
+    if rom_blocks is not None:
+        check_rom(out, rom_blocks, slots, kernel)
+    if not reconverge:
+        return out
     as_isa = [Block(b.index, [], b.term) for b in out]
     ipdom = cfg.immediate_post_dominators(as_isa)
     for b in out:
@@ -808,6 +957,15 @@ def _simplify(blocks: list[MBlock], slots: int) -> list[MBlock]:
                 r = None  # the sides only meet to exit: lanes leave independently
             b.term = replace(b.term, reconv=r)
     return out
+
+
+def check_rom(mblocks: list[MBlock], rom_blocks: int, slots: int, kernel: str) -> None:
+    """The ROM limit, checked on the final blocks before any per-block analysis."""
+    if len(mblocks) > rom_blocks:
+        ninstr = sum(len(b.instrs) for b in mblocks)
+        raise ResourceError(
+            f"kernel `{kernel}` needs {len(mblocks)} machine blocks ({ninstr} instructions) "
+            f"but the program ROM holds {rom_blocks} blocks of {slots}")
 
 
 def _reachable(by: dict[int, MBlock], entry: int) -> set[int]:
@@ -839,21 +997,22 @@ class MemoryLayout:
 def layout_memory(params: list[KernelParam], values: dict[str, list[int] | int],
                   shared: list, machine: MachineConfig, kernel: str) -> MemoryLayout:
     """Place pointer arguments, then ``__shared__`` variables, in the machine's words."""
-    arrays, sh, image = [], [], []
+    arrays, sh, base = [], [], 0
     for p in params:
         if p.pointer:
-            data = values[p.name]
-            arrays.append(ArrayBinding(p.name, len(image), len(data)))
-            image.extend(v & M32 for v in data)
+            arrays.append(ArrayBinding(p.name, base, len(values[p.name])))
+            base += len(values[p.name])
     for var in shared:
         words = (var.size_bytes + 3) // 4
-        sh.append(SharedBinding(var.name, len(image), words))
-        image.extend([0] * words)
-    if len(image) > machine.mem_words:
-        layout = MemoryLayout(arrays, sh, image)
+        sh.append(SharedBinding(var.name, base, words))
+        base += words
+    if base > machine.mem_words:  # checked on the sizes, before any word is allocated
+        layout = MemoryLayout(arrays, sh, [])
         raise ResourceError(
-            f"kernel `{kernel}` needs {len(image)} memory words ({layout.describe()}) "
+            f"kernel `{kernel}` needs {base} memory words ({layout.describe()}) "
             f"but the machine has {machine.mem_words}")
+    image = [v & M32 for p in params if p.pointer for v in values[p.name]]
+    image.extend([0] * (base - len(image)))
     image.extend([0] * (machine.mem_words - len(image)))
     return MemoryLayout(arrays, sh, image)
 
@@ -917,6 +1076,10 @@ def lower(module: PtxModule, kernel: PtxKernel, params: list[KernelParam],
         raise ResourceError(f"gridDim.x = {grid_dim}: must be at least 1")
     if len(params) != len(kernel.params):
         raise LaunchError(f"kernel `{kname}`: source lists {len(params)} parameters, PTX has {len(kernel.params)}")
+    if len(kernel.params) > MAX_PARAMS:
+        raise ResourceError(f"kernel `{kname}` has {len(kernel.params)} parameters; the host binds at most "
+                            f"{MAX_PARAMS} (pointers need a memory word each: the machine has {machine.mem_words})")
+    validate_kernel(module, kernel)
     values = bind_arguments(params, args, kname)
     shared_vars = [v for v in module.variables if v.space == "shared"] + list(kernel.shared)
     for v in shared_vars:
@@ -931,6 +1094,7 @@ def lower(module: PtxModule, kernel: PtxKernel, params: list[KernelParam],
     kinds = {pp.name: ("ptr" if p.pointer else "scalar") for pp, p in zip(kernel.params, params)}
     tr = Translator(kernel, {v.name for v in shared_vars}, kinds)
     bbs = tr.run()
+    check_size(bbs, machine, kname)
 
     shared_addr = {s.name: 4 * s.base for s in layout.shared}
     array_addr = {a.name: 4 * a.base for a in layout.arrays}
@@ -945,20 +1109,36 @@ def lower(module: PtxModule, kernel: PtxKernel, params: list[KernelParam],
                 v = shared_addr[it.value] if isinstance(it.value, str) else it.value
                 bb.items[i] = LInstr(Op.MOV, it.dst, (Imm(v & M32),), line=it.line, text=f"mov {it.value}")
     fold_constants(bbs, {})
+    exact_addresses(bbs, tr.wide, ranges.special_ranges(block_dim, grid_dim, machine.lanes), 4 * machine.mem_words)
 
     mblocks = form_blocks(bbs, machine.slots_per_block)
     regalloc.eliminate_dead_code(mblocks)
-    mblocks = _simplify(mblocks, machine.slots_per_block)
-    if len(mblocks) > machine.rom_blocks:
-        ninstr = sum(len(b.instrs) for b in mblocks)
-        raise ResourceError(
-            f"kernel `{kname}` needs {len(mblocks)} machine blocks ({ninstr} instructions) "
-            f"but the program ROM holds {machine.rom_blocks} blocks of {machine.slots_per_block}")
+    mblocks = _simplify(mblocks, machine.slots_per_block, rom_blocks=machine.rom_blocks, kernel=kname)
     blocks, regs_used, preds_used = regalloc.allocate(mblocks, machine, kname)
-    return Program(kernel=kname, blocks=blocks, arrays=layout.arrays,
+    program = Program(kernel=kname, blocks=blocks, arrays=layout.arrays,
                    shared=layout.shared, scalars={p.name: values[p.name] for p in params if not p.pointer},
                    memory=layout.image, regs_used=regs_used, preds_used=preds_used,
                    block_dim=block_dim, grid_dim=grid_dim)
+    check_program(program, machine)
+    return program
+
+
+MAX_PARAMS = 1024
+"""Kernel parameters the host binds (CUDA's 4 KB parameter space holds 1024 ints)."""
+
+SIZE_FACTOR = 16
+"""How far past the ROM a translated kernel may be before simplification: dead code
+and block merging shrink programs a little, never sixteen-fold."""
+
+
+def check_size(bbs: list[BasicBlock], machine: MachineConfig, kernel: str) -> None:
+    """Refuse a kernel far beyond the ROM before the quadratic passes (merging, liveness, IPDOM)."""
+    nins = sum(len(bb.items) for bb in bbs)
+    cap = SIZE_FACTOR * machine.rom_blocks
+    if len(bbs) > cap or nins > cap * machine.slots_per_block:
+        raise ResourceError(
+            f"kernel `{kernel}` has {len(bbs)} basic blocks and {nins} instructions: far more than the "
+            f"program ROM holds ({machine.rom_blocks} blocks of {machine.slots_per_block})")
 
 
 def _extend(value: int, bits: int, signed: bool) -> int:

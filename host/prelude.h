@@ -32,6 +32,7 @@
 #define __constant__ __attribute__((constant))
 #define __forceinline__ __inline__ __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
+#define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
 
 /* threadIdx, blockIdx, blockDim, gridDim come from clang's own header; it also
    declares warpSize = 32, which we rename out of the way. */

@@ -174,34 +174,7 @@ def _lane_list(mask: int, lanes: int) -> str:
 
 # --------------------------------------------------------------------------- validation
 
-_ARITY: dict[Op, tuple[int, int]] = {  # op -> (value srcs, predicate srcs)
-    Op.MOV: (1, 0),
-    Op.NEG: (1, 0),
-    Op.ABS: (1, 0),
-    Op.NOT: (1, 0),
-    Op.ADD: (2, 0),
-    Op.SUB: (2, 0),
-    Op.MUL: (2, 0),
-    Op.MIN: (2, 0),
-    Op.MAX: (2, 0),
-    Op.AND: (2, 0),
-    Op.OR: (2, 0),
-    Op.XOR: (2, 0),
-    Op.SHL: (2, 0),
-    Op.SHR: (2, 0),
-    Op.MAD: (3, 0),
-    Op.SELP: (2, 1),
-    Op.SETP: (2, 0),
-    Op.PAND: (0, 2),
-    Op.POR: (0, 2),
-    Op.PXOR: (0, 2),
-    Op.PNOT: (0, 1),
-    Op.PMOV: (0, 1),
-    Op.LD: (1, 0),
-    Op.ST: (2, 0),
-    Op.ATOM_ADD: (2, 0),
-    Op.SHFL: (4, 0),
-}
+_ARITY: dict[Op, tuple[int, int]] = {op: (n, np) for op, (n, np, _) in isa.OPERAND_COUNTS.items()}
 
 
 def check_launch(program: isa.Program, machine: MachineConfig = DEFAULT_MACHINE) -> None:
@@ -473,10 +446,26 @@ class _Launch:
             raise self.fail(
                 MemoryFault(
                     f"memory fault at step {rec.step} (thread block {rec.ctaid}, block B{rec.block}, "
-                    f"warp {warp}, lane {lane}): {ins.op.value} address {addr} {why}"
+                    f"warp {warp}, lane {lane}): {ins.op.value} address {addr} {why}: {self.element(addr)}"
                 )
             )
         return addr // 4
+
+    def element(self, addr: int) -> str:
+        """``a[-1]``: the array element a faulting byte address stands for.
+
+        Arrays lie one after another from word 0, so an address below memory is an
+        index before the first array, and one past it an index past the array placed
+        last below it. Addresses far from every array (a wrapped index, an address
+        the lowering knows to be outside memory) are said to be so."""
+        regions = [*self.p.arrays, *self.p.shared]
+        s = to_signed(addr, self.bits)
+        if not regions or abs(s) >= 1 << 24:
+            return "far outside every array (an address past 2^31 bytes, e.g. a wrapped index)"
+        word = s // 4
+        below = [r for r in regions if r.base <= word] or regions[:1]
+        r = max(below, key=lambda x: x.base)
+        return f"{r.name}[{word - r.base}]" + ("" if s % 4 == 0 else f" + {s % 4} bytes")
 
     def execute(self, ins: Instr, rec: StepRecord, warp: int, mask: int, slot: int = 0) -> None:
         lanes = [

@@ -19,14 +19,25 @@ class KernelParam:
     ctype: str
 
 
+_IDENT = r"[^\W\d]\w*"
+"""A C++ identifier, Unicode letters included (clang accepts ``int* été``)."""
+
+
 def _strip_comments(text: str) -> str:
+    """Comments, and the attributes between ``__global__`` and the name that hold parentheses."""
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
-    return re.sub(r"//[^\n]*", " ", text)
+    text = re.sub(r"//[^\n]*", " ", text)
+    text = re.sub(r"__launch_bounds__\s*\([^()]*\)", " ", text)
+    return re.sub(r"__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)", " ", text)
 
 
 def cuda_kernel_params(source: str, kernel: str) -> list[KernelParam] | None:
-    """Parameters of ``__global__ ... kernel(...)`` in ``source``, or None if not found."""
+    """Parameters of ``__global__ ... kernel(...)`` in ``source``, or None if not found.
+
+    ``kernel`` may be qualified (``a::b::k``, from the mangled name): the source declares
+    it by its last component inside its namespaces."""
     text = _strip_comments(source)
+    kernel = kernel.split("::")[-1]
     found = None
     for m in re.finditer(r"__global__[^;{(]*?\b" + re.escape(kernel) + r"\s*\(", text):
         depth, i = 1, m.end()
@@ -47,7 +58,7 @@ def cuda_kernel_params(source: str, kernel: str) -> list[KernelParam] | None:
     params = []
     for raw in _split_top_level(found):
         raw = raw.split("=")[0].strip()
-        ident = re.findall(r"[A-Za-z_]\w*", raw)
+        ident = re.findall(_IDENT, raw)
         if not ident or ident[-1] in _TYPE_WORDS:
             return None  # an unnamed parameter: fall back to PTX names
         pointer = "*" in raw or "[" in raw

@@ -51,6 +51,25 @@ ALU_UNARY = (Op.MOV, Op.NEG, Op.ABS, Op.NOT)
 PRED_OPS = (Op.PAND, Op.POR, Op.PXOR, Op.PNOT, Op.PMOV)
 MEM_OPS = (Op.LD, Op.ST, Op.ATOM_ADD)
 
+OPERAND_COUNTS: dict[Op, tuple[int, int, bool]] = {
+    # op -> (value srcs, predicate srcs, needs a destination); the one table both the
+    # reference interpreter's launch check and the host's post-lowering check read
+    **{op: (1, 0, True) for op in ALU_UNARY},
+    **{op: (2, 0, True) for op in ALU_BINARY},
+    Op.MAD: (3, 0, True),
+    Op.SELP: (2, 1, True),
+    Op.SETP: (2, 0, True),
+    Op.PAND: (0, 2, True),
+    Op.POR: (0, 2, True),
+    Op.PXOR: (0, 2, True),
+    Op.PNOT: (0, 1, True),
+    Op.PMOV: (0, 1, True),
+    Op.LD: (1, 0, True),
+    Op.ST: (2, 0, False),
+    Op.ATOM_ADD: (2, 0, False),  # its old value is optional
+    Op.SHFL: (4, 0, True),
+}
+
 CMP_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
 SHFL_MODES = ("idx", "up", "down", "bfly")
 
