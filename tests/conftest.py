@@ -34,7 +34,8 @@ def store():
 def example_launch(store):
     """name -> (spec, program, launch) of an example kernel run once through the model, checked.
 
-    Tests that need a real launch share these (a launch costs seconds of CPU)."""
+    Tests that need a real launch share these (a launch costs seconds of CPU). ``name`` is an
+    example (``examples/kernels``) or a test-only kernel with its spec (``tests/kernels_machine``)."""
     import json
     from pathlib import Path
 
@@ -42,11 +43,13 @@ def example_launch(store):
     from qwengpu_mlx.machine import DEFAULT_MACHINE
     from qwengpu_mlx.runtime import run_launch
 
-    kernels = Path(__file__).resolve().parents[1] / "examples" / "kernels"
+    here = Path(__file__).resolve().parent
+    folders = (here.parent / "examples" / "kernels", here / "kernels_machine")  # examples first, then test-only
     done: dict = {}
 
     def get(name: str):
         if name not in done:
+            kernels = next(f for f in folders if (f / f"{name}.json").exists())
             spec = json.loads((kernels / f"{name}.json").read_text())
             prog = bind(compile_kernel(kernels / f"{name}.cu", spec["kernel"]), spec["args"], block=spec["block"],
                         grid=spec["grid"])

@@ -938,3 +938,18 @@ def multi_feature(spec):
     A["out"][:b] = s[::-1]
     A["total"][0] = wrap(int(A["total"][0]) + int(s.sum()))
     return result(A)
+
+
+# ------------------------------------------------------- test-only kernels (tests/kernels_machine)
+# Not examples, so kept out of ORACLES (test_conformance pairs ORACLES with examples/kernels).
+
+TEST_ORACLES: dict[str, Oracle] = {}
+
+
+def reduce_tree_4warps(spec):
+    A = arrays(spec)
+    A["out"][0] = wrap(int(np.sum(A["x"][:4])))
+    return result(A)
+
+
+TEST_ORACLES["reduce_tree_4warps"] = reduce_tree_4warps

@@ -32,17 +32,30 @@ V = vocab_for(DEFAULT_MACHINE)
 
 pytestmark = needs_clang
 
-# nested divergence (with predicate records); barriers across 4 warps; atomics under
-# contention (and a lane masked off); a butterfly shuffle. The last three are launches
-# test_model_backend.py also runs (shared, run once).
-MUTATED = ["nested_branches", "reduce_shared_tree", "dot", "shfl_xor_allreduce"]
+# nested divergence (with predicate records); barriers across 4 warps, in a loop, with
+# divergent shared-memory adds (tests/kernels_machine/reduce_tree_4warps.cu: the code paths
+# of reduce_shared_tree in 530 tokens instead of 1,122); atomics under contention (and a
+# lane masked off); a butterfly shuffle. The last three are launches test_model_backend.py
+# also runs (shared, run once).
+MUTATED = ["nested_branches", "reduce_tree_4warps", "dot", "shfl_xor_allreduce"]
 KINDS = {"CTA", "WST", "EXEC", "VAL", "PVAL", "MEM", "ENT", "C0", "C1", "C2", "STOP"}
+# what the barrier launch must show: warp status records of all 4 warps (waiting at a
+# barrier, released), SIMT stack entries (its divergent adds), shared-memory stores
+BARRIER_KINDS = {"CTA", "WST", "EXEC", "VAL", "MEM", "ENT", "C0", "C1", "C2", "STOP"}
 
 
 @pytest.fixture(scope="module")
 def launches(example_launch):
     """name -> (program, the model's launch)."""
-    return {name: example_launch(name)[1:] for name in MUTATED + ["vec_add"]}
+    out = {name: example_launch(name)[1:] for name in MUTATED + ["vec_add"]}
+    # the coverage cannot shrink unseen: every kind of token is in the mutated launches,
+    # and the barrier launch spans the block's 4 warps
+    seen = {V[t].kind for name in MUTATED for t in out[name][1].tokens}
+    assert KINDS <= seen, KINDS - seen
+    barrier = [V[t] for t in out["reduce_tree_4warps"][1].tokens]
+    assert BARRIER_KINDS <= {t.kind for t in barrier}, BARRIER_KINDS - {t.kind for t in barrier}
+    assert {dict(t.fields)["warp"] for t in barrier if t.kind == "WST"} == {0, 1, 2, 3}
+    return out
 
 
 def altered(tok_id: int) -> int:

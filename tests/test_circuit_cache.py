@@ -116,14 +116,21 @@ def test_key_follows_machine_shape_and_levels():
     assert base != cache.circuit_key(DEFAULT_MACHINE, NARROW, dataclasses.replace(DEFAULT_LEVELS, K=2.0 ** 20))
 
 
-def test_cli_run_rebuilds_a_corrupt_cache(tmp_path):
-    """The real circuit: the first run stores it, a corrupted entry is reported and rebuilt."""
+def test_cli_run_rebuilds_a_corrupt_cache(store, tmp_path):
+    """The real circuit: the entry the session's store wrote (``cached_compact``, the path the
+    command line takes too: a cold run builds and stores it, as the rebuild below does) is
+    corrupted; the command line reports it, rebuilds and rewrites it, and the next run uses it."""
+    import shutil
+
+    store.runner(DEFAULT_MACHINE)  # the session's circuit, stored in its cache directory (built once)
+    key = cache.circuit_key(DEFAULT_MACHINE, NARROW, DEFAULT_LEVELS)
+    for suffix in ("safetensors", "json"):
+        shutil.copy(cache.cache_dir() / f"circuit-{key[:16]}.{suffix}", tmp_path)
     env = {**__import__("os").environ, "QWENGPU_MLX_CACHE": str(tmp_path)}
     argv = [sys.executable, "-m", "qwengpu_mlx.cli", "run", str(ROOT / "examples/kernels/dot.cu"),
             "--arg", "a=1,2,3", "--arg", "b=4,5,6", "--arg", "out=0", "--arg", "n=3", "--json"]
-    first = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
-    assert first.returncode == 0, first.stderr
     (weights,) = tmp_path.glob("circuit-*.safetensors")
+    assert cache.load(key, tmp_path) is not None  # a good entry, as a first run leaves it
     data = bytearray(weights.read_bytes())
     data[-5] ^= 0xFF
     weights.write_bytes(bytes(data))
