@@ -454,18 +454,22 @@ class _Launch:
     def element(self, addr: int) -> str:
         """``a[-1]``: the array element a faulting byte address stands for.
 
-        Arrays lie one after another from word 0, so an address below memory is an
-        index before the first array, and one past it an index past the array placed
-        last below it. Addresses far from every array (a wrapped index, an address
-        the lowering knows to be outside memory) are said to be so."""
+        The array it lies in, or, with one array, its index there (before or past
+        its ends); with several arrays the word and the layout, since the machine
+        code does not say which array an address came from. Addresses far from
+        every array (a wrapped index, an address the lowering knows to be outside
+        memory) are said to be so."""
         regions = [*self.p.arrays, *self.p.shared]
         s = to_signed(addr, self.bits)
         if not regions or abs(s) >= 1 << 24:
             return "far outside every array (an address past 2^31 bytes, e.g. a wrapped index)"
-        word = s // 4
-        below = [r for r in regions if r.base <= word] or regions[:1]
-        r = max(below, key=lambda x: x.base)
-        return f"{r.name}[{word - r.base}]" + ("" if s % 4 == 0 else f" + {s % 4} bytes")
+        word, rest = s // 4, ("" if s % 4 == 0 else f" + {s % 4} bytes")
+        inside = [r for r in regions if r.base <= word < r.base + r.length]
+        if inside or len(regions) == 1:
+            r = (inside or regions)[0]
+            return f"{r.name}[{word - r.base}]{rest}"
+        layout = ", ".join(f"{r.name}: words {r.base}..{r.base + r.length - 1}" for r in regions)
+        return f"word {word}{rest}, outside every array ({layout})"
 
     def execute(self, ins: Instr, rec: StepRecord, warp: int, mask: int, slot: int = 0) -> None:
         lanes = [
