@@ -22,7 +22,7 @@ from qwengpu_mlx.compiler.sizing import QWEN35_2B, DoesNotFit
 from qwengpu_mlx.compiler.pipeline import compile_machine
 from qwengpu_mlx.runtime import run_launch
 from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs
-from qwengpu_mlx.machine import MACHINES, ONE_SLOT_MACHINE
+from qwengpu_mlx.machine import DEFAULT_MACHINE, MACHINES, ONE_SLOT_MACHINE
 from qwengpu_mlx.runner import CircuitRunner
 
 from clitools import cli
@@ -90,9 +90,9 @@ def test_a_claimed_range_shortens_the_clear_and_unread_values_take_no_dim():
 
 
 @pytest.fixture(scope="module", params=["default", "one-slot"])
-def folded(request):
+def folded(request, store):
     machine = MACHINES[request.param]
-    compiled = compile_machine(machine, QWEN35_2B)
+    compiled = store.compiled(machine, QWEN35_2B)  # the session's fold: test_splice_widths folds the default too
     return machine, compiled, compiled.reuse
 
 
@@ -115,12 +115,16 @@ def test_both_machines_fit_every_width_of_the_2b_shape(folded):
 
 # divergence and a loop; a butterfly shuffle over the warp
 @pytest.mark.parametrize("name", ["dot", "shfl_xor_allreduce"])
-def test_the_machine_at_the_2b_shape_runs_the_same_launch(store, folded, name):
+def test_the_machine_at_the_2b_shape_runs_the_same_launch(store, example_launch, folded, name):
     machine, mc, r = folded
     spec = json.loads((KERNELS / f"{name}.json").read_text())
     prog = bind(compile_kernel(KERNELS / f"{name}.cu", spec["kernel"]), spec["args"], block=spec["block"],
                 grid=spec["grid"], machine=machine)
-    embedded = run_launch(prog, store.runner(machine))  # the logical plan, compact path
+    if machine == DEFAULT_MACHINE:  # the logical plan, compact path: this very launch, shared with test_model_backend
+        embedded = example_launch(name)[2]
+        assert embedded.check.exact
+    else:
+        embedded = run_launch(prog, store.runner(machine))  # the logical plan, compact path
     folded_runner = CircuitRunner(mc.compact(), machine)  # the folded plan's weights
     run = run_launch(prog, folded_runner, check=True)
     assert run.tokens == embedded.tokens
