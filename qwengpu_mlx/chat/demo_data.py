@@ -7,12 +7,13 @@ the assistant writes a ``gpu_eval`` call whose expression is the question's (lit
 by a simple mapping, "the 10th Fibonacci number" -> ``fib(10)``), the tool answers with
 the value (computed here by a Python oracle: this is training data, not a kernel result)
 or with ``error: ...``, and the assistant states the number or says why it could not.
-Small talk is answered without a call; some conversations ask a second question.
+Small talk is answered without a call; some conversations ask a second question. The
+answer quotes the tool's value.
 
 Every form of the expression grammar (``chat/tools.py``) appears: ``@`` (dot and
 matrix-vector), ``+ - *`` elementwise and on scalars, scaling, and the calls ``sum min
 max argmax prefix_sum sort reverse histogram gcd fib pow``. Numbers are small integers,
-negatives included, vectors of length 1-8.
+negatives included, vectors of length 1-4.
 """
 
 from __future__ import annotations
@@ -38,12 +39,14 @@ SMALL_TALK = {
     "bye": "Goodbye!",
 }
 
-ANSWERS = ("The GPU in my layers computed {expr} = {value}.", "{expr} = {value}.",
-           "The GPU computed {expr} = {value}.")
-FAILURES = ("I could not compute {expr}: {why}.", "The GPU could not compute {expr}: {why}.")
+# The answer quotes the tool's value (the message just before it), not the expression again:
+# one short copy is what a model this small learns in the minutes a CPU gives it.
+ANSWERS = ("The GPU in my layers computed {value}.", "The answer is {value}.", "The GPU computed {value}.")
+FAILURES = ("I could not compute that: {why}.", "The GPU could not compute that: {why}.")
 INJECTED_ERRORS = ("the launch did not finish", "the program does not fit in the GPU's memory",
                    "the GPU is busy")
 INT32 = (-2**31, 2**31 - 1)
+MAX_LENGTH = 4  # vector lengths 1-4: short copies
 
 
 class OracleError(ValueError):
@@ -105,7 +108,7 @@ class Gen:
         return self.r.randint(lo, hi)
 
     def v(self, n=None, lo=-9, hi=20) -> list[int]:
-        return [self.num(lo, hi) for _ in range(n or self.r.randint(1, 8))]
+        return [self.num(lo, hi) for _ in range(n or self.r.randint(1, MAX_LENGTH))]
 
     def pick(self, *options):
         return self.r.choice(options)
@@ -118,7 +121,7 @@ class Gen:
         return make()
 
     def dot(self) -> Question:
-        n = self.r.randint(1, 8)
+        n = self.r.randint(1, MAX_LENGTH)
         a, b = self.v(n), self.v(n)
         e = f"{vec(a)} @ {vec(b)}"
         text = self.pick(f"What is {e}?", f"Compute {e}", f"Compute the dot product of {vec(a)} and {vec(b)}.",
@@ -133,9 +136,10 @@ class Gen:
         return Question(text, e, _check([sum(p * q for p, q in zip(r, x)) for r in m]))
 
     def elementwise(self) -> Question:
-        n = self.r.randint(1, 8)
+        n = self.r.randint(1, MAX_LENGTH)
         a = self.v(n)
-        b = self.v(n) if self.r.random() > 0.12 else self.v(self.r.choice([k for k in range(1, 9) if k != n]))
+        b = self.v(n) if self.r.random() > 0.12 else self.v(self.r.choice([k for k in range(1, MAX_LENGTH + 2)
+                                                                           if k != n]))
         op = self.pick("+", "-", "*")
         e = f"{vec(a)} {op} {vec(b)}"
         words = {"+": f"Add {vec(a)} and {vec(b)}.", "-": f"What is {e}?",
@@ -255,7 +259,7 @@ def conversation(rng: random.Random) -> list[dict]:
     """One conversation: optional system prompt, then one to three turns."""
     g = Gen(rng)
     messages = [{"role": "system", "content": rng.choice(SYSTEM_PROMPTS)}] if rng.random() < 0.5 else []
-    for _ in range(rng.choices([1, 2, 3], [6, 3, 1])[0]):
+    for _ in range(rng.choices([1, 2], [8, 2])[0]):
         if rng.random() < 0.12:
             messages += small_talk_turn(rng)
             continue
