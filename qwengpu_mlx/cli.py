@@ -9,6 +9,7 @@ import argparse
 import json
 import math
 import sys
+from contextlib import contextmanager
 
 from .errors import ExecutionError, LaunchError, QwenGpuError
 from .machine import DEFAULT_MACHINE, MACHINES
@@ -250,21 +251,22 @@ class _TraceEvents:
             print(f"{tok_id:6d}  {tok}", file=self.stream, flush=True)
 
 
-def _splice_errors(what: str):
-    """Run a splice step, its typed refusals as this CLI's errors (exit 2, no traceback)."""
-    from contextlib import contextmanager
+@contextmanager
+def _errors_as(caught, convert):
+    """Run a step, turning the ``caught`` exceptions into this CLI's errors (``convert(e)``:
+    exit 2 with a message, no traceback)."""
+    try:
+        yield
+    except caught as e:
+        raise convert(e) from None
 
+
+def _splice_errors(what: str):
+    """Run a splice step, its typed refusals as this CLI's errors."""
     from .errors import ResourceError
     from .splice.errors import SPLICE_ERRORS
 
-    @contextmanager
-    def guard():
-        try:
-            yield
-        except SPLICE_ERRORS as e:
-            raise ResourceError(f"{what}: {e}") from None
-
-    return guard()
+    return _errors_as(SPLICE_ERRORS, lambda e: ResourceError(f"{what}: {e}"))
 
 
 def _combined_record(path: str):
@@ -458,18 +460,10 @@ def cmd_eval(ns) -> int:
 
 def _write_errors(out):
     """``build``'s OSErrors (an unwritable place, a full disk) as this CLI's errors, naming the path."""
-    from contextlib import contextmanager
-
     from .errors import OutputError
 
-    @contextmanager
-    def guard():
-        try:
-            yield
-        except OSError as e:
-            raise OutputError(f"build --out {out}: cannot read or write {e.filename or out}: {e.strerror or e}") from None
-
-    return guard()
+    return _errors_as(OSError, lambda e: OutputError(
+        f"build --out {out}: cannot read or write {e.filename or out}: {e.strerror or e}"))
 
 
 def cmd_build(ns) -> int:

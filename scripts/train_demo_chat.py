@@ -316,25 +316,8 @@ def train(c: TrainConfig, model, data, prefix: list[int]) -> int:
     return s
 
 
-def generate(model, tok, prompt: list[int], max_tokens: int, stop: str | None) -> str:
-    """Greedy text until ``<|im_end|>`` or ``stop`` (mlx-lm's generation, its own recurrence)."""
-    from mlx_lm.generate import generate_step
-
-    detok = tok.detokenizer
-    detok.reset()
-    for token, _ in generate_step(mx.array(prompt), model, max_tokens=max_tokens):
-        if token in tok.eos_token_ids:
-            break
-        detok.add_token(token)
-        if stop and stop in detok.text:
-            break
-    detok.finalize()
-    return detok.text
-
-
 def ask(model, tok, messages: list[dict], stop: str | None = "</tool_call>", max_tokens: int = 120) -> str:
-    prompt = tok.apply_chat_template(messages, tools=TOOLS["normal"], add_generation_prompt=True)
-    return generate(model, tok, list(prompt), max_tokens, stop)
+    return demo.greedy_reply(model, tok, messages, stop, max_tokens)
 
 
 def parse_call(tok, text: str):

@@ -83,22 +83,6 @@ def test_demo_template_and_tool_parser(tiny):
     assert tok.decode(ids) == call
 
 
-def _greedy(model, tok, messages, stop=None, max_tokens=120) -> str:
-    from mlx_lm.generate import generate_step
-
-    prompt = mx.array(tok.apply_chat_template(messages, tools=TOOLS["normal"], add_generation_prompt=True))
-    detok = tok.detokenizer
-    detok.reset()
-    for token, _ in generate_step(prompt, model, max_tokens=max_tokens):
-        if token in tok.eos_token_ids:
-            break
-        detok.add_token(token)
-        if stop and stop in detok.text:
-            break
-    detok.finalize()
-    return detok.text
-
-
 def test_demo_model_calls_and_answers(tiny):
     """The trained toy writes the tool call and quotes the tool's value on held-out questions.
 
@@ -110,7 +94,7 @@ def test_demo_model_calls_and_answers(tiny):
     qs = [q for q in demo_data.questions(40, HELD_OUT_SEED) if q.error is None][:20]
     for q in qs:
         msgs = [{"role": "user", "content": q.text}]
-        out = _greedy(model, tok, msgs, stop="</tool_call>")
+        out = demo.greedy_reply(model, tok, msgs, stop="</tool_call>")
         if "<tool_call>" in out and "</tool_call>" in out:
             inner = out.split("<tool_call>", 1)[1].split("</tool_call>", 1)[0].strip()
             try:
@@ -119,7 +103,7 @@ def test_demo_model_calls_and_answers(tiny):
             except ValueError:
                 pass
         msgs += [demo_data.tool_call_message(q.expression), {"role": "tool", "content": q.response}]
-        answer = _greedy(model, tok, msgs)
+        answer = demo.greedy_reply(model, tok, msgs)
         answers += answer.strip().endswith(demo_data.result_text(q.value) + ".")
     assert calls >= 12 and answers >= 12, f"{calls}/20 exact calls, {answers}/20 exact answers"
 

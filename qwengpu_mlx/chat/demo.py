@@ -117,6 +117,14 @@ def load_demo(path: Path = DEMO_DIR):
     return mlx_lm.load(str(path))
 
 
+def demo_splice_config(path: Path = DEMO_DIR, target: dict | None = None) -> dict:
+    """The widened demo's full config (what the splice sees), without widening any weight."""
+    from qwengpu_mlx.splice.widen import target_config
+
+    config = demo_config(path)
+    return {**config, "text_config": target_config(config["text_config"], target or DEMO_TARGET)}
+
+
 def demo_base(path: Path = DEMO_DIR, target: dict | None = None):
     """The demo model widened for the splice: ``(mlx-lm Model, tokenizer wrapper, full config)``.
 
@@ -158,3 +166,24 @@ def calibration_text(conversations: int = 6) -> str:
     tok = load(DEMO_DIR)
     return "".join(tok.apply_chat_template(c, tools=TOOLS["normal"], tokenize=False)
                    for c in demo_data.conversations(conversations, CALIBRATION_SEED))
+
+
+def greedy_reply(model, tok, messages: list[dict], stop: str | None = None, max_tokens: int = 120) -> str:
+    """The model's greedy reply to ``messages`` (tools offered), until ``<|im_end|>`` or ``stop``:
+    mlx-lm's own generation, for the training script's evaluation and the fixture's tests."""
+    import mlx.core as mx
+    from mlx_lm.generate import generate_step
+
+    from .tools import TOOLS
+
+    prompt = mx.array(tok.apply_chat_template(messages, tools=TOOLS["normal"], add_generation_prompt=True))
+    detok = tok.detokenizer
+    detok.reset()
+    for token, _ in generate_step(prompt, model, max_tokens=max_tokens):
+        if token in tok.eos_token_ids:
+            break
+        detok.add_token(token)
+        if stop and stop in detok.text:
+            break
+    detok.finalize()
+    return detok.text

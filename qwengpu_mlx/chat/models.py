@@ -111,13 +111,13 @@ def combine_in_memory(base_model, base_config: dict, tokenizer, store, machine: 
 
 def _open_demo(store, machine: MachineConfig, log) -> ChatModel:
     from .demo import calibration_text as demo_calibration
-    from .demo import demo_base, load_demo
+    from .demo import demo_splice_config, load_demo
 
     log("loading the demo chat model (widened to the splice's width)")
-    _, tokenizer, config = demo_base()  # the splice's base: hidden 1024, MLP 6144, 16 linear heads
+    config = demo_splice_config()  # the splice's base: hidden 1024, MLP 6144, 16 linear heads
     # Our runner runs the toy itself: the widening is exact (the same logits, bit for bit:
     # tests/test_widen.py), and the toy's prefill is ~100x cheaper on a CPU.
-    model, _ = load_demo()
+    model, tokenizer = load_demo()
     combined = combine_in_memory(model, config, tokenizer, store, machine, log, calibration=demo_calibration())
     return ChatModel(DEMO, combined, tokenizer, machine,
                      note="demo: a toy Qwen3.5-architecture model trained on templated arithmetic "
