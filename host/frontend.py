@@ -184,6 +184,7 @@ def clang_command(clang: str, source: Path, output: str = "-") -> list[str]:
         f"--cuda-path={_NO_CUDA_PATH}",
         "-Xclang", "-target-feature", "-Xclang", PTX_FEATURE,
         "-O2",
+        "-gline-tables-only",  # .loc lines: errors name the .cu line (the code is the same)
         "-S",
         "-fno-color-diagnostics",
         "-include", str(PRELUDE),
@@ -194,7 +195,7 @@ def clang_command(clang: str, source: Path, output: str = "-") -> list[str]:
 
 def nvcc_command(nvcc: str, source: Path, output: Path) -> list[str]:
     """nvcc's own headers come in implicitly; the prelude then redefines the 4-lane names."""
-    return [nvcc, "-ptx", f"-arch={GPU_ARCH}", "-include", str(PRELUDE), "-o", str(output), str(source)]
+    return [nvcc, "-ptx", f"-arch={GPU_ARCH}", "-lineinfo", "-include", str(PRELUDE), "-o", str(output), str(source)]
 
 
 def _run(cmd: list[str], tool: str, source: Path) -> subprocess.CompletedProcess:

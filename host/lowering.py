@@ -80,6 +80,13 @@ def _unsupported(ins: PtxInstr, why: str) -> UnsupportedError:
     return UnsupportedError(f"PTX line {ins.line}: `{ins.text.strip()}`: {why}")
 
 
+def _branch_targets(kernel: PtxKernel) -> set[str]:
+    """Labels some branch names: only these start basic blocks, so the labels that
+    ``-gline-tables-only`` adds (``Ltmp3:``, ``Lfunc_begin0:``) leave the code as it was."""
+    return {o.name for x in kernel.body if isinstance(x, PtxInstr)
+            for o in x.operands if isinstance(o, SymRef)}
+
+
 # ----------------------------------------------------------------------------- stage 1
 
 
@@ -100,8 +107,11 @@ class Translator:
 
     def run(self) -> list[BasicBlock]:
         blocks: list[BasicBlock] = [BasicBlock(None)]
+        targets = _branch_targets(self.kernel)
         for item in self.kernel.body:
             if isinstance(item, PtxLabel):
+                if item.name not in targets:
+                    continue  # line tables' Ltmp/Lfunc labels: no block starts there
                 if blocks[-1].items or blocks[-1].term or blocks[-1].label:
                     blocks.append(BasicBlock(item.name))
                 else:

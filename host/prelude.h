@@ -34,6 +34,10 @@
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
 
+/* The prelude's functions carry no line tables of their own: inlined, their code
+   takes the line of the user's call (`atomicAdd(out, 0)`), which errors then name. */
+#define __qwengpu_nodebug __attribute__((nodebug))
+
 /* threadIdx, blockIdx, blockDim, gridDim come from clang's own header; it also
    declares warpSize = 32, which we rename out of the way. */
 #define warpSize __qwengpu_clang_warpSize_unused
@@ -44,24 +48,24 @@ static constexpr int warpSize = QWENGPU_WARP_SIZE;
 /* __syncthreads(): bar.sync 0 as volatile asm with a memory clobber. clang 14's own
    builtin does not stop LLVM from keeping kernel-local __shared__ values in
    registers across the barrier, which breaks exchanges between threads. */
-static __device__ __forceinline__ void __qwengpu_syncthreads(void) {
+static __device__ __forceinline__ __qwengpu_nodebug void __qwengpu_syncthreads(void) {
   asm volatile("bar.sync 0;" ::: "memory");
 }
 #define __syncthreads() __qwengpu_syncthreads()
 
-static __device__ __forceinline__ int atomicAdd(int *p, int v) {
+static __device__ __forceinline__ __qwengpu_nodebug int atomicAdd(int *p, int v) {
   return __nvvm_atom_add_gen_i(p, v);
 }
-static __device__ __forceinline__ unsigned atomicAdd(unsigned *p, unsigned v) {
+static __device__ __forceinline__ __qwengpu_nodebug unsigned atomicAdd(unsigned *p, unsigned v) {
   return (unsigned)__nvvm_atom_add_gen_i((int *)p, (int)v);
 }
 
 #define QWENGPU_SHFL(name, builtin, cexpr)                                          \
-  static __device__ __forceinline__ int name(unsigned mask, int var, int b,         \
+  static __device__ __forceinline__ __qwengpu_nodebug int name(unsigned mask, int var, int b,         \
                                               int width = QWENGPU_WARP_SIZE) {      \
     return builtin(mask, var, b, cexpr(width));                                     \
   }                                                                                 \
-  static __device__ __forceinline__ unsigned name(unsigned mask, unsigned var,      \
+  static __device__ __forceinline__ __qwengpu_nodebug unsigned name(unsigned mask, unsigned var,      \
                                                    int b,                           \
                                                    int width = QWENGPU_WARP_SIZE) { \
     return (unsigned)builtin(mask, (int)var, b, cexpr(width));                      \
@@ -73,23 +77,23 @@ QWENGPU_SHFL(__shfl_xor_sync, __nvvm_shfl_sync_bfly_i32, QWENGPU_SHFL_C)
 #undef QWENGPU_SHFL
 
 /* clang 14 has no __nvvm_activemask builtin; the PTX instruction needs ptx62. */
-static __device__ __forceinline__ unsigned __activemask(void) {
+static __device__ __forceinline__ __qwengpu_nodebug unsigned __activemask(void) {
   unsigned m;
   asm volatile("activemask.b32 %0;" : "=r"(m));
   return m;
 }
 
-static __device__ __forceinline__ int abs(int a) { return a < 0 ? -a : a; }
+static __device__ __forceinline__ __qwengpu_nodebug int abs(int a) { return a < 0 ? -a : a; }
 
 /* min/max as CUDA's headers have them: mixed signedness compares unsigned. */
-static __device__ __forceinline__ int min(int a, int b) { return a < b ? a : b; }
-static __device__ __forceinline__ int max(int a, int b) { return a > b ? a : b; }
-static __device__ __forceinline__ unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
-static __device__ __forceinline__ unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
-static __device__ __forceinline__ unsigned min(int a, unsigned b) { return min((unsigned)a, b); }
-static __device__ __forceinline__ unsigned max(int a, unsigned b) { return max((unsigned)a, b); }
-static __device__ __forceinline__ unsigned min(unsigned a, int b) { return min(a, (unsigned)b); }
-static __device__ __forceinline__ unsigned max(unsigned a, int b) { return max(a, (unsigned)b); }
+static __device__ __forceinline__ __qwengpu_nodebug int min(int a, int b) { return a < b ? a : b; }
+static __device__ __forceinline__ __qwengpu_nodebug int max(int a, int b) { return a > b ? a : b; }
+static __device__ __forceinline__ __qwengpu_nodebug unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
+static __device__ __forceinline__ __qwengpu_nodebug unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
+static __device__ __forceinline__ __qwengpu_nodebug unsigned min(int a, unsigned b) { return min((unsigned)a, b); }
+static __device__ __forceinline__ __qwengpu_nodebug unsigned max(int a, unsigned b) { return max((unsigned)a, b); }
+static __device__ __forceinline__ __qwengpu_nodebug unsigned min(unsigned a, int b) { return min(a, (unsigned)b); }
+static __device__ __forceinline__ __qwengpu_nodebug unsigned max(unsigned a, int b) { return max(a, (unsigned)b); }
 
 #else
 /* ---- nvcc: its headers are already in; redirect the warp-size names ---------- */

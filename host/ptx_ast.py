@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .srcloc import SourceLoc
+
 
 @dataclass(frozen=True)
 class RegRef:
@@ -55,6 +57,7 @@ class PtxInstr:
     guard: tuple[str, bool] | None = None  # ("%p1", negated)
     line: int = 0  # 1-based line in the PTX text
     text: str = ""  # the instruction as written, for error messages
+    src: SourceLoc | None = None  # the .cu line it came from (PTX .loc), where the PTX says
 
 
 @dataclass

@@ -20,6 +20,10 @@ Representation notes for the lowering:
   sequences) are ignored.
 - Memory operands: ``[%rd1+-4]`` -> ``MemRef(RegRef("%rd1"), -4)``,
   ``[name+4]`` -> ``MemRef(SymRef("name"), 4)``, ``[16]`` -> ``MemRef(ImmRef(16))``.
+- Line tables (``-gline-tables-only``): each instruction's ``src`` is the ``.loc``
+  in force before it (its ``inlined_at`` call site where it has one; none after a
+  ``.loc`` of line 0), its file named by the module's ``.file`` entries, which
+  clang writes after the kernels. ``.section .debug_*`` blocks are skipped.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import re
 from dataclasses import dataclass
 
 from qwengpu_mlx.errors import FrontendError, UnsupportedError
+from qwengpu_mlx.host.srcloc import SourceLoc, where
 from qwengpu_mlx.host.ptx_ast import (
     ImmRef,
     MemRef,
@@ -141,6 +146,8 @@ class _Parser:
         self.text = text
         self.toks = _tokenize(text)
         self.i = 0
+        self.files = self.file_names()
+        self.loc: SourceLoc | None = None  # the .loc in force inside a kernel body
 
     # -- token helpers ------------------------------------------------------------
 
@@ -167,7 +174,36 @@ class _Parser:
         return t
 
     def error(self, t: _Tok, msg: str) -> FrontendError:
-        return FrontendError(f"PTX line {t.line}: {msg}: {self.line_text(t.line)!r}")
+        return FrontendError(f"{self.where(t.line)}: {msg}: {self.line_text(t.line)!r}")
+
+    def where(self, line: int) -> str:
+        return where(line, self.loc)
+
+    # -- line tables --------------------------------------------------------------
+
+    def file_names(self) -> dict[int, str]:
+        """``.file 1 "/path/vec_add.cu"`` entries, read first: clang puts them after the kernels."""
+        files: dict[int, str] = {}
+        for k, t in enumerate(self.toks[:-2]):
+            n, s = self.toks[k + 1], self.toks[k + 2]
+            if t.value == ".file" and n.kind == "num" and s.kind == "str" and n.value.isdigit():
+                files[int(n.value)] = s.value[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+        return files
+
+    def read_loc(self, t: _Tok) -> None:
+        """``.loc F L C`` (``, inlined_at F L C`` naming the call site); line 0 means none."""
+        nums = []
+        while (n := self.peek()) is not None and n.line == t.line:
+            self.i += 1
+            if n.value == "inlined_at":
+                nums = []  # the call site is the user's line, not the inlined function's
+            elif n.kind == "num" and n.value.isdigit():
+                nums.append(int(n.value))
+        if len(nums) < 2 or nums[1] == 0:
+            self.loc = None
+            return
+        f, line, col = nums[0], nums[1], nums[2] if len(nums) > 2 else 0
+        self.loc = SourceLoc(self.files.get(f, f"file{f}"), line, col)
 
     def line_text(self, line: int) -> str:
         lines = self.text.splitlines()
@@ -364,7 +400,9 @@ class _Parser:
             self.i += 1
             return PtxKernel(name=name.value, params=params, body=[], line=entry.line)
         kernel = PtxKernel(name=name.value, params=params, body=[], line=entry.line)
+        self.loc = None
         self.parse_body(kernel)
+        self.loc = None
         return kernel
 
     def parse_param(self) -> PtxParam:
@@ -409,10 +447,12 @@ class _Parser:
                 kernel.shared.append(var)
             elif v == ".local":
                 raise UnsupportedError(
-                    f"PTX line {t.line}: .local variable (thread-local stack memory, e.g. a local "
+                    f"{self.where(t.line)}: .local variable (thread-local stack memory, e.g. a local "
                     f"array indexed at run time) is not supported in kernel {kernel.name}"
                 )
-            elif v in (".loc", ".file"):
+            elif v == ".loc":
+                self.read_loc(t)
+            elif v == ".file":
                 self.skip_line(t.line)
             elif v.startswith("."):
                 self.i -= 1
@@ -493,6 +533,7 @@ class _Parser:
             guard=guard,
             line=first.line,
             text=text,
+            src=self.loc,
         )
 
     def parse_operand(self, first: _Tok) -> PtxOperand:
@@ -503,7 +544,7 @@ class _Parser:
             return self.parse_mem(first)
         if t.value == "{":
             raise UnsupportedError(
-                f"PTX line {t.line}: vector operand {{...}} is not supported: "
+                f"{self.where(t.line)}: vector operand {{...}} is not supported: "
                 f"{self.line_text(t.line)!r}"
             )
         op = self.parse_scalar(first)
@@ -537,8 +578,9 @@ class _Parser:
     def number(self, t: _Tok, first: _Tok) -> int:
         if t.kind == "num" and _is_float_literal(t.value):
             raise UnsupportedError(
-                f"PTX line {t.line}: floating-point immediate {t.value} (the machine has 32-bit "
-                f"integers only): {self.line_text(first.line)!r}"
+                f"{self.where(t.line)}: floating-point immediate {t.value}: floats are not supported "
+                f"(the machine has 32-bit integers only); compute in integers, e.g. `n * 3 / 2` for "
+                f"`n * 1.5f`: {self.line_text(first.line)!r}"
             )
         value = _int_literal(t.value) if t.kind == "num" else None
         if value is None:

@@ -4,6 +4,11 @@
 class QwenGpuError(Exception):
     """Base class: printed by the CLI as ``error: <message>`` with exit status 2."""
 
+    ptx_line: int | None = None
+    """The PTX line an error about one instruction names (``host.srcloc.source_error``)."""
+    source: str | None = None
+    """Its ``.cu`` line as ``file.cu:LINE``, where the PTX carries line tables."""
+
 
 class FrontendError(QwenGpuError):
     """CUDA could not be turned into PTX (clang missing, syntax error, no such kernel)."""
