@@ -56,6 +56,7 @@ class LInstr:
     pdst: str | None = None
     line: int = 0
     text: str = ""
+    src: object = None  # the .cu line (``srcloc.SourceLoc``) of the PTX instruction, if known
 
     @property
     def writes_pred(self) -> bool:

@@ -62,6 +62,7 @@ from .ptx_ast import (
     SymRef,
 )
 from .signature import KernelParam
+from .srcloc import source_error
 from .validate import check_program, validate_kernel
 
 M32 = 0xFFFFFFFF
@@ -77,7 +78,23 @@ CMP_NAMES = {
 
 
 def _unsupported(ins: PtxInstr, why: str) -> UnsupportedError:
-    return UnsupportedError(f"PTX line {ins.line}: `{ins.text.strip()}`: {why}")
+    """The error for one instruction: ``file.cu:LINE: PTX line N: `text`: why``."""
+    return source_error(UnsupportedError, ins.line, ins.src, f"`{ins.text.strip()}`: {why}")
+
+
+CLOSED_FORM_HINT = (
+    ". If the kernel has no 64-bit integers (long, size_t), clang rewrote a loop into a closed formula "
+    "(a sum over the loop becomes a product such as n*(n-1)/2, computed in 64 bits); keep the loop a loop "
+    "by passing its accumulator through an empty asm in the body, `asm volatile(\"\" : \"+r\"(s));` "
+    "(`#pragma unroll 1` does not stop this rewrite)")
+"""Where clang's loop rewriting is the likely cause of 64-bit arithmetic, and the way around it
+that works with clang 14 (an empty asm hides the accumulator's recurrence from the rewrite)."""
+
+ATOMIC_ADD_ZERO_HINT = (
+    "; clang turned an atomic add of 0 (`atomicAdd(p, 0)`, which only reads) into an atomic `or` with 0: "
+    "read the value with a plain load (`int v = *p;`), or add a nonzero value")
+"""``atom.or [p], 0`` is what clang makes of ``atomicAdd(p, 0)``: the prelude offers no
+atomicOr, so a user's source cannot have asked for it."""
 
 
 def _branch_targets(kernel: PtxKernel) -> set[str]:
@@ -208,7 +225,8 @@ class Translator:
             self.wide.add(name)
 
     def check_no_wide(self, ins, what="64-bit integer arithmetic"):
-        raise _unsupported(ins, f"{what} is not supported; only address arithmetic may be 64-bit")
+        hint = CLOSED_FORM_HINT if what == "64-bit integer arithmetic" else ""
+        raise _unsupported(ins, f"{what} is not supported; only address arithmetic may be 64-bit{hint}")
 
     def op_ld(self, ins):
         if "param" in ins.mods:
@@ -259,10 +277,10 @@ class Translator:
         if op is Op.LD:
             d = self.dst(ins, ins.operands[0])
             a, off = self.address(ins, ins.operands[1], pre)
-            return pre + [LInstr(Op.LD, d, (a,), guard=g, offset=off, space=space, line=ins.line, text=ins.text)]
+            return pre + [LInstr(Op.LD, d, (a,), guard=g, offset=off, space=space, line=ins.line, src=ins.src, text=ins.text)]
         a, off = self.address(ins, ins.operands[0], pre)
         v = self.value(ins, ins.operands[1], pre)
-        return pre + [LInstr(Op.ST, None, (a, v), guard=g, offset=off, space=space, line=ins.line, text=ins.text)]
+        return pre + [LInstr(Op.ST, None, (a, v), guard=g, offset=off, space=space, line=ins.line, src=ins.src, text=ins.text)]
 
     def _subword_load(self, ins, t: str) -> list:
         """``ld.s8``/``ld.u16``... of a word's low byte or half (clang's load for ``(char)a[i]``).
@@ -276,7 +294,7 @@ class Translator:
         a, off = self.address(ins, ins.operands[1], pre)
         w = self.fresh()
         g = self.guard_of(ins)
-        mk = lambda *x, **k: LInstr(*x, guard=g, line=ins.line, text=ins.text, **k)  # noqa: E731
+        mk = lambda *x, **k: LInstr(*x, guard=g, line=ins.line, src=ins.src, text=ins.text, **k)  # noqa: E731
         out = pre + [mk(Op.LD, w, (a,), offset=off, space=self._space(ins))]
         if t[0] == "s":
             s_ = self.fresh()
@@ -293,13 +311,16 @@ class Translator:
         if isinstance(v, VReg) and v.name in self.canon16:
             return v
         t = self.fresh()
-        pre.append(LInstr(Op.AND, t, (v, Imm(0xFFFF)), line=ins.line, text=ins.text))
+        pre.append(LInstr(Op.AND, t, (v, Imm(0xFFFF)), line=ins.line, src=ins.src, text=ins.text))
         return VReg(t)
 
     def op_atom(self, ins, result=True):
         if "add" not in ins.mods:
             which = [m for m in ins.mods if m not in ("global", "shared", "gpu", "sys", "cta", "relaxed", "u32", "s32", "b32")]
-            raise _unsupported(ins, f"atomic `{'.'.join(which) or ins.opcode}` is not supported (only atom.add on 32-bit integers)")
+            why = f"atomic `{'.'.join(which) or ins.opcode}` is not supported (only atom.add on 32-bit integers)"
+            if "or" in which and any(isinstance(o, ImmRef) and o.value == 0 for o in ins.operands):
+                why += ATOMIC_ADD_ZERO_HINT
+            raise _unsupported(ins, why)
         t = self.typ(ins)
         if t not in INT_TYPES32:
             raise _unsupported(ins, f"atom.add.{t} is not supported (only 32-bit integers)")
@@ -314,7 +335,7 @@ class Translator:
         a, off = self.address(ins, ops[0], pre)
         v = self.value(ins, ops[1], pre)
         return pre + [LInstr(Op.ATOM_ADD, d, (a, v), guard=self.guard_of(ins), offset=off,
-                             space=space, line=ins.line, text=ins.text)]
+                             space=space, line=ins.line, src=ins.src, text=ins.text)]
 
     def op_red(self, ins):
         return self.op_atom(ins, result=False)
@@ -327,8 +348,8 @@ class Translator:
         if t == "pred":
             if isinstance(s, ImmRef):  # mov.pred %p, 0 / 1: compare 0 with 0
                 return [LInstr(Op.SETP, d, (Imm(0), Imm(0)), guard=g, cmp="eq" if s.value else "ne",
-                               line=ins.line, text=ins.text)]
-            return [LInstr(Op.PMOV, d, psrcs=(self.pred(ins, s),), guard=g, line=ins.line, text=ins.text)]
+                               line=ins.line, src=ins.src, text=ins.text)]
+            return [LInstr(Op.PMOV, d, psrcs=(self.pred(ins, s),), guard=g, line=ins.line, src=ins.src, text=ins.text)]
         self.mark_wide(ins, d, t)
         if isinstance(s, SymRef) and g is None:
             if s.name not in self.shared_names:
@@ -336,14 +357,14 @@ class Translator:
             return [LConst(d, s.name, ins.line)]
         pre: list = []
         v = self.value(ins, s, pre)
-        return pre + [LInstr(Op.MOV, d, (v,), guard=g, line=ins.line, text=ins.text)]
+        return pre + [LInstr(Op.MOV, d, (v,), guard=g, line=ins.line, src=ins.src, text=ins.text)]
 
     def op_cvta(self, ins):
         d = self.dst(ins, ins.operands[0])
         self.wide.add(d)
         pre: list = []
         v = self.value(ins, ins.operands[1], pre)
-        return pre + [LInstr(Op.MOV, d, (v,), guard=self.guard_of(ins), line=ins.line, text=ins.text)]
+        return pre + [LInstr(Op.MOV, d, (v,), guard=self.guard_of(ins), line=ins.line, src=ins.src, text=ins.text)]
 
     def op_cvt(self, ins):
         types = [m for m in ins.mods if m in INT_TYPES32 | INT_TYPES64 | SUBWORD]
@@ -355,7 +376,7 @@ class Translator:
         pre: list = []
         v = self.value(ins, ins.operands[1], pre)
         g = self.guard_of(ins)
-        mk = lambda *a, **k: LInstr(*a, guard=g, line=ins.line, text=ins.text, **k)  # noqa: E731
+        mk = lambda *a, **k: LInstr(*a, guard=g, line=ins.line, src=ins.src, text=ins.text, **k)  # noqa: E731
         width = {t: int(t[1:]) for t in (to, frm)}
         if width[to] >= 32 and width[frm] >= 32:
             return pre + [mk(Op.MOV, d, (v,))]
@@ -383,7 +404,7 @@ class Translator:
         pre: list = []
         srcs = tuple(self.value(ins, o, pre) for o in ins.operands[1 : 1 + nsrc])
         sg = (t[0] == "s") if signed is None else signed
-        return pre + [LInstr(op, d, srcs, guard=self.guard_of(ins), signed=sg, line=ins.line, text=ins.text)]
+        return pre + [LInstr(op, d, srcs, guard=self.guard_of(ins), signed=sg, line=ins.line, src=ins.src, text=ins.text)]
 
     def _logic16(self, ins, op):
         """``and/or/xor.b16`` (clang's code for ``bool``): exact on zero-extended operands."""
@@ -392,7 +413,7 @@ class Translator:
         srcs = tuple(self.canonical16(ins, o, pre) for o in ins.operands[1:3])
         if ins.guard is None:
             self.canon16.add(d)
-        return pre + [LInstr(op, d, srcs, guard=self.guard_of(ins), line=ins.line, text=ins.text)]
+        return pre + [LInstr(op, d, srcs, guard=self.guard_of(ins), line=ins.line, src=ins.src, text=ins.text)]
 
     def _pred_logic(self, ins, op):
         table = {Op.AND: Op.PAND, Op.OR: Op.POR, Op.XOR: Op.PXOR, Op.NOT: Op.PNOT}
@@ -400,7 +421,7 @@ class Translator:
             raise _unsupported(ins, "predicate operation not supported")
         d = self.dst(ins, ins.operands[0])
         ps = tuple(self.pred(ins, o) for o in ins.operands[1:])
-        return [LInstr(table[op], d, psrcs=ps, guard=self.guard_of(ins), line=ins.line, text=ins.text)]
+        return [LInstr(table[op], d, psrcs=ps, guard=self.guard_of(ins), line=ins.line, src=ins.src, text=ins.text)]
 
     def op_add(self, ins):
         if "cc" in ins.mods or "sat" in ins.mods:
@@ -420,7 +441,7 @@ class Translator:
             self.wide.add(d)
             pre: list = []
             srcs = tuple(self.value(ins, o, pre) for o in ins.operands[1:3])
-            return pre + [LInstr(Op.MUL, d, srcs, guard=self.guard_of(ins), line=ins.line, text=ins.text)]
+            return pre + [LInstr(Op.MUL, d, srcs, guard=self.guard_of(ins), line=ins.line, src=ins.src, text=ins.text)]
         return self._alu(ins, Op.MUL, 2, allow_wide=True)
 
     def op_mul24(self, ins):
@@ -434,7 +455,7 @@ class Translator:
             self.wide.add(d)
             pre: list = []
             srcs = tuple(self.value(ins, o, pre) for o in ins.operands[1:4])
-            return pre + [LInstr(Op.MAD, d, srcs, guard=self.guard_of(ins), line=ins.line, text=ins.text)]
+            return pre + [LInstr(Op.MAD, d, srcs, guard=self.guard_of(ins), line=ins.line, src=ins.src, text=ins.text)]
         return self._alu(ins, Op.MAD, 3, allow_wide=True)
 
     def op_neg(self, ins):
@@ -494,7 +515,7 @@ class Translator:
         else:
             srcs = tuple(self.value(ins, o, pre) for o in ins.operands[1:3])
         return pre + [LInstr(Op.SETP, d, srcs, guard=self.guard_of(ins), signed=signed, cmp=cmp,
-                             line=ins.line, text=ins.text)]
+                             line=ins.line, src=ins.src, text=ins.text)]
 
     def op_selp(self, ins):
         t = self.typ(ins)
@@ -503,7 +524,7 @@ class Translator:
         pre: list = []
         srcs = tuple(self.value(ins, o, pre) for o in ins.operands[1:3])
         p = self.pred(ins, ins.operands[3])
-        return pre + [LInstr(Op.SELP, d, srcs, psrcs=(p,), guard=self.guard_of(ins), line=ins.line, text=ins.text)]
+        return pre + [LInstr(Op.SELP, d, srcs, psrcs=(p,), guard=self.guard_of(ins), line=ins.line, src=ins.src, text=ins.text)]
 
     def op_shfl(self, ins):
         mode = next((m for m in ins.mods if m in ("idx", "up", "down", "bfly")), None)
@@ -520,7 +541,7 @@ class Translator:
         if len(srcs) != 4:
             raise _unsupported(ins, "shfl.sync needs value, lane, clamp and member mask")
         return pre + [LInstr(Op.SHFL, d, srcs, guard=self.guard_of(ins), mode=mode, pdst=pdst,
-                             line=ins.line, text=ins.text)]
+                             line=ins.line, src=ins.src, text=ins.text)]
 
     def op_bar(self, ins):
         if "warp" in ins.mods:
@@ -656,14 +677,14 @@ def legalize_immediates(blocks: list[BasicBlock]) -> None:
                 if not OFFSET_RANGE[0] <= it.offset <= OFFSET_RANGE[1]:
                     n += 1
                     t = f"%legal{n}"
-                    out.append(LInstr(Op.ADD, t, (it.srcs[0], Imm(it.offset & M32)), line=it.line, text=it.text))
+                    out.append(LInstr(Op.ADD, t, (it.srcs[0], Imm(it.offset & M32)), line=it.line, src=it.src, text=it.text))
                     it = replace(it, srcs=(VReg(t),) + it.srcs[1:], offset=0)
             fixed = range(len(it.srcs))
             if it.op is Op.SHFL:
                 for k in (2, 3):
                     if not isinstance(it.srcs[k], Imm):
-                        raise UnsupportedError(f"PTX line {it.line}: `{it.text.strip()}`: shfl's clamp and member "
-                                               f"mask must be constants")
+                        raise source_error(UnsupportedError, it.line, it.src, f"`{it.text.strip()}`: shfl's "
+                                           f"clamp and member mask must be constants")
                 fixed = range(2)
             seen_imm = False
             srcs = list(it.srcs)
@@ -673,7 +694,7 @@ def legalize_immediates(blocks: list[BasicBlock]) -> None:
                     if seen_imm:
                         n += 1
                         t = f"%legal{n}"
-                        out.append(LInstr(Op.MOV, t, (s_,), line=it.line, text=it.text))
+                        out.append(LInstr(Op.MOV, t, (s_,), line=it.line, src=it.src, text=it.text))
                         srcs[k] = VReg(t)
                     seen_imm = True
             out.append(replace(it, srcs=tuple(srcs)))
@@ -688,7 +709,7 @@ any base bit above bit 9, the reference on any address past its words)."""
 def _poisoned(it: LInstr, tmp: str, out: list) -> LInstr:
     """``it`` addressing :data:`POISON_ADDRESS`: its exact address is outside memory but
     its 32-bit address would wrap back into it, so it must fault wherever it runs."""
-    out.append(LInstr(Op.MOV, tmp, (Imm(POISON_ADDRESS),), line=it.line, text=it.text))
+    out.append(LInstr(Op.MOV, tmp, (Imm(POISON_ADDRESS),), line=it.line, src=it.src, text=it.text))
     return replace(it, srcs=(VReg(tmp),) + it.srcs[1:], offset=0)
 
 
@@ -719,7 +740,7 @@ def exact_addresses(blocks: list[BasicBlock], wide: set[str], specials: dict, me
                         continue
                     n += 1
                     t = f"%exact{n}"
-                    out.append(LInstr(Op.ADD, t, (base, Imm(it.offset & M32)), line=it.line, text=it.text))
+                    out.append(LInstr(Op.ADD, t, (base, Imm(it.offset & M32)), line=it.line, src=it.src, text=it.text))
                     it = replace(it, srcs=(VReg(t),) + it.srcs[1:], offset=0)
             out.append(it)
         bb.items = out

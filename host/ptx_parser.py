@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass
 
 from qwengpu_mlx.errors import FrontendError, UnsupportedError
-from qwengpu_mlx.host.srcloc import SourceLoc, where
+from qwengpu_mlx.host.srcloc import SourceLoc, source_error
 from qwengpu_mlx.host.ptx_ast import (
     ImmRef,
     MemRef,
@@ -174,10 +174,11 @@ class _Parser:
         return t
 
     def error(self, t: _Tok, msg: str) -> FrontendError:
-        return FrontendError(f"{self.where(t.line)}: {msg}: {self.line_text(t.line)!r}")
+        return self.fail(FrontendError, t.line, f"{msg}: {self.line_text(t.line)!r}")
 
-    def where(self, line: int) -> str:
-        return where(line, self.loc)
+    def fail(self, cls: type, line: int, msg: str) -> Exception:
+        """An error at PTX ``line``, led by the ``.cu`` line in force there (if any)."""
+        return source_error(cls, line, self.loc, msg)
 
     # -- line tables --------------------------------------------------------------
 
@@ -446,10 +447,9 @@ class _Parser:
                     raise self.error(t, f"kernel-scope .{var.space} variable")
                 kernel.shared.append(var)
             elif v == ".local":
-                raise UnsupportedError(
-                    f"{self.where(t.line)}: .local variable (thread-local stack memory, e.g. a local "
-                    f"array indexed at run time) is not supported in kernel {kernel.name}"
-                )
+                raise self.fail(UnsupportedError, t.line,
+                                f".local variable (thread-local stack memory, e.g. a local "
+                                f"array indexed at run time) is not supported in kernel {kernel.name}")
             elif v == ".loc":
                 self.read_loc(t)
             elif v == ".file":
@@ -543,10 +543,8 @@ class _Parser:
         if t.value == "[":
             return self.parse_mem(first)
         if t.value == "{":
-            raise UnsupportedError(
-                f"{self.where(t.line)}: vector operand {{...}} is not supported: "
-                f"{self.line_text(t.line)!r}"
-            )
+            raise self.fail(UnsupportedError, t.line,
+                            f"vector operand {{...}} is not supported: {self.line_text(t.line)!r}")
         op = self.parse_scalar(first)
         if self.at("|"):
             self.i += 1
@@ -577,11 +575,10 @@ class _Parser:
 
     def number(self, t: _Tok, first: _Tok) -> int:
         if t.kind == "num" and _is_float_literal(t.value):
-            raise UnsupportedError(
-                f"{self.where(t.line)}: floating-point immediate {t.value}: floats are not supported "
-                f"(the machine has 32-bit integers only); compute in integers, e.g. `n * 3 / 2` for "
-                f"`n * 1.5f`: {self.line_text(first.line)!r}"
-            )
+            raise self.fail(UnsupportedError, t.line,
+                            f"floating-point immediate {t.value}: floats are not supported (the machine "
+                            f"has 32-bit integers only); compute in integers, e.g. `n * 3 / 2` for "
+                            f"`n * 1.5f`: {self.line_text(first.line)!r}")
         value = _int_literal(t.value) if t.kind == "num" else None
         if value is None:
             raise self.error(t, f"bad number {t.value!r}")

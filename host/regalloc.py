@@ -14,6 +14,7 @@ from qwengpu_mlx.isa import Block, Imm, Instr, Op, Pred, Reg, Special
 from qwengpu_mlx.machine import MachineConfig
 
 from .ir import LInstr, MBlock, VPred, VReg, successors
+from .srcloc import where
 
 PURE_OPS = {o for o in Op} - {Op.ST, Op.ATOM_ADD}
 
@@ -108,7 +109,7 @@ def _interference(blocks, uses, defs, term_uses):
     live_out = _liveness(blocks, uses, defs, term_uses)
     graph: dict[str, set[str]] = {}
     order: list[str] = []
-    worst = (0, 0)  # (live count, PTX line)
+    worst = (0, "PTX line 0")  # (live count, where: the .cu and PTX lines)
     for b in blocks:
         live = set(live_out[b.index]) | term_uses(b)
         for it in reversed(b.instrs):
@@ -126,7 +127,7 @@ def _interference(blocks, uses, defs, term_uses):
                 graph.setdefault(u, set())
             pressure = len(live | ds)
             if pressure > worst[0]:
-                worst = (pressure, it.line)
+                worst = (pressure, where(it.line, it.src))
     for b in blocks:
         for it in b.instrs:
             for d in sorted(defs(it)) + sorted(uses(it)):
@@ -159,14 +160,14 @@ def allocate(blocks: list[MBlock], machine: MachineConfig, kernel: str):
     if rmap is None:
         raise ResourceError(
             f"kernel `{kernel}` needs more than {machine.usable_regs} registers per lane "
-            f"({dworst[0]} values live at once near PTX line {dworst[1]}); "
+            f"({dworst[0]} values live at once near {dworst[1]}); "
             f"the machine has {machine.regs} register rows, row 0 reads zero")
     pgraph, porder, pworst = _interference(blocks, _pred_uses, _pred_defs, _term_pred)
     pmap = _colour(pgraph, porder, 0, machine.preds)
     if pmap is None:
         raise ResourceError(
             f"kernel `{kernel}` needs more than {machine.preds} predicate registers per lane "
-            f"({pworst[0]} live at once near PTX line {pworst[1]})")
+            f"({pworst[0]} live at once near {pworst[1]})")
 
     def opnd(s):
         if isinstance(s, VReg):

@@ -23,6 +23,7 @@ from qwengpu_mlx.errors import InvalidPtx, MalformedProgram
 from qwengpu_mlx.isa import Imm, Op, Reg, Special, TermKind
 from qwengpu_mlx.machine import OPERAND_SPECIALS, MachineConfig
 
+from .srcloc import source_error
 from .ptx_ast import ImmRef, MemRef, PairRef, PtxInstr, PtxKernel, PtxLabel, PtxModule, RegRef, SpecialRef, SymRef
 
 __all__ = ["SIGNATURES", "validate_kernel", "check_program"]
@@ -109,7 +110,7 @@ class _Names:
 
 
 def _fail(ins: PtxInstr, why: str) -> InvalidPtx:
-    return InvalidPtx(f"PTX line {ins.line}: `{ins.text.strip()}`: {why}")
+    return source_error(InvalidPtx, ins.line, ins.src, f"`{ins.text.strip()}`: {why}")
 
 
 def _check_reg(ins: PtxInstr, names: _Names, ref: RegRef, want_pred: bool, what: str) -> None:
