@@ -115,7 +115,7 @@ def test_unsupported_ptx_instruction_is_named(tmp_path, which):
     body, instr = UNSUPPORTED[which]
     path = cu(tmp_path, f"__global__ void k(int *a, int b) {{ {body} }}\n")
     msg = cli_error("compile", path)
-    assert re.match(r"PTX line \d+: ", msg), msg
+    assert re.match(r"kernel\.cu:1: PTX line \d+: ", msg), msg
     assert instr in msg
     assert "not supported" in msg
     with pytest.raises(UnsupportedError) as ei:
@@ -182,7 +182,7 @@ def test_too_many_registers_names_kernel_count_and_limit(tmp_path):
     msg = cli_error("run", path, "--arg", f"a={values}", "--block", "1")
     assert "many" in msg
     assert f"more than {DEFAULT_MACHINE.usable_regs} registers" in msg
-    m = re.search(r"(\d+) values live at once near PTX line (\d+)", msg)
+    m = re.search(r"(\d+) values live at once near kernel\.cu:\d+: PTX line (\d+)", msg)
     assert m and int(m.group(1)) > DEFAULT_MACHINE.usable_regs, msg
     assert "16 register rows" in msg and "row 0 reads zero" in msg
     with pytest.raises(ResourceError, match="15 registers"):
