@@ -25,7 +25,9 @@ from qwengpu_mlx.vocab import chunk_value  # noqa: E402
 from qwengpu_mlx.tui.app import DashboardApp  # noqa: E402
 from qwengpu_mlx.tui.chat import NEEDS_CHECKPOINT, ChatBackend, NoChat, chat_backend  # noqa: E402
 from qwengpu_mlx.tui.commands import CommandError, parse  # noqa: E402
-from textual.widgets import Input  # noqa: E402
+from qwengpu_mlx.tui.screens.kernel_picker import KernelPicker  # noqa: E402
+from qwengpu_mlx.tui.widgets.token_stream import wrap_rows  # noqa: E402
+from textual.widgets import Input, OptionList  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DOT = "/run examples/kernels/dot.cu a=1,2,3 b=4,5,6 out=0 n=3"
@@ -108,7 +110,96 @@ def test_cli_entry_parser():
     assert callable(cli_entry.run)
 
 
+def test_bad_model_is_an_error_before_the_app(tmp_path, capsys):
+    """`tui --model DIR` with no model there: one error line, exit 2, no screen."""
+    from qwengpu_mlx.cli import main
+
+    missing = tmp_path / "no-such-model"
+    assert main(["tui", "--model", str(missing)]) == 2
+    errors = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and str(missing) in errors[0]
+
+
+def test_wrap_rows_indents_continuations():
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(width=200)
+    text = Text("  12   345  EXEC(0, 0, 15)      B0 w0 mask 1111 (lanes 0,1,2,3)  | mov r1, tid; setp p0, r1, r2")
+    rows = wrap_rows(text, console, 40, indent=12)
+    assert all(r.cell_len <= 40 for r in rows) and len(rows) >= 3
+    assert all(r.plain.startswith(" " * 12) and r.plain[12] != " " for r in rows[1:])
+    assert " ".join(r.plain for r in rows).split() == text.plain.split()  # nothing lost, words whole
+    assert wrap_rows(text, console, 200) == [text]
+    # too narrow for the indent: continuation rows start at the left edge
+    assert not wrap_rows(text, console, 20, indent=12)[1].plain.startswith(" ")
+
+
 # --------------------------------------------------------------------------- the app
+
+
+def test_input_history_and_completion():
+    """up/down walk the lines entered (the draft comes back last); tab takes the suggestion."""
+
+    async def go():
+        app = DashboardApp(show_timing=False)
+        async with app.run_test(size=SIZE) as pilot:
+            prompt = app.main.prompt
+            for line in ("/help", "/check off"):
+                await type_command(pilot, line)
+            await pilot.press(*"dra")
+            seen = []
+            for key in ("up", "up", "up", "down", "down"):
+                await pilot.press(key)
+                seen.append(prompt.value)
+            assert seen == ["/check off", "/help", "/help", "/check off", "dra"]
+            assert prompt.cursor_position == len("dra")
+
+            async def completed(typed: str) -> str:
+                prompt.value = ""
+                await pilot.press(*[("space" if c == " " else c) for c in typed])
+                await pilot.pause()
+                await pilot.press("tab")
+                return prompt.value
+
+            assert await completed("/ker") == "/kernels"
+            assert await completed("/check of") == "/check off"
+            assert await completed("/run vec_a") == "/run vec_add"  # examples/kernels/vec_add.cu
+            assert await completed("/run examples/kernels/shfl_xor_a") == "/run examples/kernels/shfl_xor_allreduce.cu"
+            assert await completed("/he") == "/help"
+            assert await completed("/ch") == "/check "
+            assert await completed("/run nosuchkernel") == "/run nosuchkernel"  # nothing to take: unchanged
+
+    run_async(go())
+
+
+def test_palette_lists_and_runs_the_dashboard_commands():
+    from qwengpu_mlx.tui.palette import DashboardCommands
+    from textual.command import CommandPalette
+
+    async def go():
+        app = DashboardApp(show_timing=False, initial="/help")
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.main
+            await wait_until(pilot, lambda: screen.transcript.entries[-1][0] == "info", timeout=10, what="--run")
+            titles = [hit.text async for hit in DashboardCommands(screen).discover()]
+            assert {"Run a kernel…", "Clear the panes", "Help", "Check: turn off"} <= set(titles)
+            assert "Rerun the last launch" not in titles  # nothing ran yet
+            found = [hit.text async for hit in DashboardCommands(screen).search("run vec_add")]
+            assert found[0] == "Run vec_add"
+            await pilot.press("ctrl+p")
+            await pilot.pause()
+            assert isinstance(app.screen, CommandPalette)
+            await pilot.press(*"check")
+            await wait_until(pilot, lambda: app.screen.query_one("CommandList").option_count > 0, timeout=10,
+                             what="the palette's hits")
+            await pilot.press("enter")
+            await pilot.pause()
+            assert app.screen is screen and "check: off" in screen.status_bar.plain()
+
+    run_async(go())
+
+
 
 
 def _registers_from_vals(decoded, program) -> dict:
@@ -141,12 +232,21 @@ def test_dot_launch_streams_tokens_and_machine_state():
             kinds = screen.decoder.kinds
             assert kinds["EXEC"] >= 4 and kinds["VAL"] >= 3 and kinds["MEM"] >= 1 and kinds["STOP"] == 1
             assert "mem[6] out[0]" in text and "= 32" in text  # a MEM record, joined from its chunks
+            # long lines wrap inside the pane (none is cut at its right edge), their text whole
+            stream = screen.launch_pane.stream
+            width = stream.scrollable_content_region.width
+            rows = stream.plain_rows()
+            assert max(map(len, rows)) <= width < max(map(len, text.splitlines()))
+            assert len(rows) > len(text.splitlines())
+            assert " ".join(" ".join(rows).split()) == " ".join(text.split())
             # machine pane: memory from the recurrent state, registers from VAL, the mask from EXEC
             st = screen.machine_pane.state
             assert st.memory_source == "recurrent state"
             assert st.memory[6] == 32 and st.memory[:6] == [1, 2, 3, 4, 5, 6]
             mem_lines = [ln.split() for ln in screen.machine_pane.memory_text().splitlines()]
             assert ["6", "out[0]", "32"] in mem_lines
+            written = {t.get("addr") for t in out.launch.decoded if t.kind == "MEM"}
+            assert mem_lines[1][:2] == ["6", "out[0]"] and written == {6}  # the word written: first, above the fold
             # the registers agree with the VAL records of the launch, decoded here on their own
             expect = _registers_from_vals(out.launch.decoded, out.program)
             assert expect and st.regs == expect
@@ -155,6 +255,9 @@ def test_dot_launch_streams_tokens_and_machine_state():
             assert st.mask == last_exec.get("mask")
             regs_text = screen.machine_pane.registers_text()
             assert "w0 mask" in regs_text and f"w0 r{st.registers_used()[0]}" in regs_text
+            # the only WST record is the block's start ("ready"); after STOP the warp is done
+            assert [t.kind for t in out.launch.decoded].count("WST") == 1
+            assert ["w0", "status", "done"] in [ln.split() for ln in regs_text.splitlines()]
             status = screen.status_bar.plain()
             assert "embedded circuit (narrow)" in status and "check: exact" in status
             assert f"tokens: {out.tokens}" in status and "tok/s" not in status
@@ -172,9 +275,19 @@ def test_commands_kernels_help_check_and_chat():
             tr = screen.transcript
             await wait_until(pilot, lambda: any(t == "/help" for _, t in tr.entries), timeout=10, what="--run")
             await type_command(pilot, "/kernels")
-            kernels = [t for k, t in tr.entries if t.startswith("  ")]
-            assert any(t.split()[0] == "dot.cu" and "Dot product" in t for t in kernels)
-            assert len(kernels) >= 70
+            await pilot.pause()
+            picker = app.screen
+            assert isinstance(picker, KernelPicker)
+            ids = [o.id for o in picker.option_list.options]
+            assert ids == sorted(p.stem for p in (ROOT / "examples" / "kernels").glob("*.cu"))
+            dot = picker.option_list.get_option("dot")
+            assert "Dot product" in str(dot.prompt)
+            await pilot.press(*"vec_a")  # the filter
+            await pilot.pause()
+            assert [o.id for o in picker.option_list.options] == ["vec_add"]
+            await pilot.press("escape")  # closes, runs nothing
+            await pilot.pause()
+            assert app.screen is screen and screen.last_request is None
             assert "/run KERNEL.cu" in tr.plain_text() and "ctrl+r" in tr.plain_text()  # the initial /help
             await type_command(pilot, "/check off")
             assert "check: off" in screen.status_bar.plain()
@@ -206,9 +319,17 @@ def test_cancel_then_rerun():
         app = DashboardApp(show_timing=False)
         async with app.run_test(size=SIZE) as pilot:
             screen = app.main
-            await type_command(pilot, DOT)
+            await type_command(pilot, "/kernels")  # the picker, then enter on its "dot" option: /run dot
+            await pilot.pause()
+            picker = app.screen
+            assert isinstance(picker, KernelPicker)
+            picker.query_one(OptionList).focus()
+            picker.option_list.highlighted = picker.option_list.get_option_index("dot")
+            await pilot.press("enter")
             await wait_until(pilot, lambda: screen.decoder is not None and screen.decoder.kinds.get("EXEC"),
                              what="the first EXEC")
+            assert app.screen is screen and screen.last_request.source.name == "dot.cu"
+            assert ("user", "/run dot") in screen.transcript.entries
             await pilot.press("escape")
             await wait_until(pilot, lambda: launch_finished(screen), timeout=30, what="the cancel")
             assert screen.last_outcome.cancelled

@@ -14,6 +14,7 @@ from textual.app import App
 from textual.binding import Binding
 
 from .chat import ChatBackend, chat_backend
+from .palette import DashboardCommands
 from .screens import MainScreen
 
 
@@ -29,6 +30,7 @@ class DashboardApp(App):
     TITLE = "qwengpu-mlx"
     SUB_TITLE = "a SIMT GPU inside Qwen3.5's weights"
     BINDINGS = [Binding("ctrl+q", "quit", "Quit", priority=True)]
+    COMMANDS = App.COMMANDS | {DashboardCommands}  # ctrl+p: the dashboard's actions beside Textual's
 
     def __init__(self, *, model: str | None = None, initial: str | None = None, check: bool = True,
                  show_timing: bool = True, kernels_dir: str | Path | None = None,

@@ -19,11 +19,13 @@ commands
         e.g. /run examples/kernels/dot.cu a=1,2,3 b=4,5,6 out=0 n=3
         KERNEL may be a name from /kernels; without NAME=... the kernel's .json arguments are used
   /check on|off   replay each launch against the reference interpreter (now: {check})
-  /kernels        list examples/kernels/*.cu with their descriptions
+  /kernels        pick one of examples/kernels/*.cu (type to filter, enter runs it)
   /help           this text
 keys
   ctrl+r rerun the last launch   escape / ctrl+c cancel a running launch
   ctrl+l clear the panes         ctrl+q quit
+  up/down earlier input lines    tab / right take the dimmed completion
+  ctrl+p the command palette (every action above, and "run NAME" for each kernel)
 plain text is sent to the chat model (needs a Qwen3.5 checkpoint: --model DIR|REPO)"""
 
 

@@ -10,7 +10,8 @@ dashboard feeds it every generated token as the model writes it:
 * ``MEM(item, addr)`` + chunks writes memory word ``addr``;
 * ``ENT``/``WST`` + chunks are SIMT stack entries and warp statuses (decoded with
   ``qwengpu_mlx.records``' layouts for the decoder's machine, the control unit's own);
-* ``CTA(c)`` starts thread block ``c``; ``STOP``/``FAULT`` end the launch.
+* ``CTA(c)`` starts thread block ``c``; ``STOP``/``FAULT`` end the launch (after ``STOP``
+  every warp's status is ``done``).
 
 A record's header opens a line; its chunks complete the same line (``replace``).
 Masks are written lane 0 first (``1110`` = lanes 0, 1, 2), as in the reference trace.
@@ -184,6 +185,8 @@ class LaunchDecoder:
             meaning = f"thread block {st.ctaid} starts (ctaid.x = {st.ctaid})"
         elif tok.kind == "STOP":
             st.finished = "STOP"
+            for w in range(st.warps):  # the last warps end with the launch: no WST record says so
+                st.warp_status[w] = "done"
             meaning = "end of the launch"
         elif tok.kind == "FAULT":
             st.finished = f"FAULT {tok.get('code')}"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 import time
 
-from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -21,9 +20,20 @@ from .. import commands
 from ..chat import ChatBackend
 from ..decode import LaunchDecoder
 from ..launcher import LaunchOutcome, execute_launch, run_in_mlx_thread
-from ..widgets import LaunchPane, MachinePane, Status, StatusBar, Transcript
+from ..widgets import LaunchPane, MachinePane, PromptInput, Status, StatusBar, Transcript
+from .kernel_picker import KernelPicker
 
 MODEL_LABEL = "embedded circuit (narrow)"
+
+
+def _short_path(path) -> str:
+    """``path`` relative to the working directory when under it (titles stay short)."""
+    from pathlib import Path
+
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 class _UiSink:
@@ -94,7 +104,8 @@ class MainScreen(Screen):
         with Horizontal(id="main"):
             with Vertical(id="chat-pane"):
                 yield Transcript(id="transcript")
-                yield Input(placeholder="/run dot · /kernels · /help · or chat", id="prompt")
+                yield PromptInput(placeholder="/run dot · /kernels · /help · or chat  (up: history, tab: complete)",
+                                  kernels=self._kernel_names(), id="prompt")
             with Vertical(id="right"):
                 yield LaunchPane(id="launch-pane")
                 yield MachinePane(id="machine-pane")
@@ -114,6 +125,15 @@ class MainScreen(Screen):
             if not text.startswith("/"):
                 text = "/run " + text
             self.call_after_refresh(self.submit, text)
+
+    def _kernel_names(self) -> list[str]:
+        """What /run completes: each example's name and its path from the repository."""
+        names = [n.removesuffix(".cu") for n, _ in commands.list_kernels(commands.examples_dir(self.kernels_dir))]
+        return names + [f"examples/kernels/{n}.cu" for n in names]
+
+    @property
+    def prompt(self) -> PromptInput:
+        return self.query_one("#prompt", PromptInput)
 
     @property
     def transcript(self) -> Transcript:
@@ -144,6 +164,7 @@ class MainScreen(Screen):
     @on(Input.Submitted, "#prompt")
     def _submitted(self, event: Input.Submitted) -> None:
         event.input.value = ""
+        self.prompt.remember(event.value)
         self.submit(event.value)
 
     def submit(self, text: str) -> None:
@@ -172,17 +193,16 @@ class MainScreen(Screen):
             self.send_chat(cmd.text)
 
     def list_kernels(self) -> None:
+        """The kernels in a picker (an OptionList); the one chosen runs as ``/run NAME``."""
         d = commands.examples_dir(self.kernels_dir)
         ks = commands.list_kernels(d)
-        t = self.transcript
-        t.say(f"{len(ks)} kernels in {d}  (/run NAME runs one with its .json arguments)", "info")
-        for name, desc in ks:
-            line = Text()
-            line.append(f"  {name}", style="bold")
-            if desc:
-                line.append(f"  {desc}", style="dim")
-            t.entries.append(("info", f"  {name}  {desc}"))
-            t.write(line)
+        self.transcript.say(f"{len(ks)} kernels: pick one to run (enter), escape closes", "dim")
+        self.app.push_screen(KernelPicker(ks, _short_path(d)), self._picked)
+
+    def _picked(self, name: str | None) -> None:
+        if name:
+            self.prompt.remember(f"/run {name}")
+            self.submit(f"/run {name}")
 
     # ------------------------------------------------------------------ launches
     def start_launch(self, req: commands.RunRequest) -> None:

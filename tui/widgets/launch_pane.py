@@ -1,4 +1,4 @@
-"""The launch pane: every token the model writes, live, with its decoded meaning."""
+"""The launch pane: every token the model writes, live, with its decoded meaning (wrapped, not cut)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,10 @@ MEANING_STYLES = {
     "FAULT": "bold #ff5f5f",
     "CTA": "bold",
 }
+
+
+MEANING_COLUMN = 31  # where the meaning starts: its continuation rows line up under it
+NOTE_COLUMN = 12
 
 
 def format_line(line: Line) -> Text:
@@ -82,7 +86,7 @@ class LaunchPane(Vertical):
         self.border_subtitle = ""
 
     def add(self, line: Line) -> None:
-        self._rows[id(line)] = self.stream.append(format_line(line))
+        self._rows[id(line)] = self.stream.append(format_line(line), indent=MEANING_COLUMN)
         if line.index >= 0:
             self.kind_counts[line.kind] = self.kind_counts.get(line.kind, 0) + 1
 
@@ -94,7 +98,7 @@ class LaunchPane(Vertical):
             self.stream.set_line(row, format_line(line))
 
     def note(self, text: str) -> None:
-        self.stream.append(format_line(Line(-1, None, text, "", "NOTE")))
+        self.stream.append(format_line(Line(-1, None, text, "", "NOTE")), indent=NOTE_COLUMN)
 
     def plain_text(self) -> str:
         return "\n".join(self.stream.plain_lines())

@@ -109,9 +109,21 @@ def _pred_row(table: Table, st: MachineState, w: int, lanes: int, exist: list[bo
 
 
 def memory_rows(st: MachineState) -> list[tuple[int, str, int]]:
-    """(word, name, unsigned value) for the program's words and every word written."""
+    """(word, name, unsigned value) for the program's words and every word written.
+
+    The arrays the launch wrote come first (whole, in address order), then the others:
+    a kernel's output is in view without scrolling past its inputs."""
     names = st.word_names()
     words = sorted(set(names) | st.written_words | {w for w, v in enumerate(st.memory) if v})
+    initial = st.program.memory
+    written = st.written_words | {w for w in words if w < len(st.memory) and st.memory[w] != (
+        initial[w] if w < len(initial) else 0)}
+
+    def array(w: int) -> str:
+        return names[w].partition("[")[0] if w in names else f"w{w}"
+
+    touched = {array(w) for w in written}
+    words.sort(key=lambda w: (array(w) not in touched, w))
     return [(w, names.get(w, ""), st.memory[w]) for w in words if 0 <= w < len(st.memory)]
 
 

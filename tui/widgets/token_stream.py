@@ -1,25 +1,53 @@
-"""A line-based scroll view whose last lines can be rewritten (records complete in place)."""
+"""A line-based scroll view whose last lines can be rewritten (records complete in place).
+
+Lines wrap at the pane's width instead of being cut at its right edge; a line's
+continuation rows start ``indent`` cells in, under the text they continue (the launch
+pane indents them under the token's meaning).
+"""
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 from rich.segment import Segment
 from rich.text import Text
+from textual import events
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+MIN_BODY = 16  # narrower than this beside the indent, continuation rows start at column 0
+
+
+def wrap_rows(text: Text, console, width: int, indent: int = 0) -> list[Text]:
+    """``text`` cut into rows of at most ``width`` cells (words kept whole where they fit);
+    rows after the first start with ``indent`` spaces. ``width <= 0``: one row, uncut."""
+    if width <= 0 or text.cell_len <= width:
+        return [text]
+    first = text.wrap(console, width, overflow="fold", no_wrap=False)[0]
+    rest = text[len(first.plain):]
+    rest = rest[len(rest.plain) - len(rest.plain.lstrip(" ")):]
+    if not rest.plain:
+        return [first]
+    pad = indent if width - indent >= MIN_BODY else 0
+    return [first] + [Text(" " * pad) + row for row in rest.wrap(console, width - pad, overflow="fold",
+                                                                  no_wrap=False)]
+
 
 class TokenStream(ScrollView, can_focus=True):
-    """Holds Rich ``Text`` lines (one terminal row each); ``set_line`` rewrites one in place.
+    """Holds Rich ``Text`` lines (each wrapped to the width); ``set_line`` rewrites one in place.
 
     Only the visible rows are rendered (Textual's line API), so long launches stay cheap;
-    the oldest lines are dropped beyond ``max_lines``.
+    the oldest lines are dropped beyond ``max_lines``. The vertical scrollbar is always
+    there, so the wrapping width does not change when the stream grows past the pane.
     """
 
     DEFAULT_CSS = """
     TokenStream {
         background: $surface;
         scrollbar-size-vertical: 1;
+        overflow-x: hidden;
+        overflow-y: scroll;
     }
     """
 
@@ -28,9 +56,11 @@ class TokenStream(ScrollView, can_focus=True):
         super().__init__(name=name, id=id, classes=classes)
         self.max_lines = max_lines
         self._lines: list[Text] = []
-        self._strips: list[Strip] = []
+        self._indents: list[int] = []
+        self._rows: list[list[Strip]] = []  # per line, its wrapped rows
+        self._starts: list[int] = []  # per line, the row it starts at
         self._first = 0  # absolute index of self._lines[0]
-        self._widest = 0
+        self._width = 0  # the width the rows are wrapped to (0: not laid out yet, uncut)
         self.auto_scroll = True
 
     # ------------------------------------------------------------------ content
@@ -38,25 +68,38 @@ class TokenStream(ScrollView, can_focus=True):
     def line_count(self) -> int:
         return self._first + len(self._lines)
 
+    @property
+    def row_count(self) -> int:
+        return self._starts[-1] + len(self._rows[-1]) if self._rows else 0
+
     def plain_lines(self) -> list[str]:
         return [t.plain for t in self._lines]
 
-    def _strip(self, text: Text) -> Strip:
-        segs = [s for s in text.render(self.app.console) if s.text != "\n"]
-        return Strip(Segment.simplify(segs), text.cell_len)
+    def plain_rows(self) -> list[str]:
+        """The rows as shown (wrapped), for tests."""
+        return [strip.text.rstrip() for rows in self._rows for strip in rows]
 
-    def append(self, text: Text) -> int:
+    def _wrap(self, text: Text, indent: int) -> list[Strip]:
+        console = self.app.console
+        strips = []
+        for row in wrap_rows(text, console, self._width, indent):
+            row.no_wrap = True
+            segs = [s for s in row.render(console) if s.text != "\n"]
+            strips.append(Strip(Segment.simplify(segs), row.cell_len))
+        return strips
+
+    def append(self, text: Text, indent: int = 0) -> int:
         """Add a line; returns its absolute index (for :meth:`set_line`)."""
-        text = text.copy()
-        text.no_wrap = True
-        self._lines.append(text)
-        self._strips.append(self._strip(text))
-        self._widest = max(self._widest, text.cell_len)
+        self._lines.append(text.copy())
+        self._indents.append(indent)
+        self._starts.append(self.row_count)
+        self._rows.append(self._wrap(self._lines[-1], indent))
         if len(self._lines) > self.max_lines:
-            drop = len(self._lines) - self.max_lines
-            del self._lines[:drop]
-            del self._strips[:drop]
+            drop = max(1, self.max_lines // 10)  # in chunks: the row starts are recounted once per chunk
+            for seq in (self._lines, self._indents, self._rows):
+                del seq[:drop]
             self._first += drop
+            self._recount(0)
         self._changed(scroll=True)
         return self.line_count - 1
 
@@ -64,35 +107,53 @@ class TokenStream(ScrollView, can_focus=True):
         i = index - self._first
         if not 0 <= i < len(self._lines):
             return
-        text = text.copy()
-        text.no_wrap = True
-        self._lines[i] = text
-        self._strips[i] = self._strip(text)
-        self._widest = max(self._widest, text.cell_len)
-        self._changed(scroll=False, row=i)
+        self._lines[i] = text.copy()
+        before = len(self._rows[i])
+        self._rows[i] = self._wrap(self._lines[i], self._indents[i])
+        if len(self._rows[i]) != before:
+            self._recount(i)
+            self._changed(scroll=True)
+        else:
+            self.refresh_lines(self._starts[i], before)
 
     def clear(self) -> None:
-        self._lines.clear()
-        self._strips.clear()
+        for seq in (self._lines, self._indents, self._rows, self._starts):
+            seq.clear()
         self._first = 0
-        self._widest = 0
         self._changed(scroll=False)
         self.scroll_to(0, 0, animate=False)
 
-    def _changed(self, *, scroll: bool, row: int | None = None) -> None:
-        self.virtual_size = Size(self._widest, len(self._lines))
-        if row is not None:
-            self.refresh_line(row - int(self.scroll_offset.y))
-        else:
-            self.refresh()
+    def _recount(self, start: int) -> None:
+        """Row starts from line ``start`` on, after a line's row count changed."""
+        del self._starts[start:]
+        row = self._starts[-1] + len(self._rows[start - 1]) if start > 0 else 0
+        for rows in self._rows[start:]:
+            self._starts.append(row)
+            row += len(rows)
+
+    def _changed(self, *, scroll: bool) -> None:
+        self.virtual_size = Size(self._width, self.row_count)
+        self.refresh()
         if scroll and self.auto_scroll:
             self.scroll_end(animate=False, immediate=False, x_axis=False)
 
+    def on_resize(self, event: events.Resize) -> None:
+        """Rewrap every line to the new width."""
+        width = self.scrollable_content_region.width
+        if width == self._width:
+            return
+        self._width = width
+        self._rows = [self._wrap(t, ind) for t, ind in zip(self._lines, self._indents)]
+        self._recount(0)
+        self._changed(scroll=True)
+
     # ------------------------------------------------------------------ rendering
     def render_line(self, y: int) -> Strip:
-        scroll_x, scroll_y = self.scroll_offset
+        scroll_y = self.scroll_offset.y
         width = self.scrollable_content_region.width
-        i = scroll_y + y
-        if i >= len(self._strips):
+        row = scroll_y + y
+        if not self._rows or row >= self.row_count:
             return Strip.blank(width, self.rich_style)
-        return self._strips[i].crop_extend(scroll_x, scroll_x + width, self.rich_style).apply_style(self.rich_style)
+        i = bisect_right(self._starts, row) - 1
+        strip = self._rows[i][row - self._starts[i]]
+        return strip.crop_extend(0, width, self.rich_style).apply_style(self.rich_style)
