@@ -9,7 +9,14 @@ both match; a corrupt, truncated, mismatched, unreadable or malformed entry is r
 (one line) and rebuilt. Both files are written atomically (a temporary file beside the
 entry, renamed into place; removed on any exception, Ctrl-C included).
 
-Where: ``$QWENGPU_MLX_CACHE`` or ``~/.cache/qwengpu-mlx``.
+Where: ``$QWENGPU_MLX_CACHE``, else the platform's user cache directory
+(``platformdirs``: ``~/.cache/qwengpu-mlx`` on Linux, ``~/Library/Caches/qwengpu-mlx`` on
+macOS).
+
+Pruning (:func:`prune`, after every successful save): an entry of the same machine,
+shape and levels but another key (the compiler changed) is removed at once, and of the
+rest only the :data:`KEEP` most recently used are kept (a load marks an entry used).
+``qwengpu-mlx cache info|clear`` shows and empties the directory.
 """
 
 from __future__ import annotations
@@ -36,14 +43,29 @@ _SOURCES = ("machine.py", "isa.py", "vocab.py", "encoding.py")
 _SOURCE_DIRS = ("compiler",)
 
 
+KEEP = 6  # entries kept by prune: two machines and their variants, with room to spare
+
+
 def cache_dir() -> Path:
-    return Path(os.environ.get("QWENGPU_MLX_CACHE") or Path.home() / ".cache" / "qwengpu-mlx")
+    """``$QWENGPU_MLX_CACHE``, else the platform's user cache directory for the tool."""
+    override = os.environ.get("QWENGPU_MLX_CACHE")
+    if override:
+        return Path(override)
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("qwengpu-mlx", appauthor=False))
 
 
 def _compiler_dir() -> Path:
     from qwengpu_mlx import compiler
 
     return Path(compiler.__file__).resolve().parent
+
+
+def variant_key(machine, shape, levels) -> str:
+    """Hash of what the circuit is (machine, shape, levels), not of the compiler's source:
+    two entries of one variant are the same circuit built by two compiler versions."""
+    return hashlib.sha256(f"format {FORMAT}\n{machine!r}\n{shape!r}\n{levels!r}\n".encode()).hexdigest()
 
 
 def circuit_key(machine, shape, levels) -> str:
@@ -138,7 +160,7 @@ def _write_atomically(path: Path, write: Callable[[str], None]) -> None:
         raise
 
 
-def save(cc, key: str, directory: Path | None = None) -> Path:
+def save(cc, key: str, directory: Path | None = None, variant: str | None = None) -> Path:
     """Write ``cc`` under its key: the weights, then the manifest that vouches for them,
     each atomically (see :func:`_write_atomically`)."""
     import mlx.core as mx
@@ -148,7 +170,7 @@ def save(cc, key: str, directory: Path | None = None) -> Path:
     arrays, meta = {}, {}
     _flatten(cc, "", arrays, meta)
     _write_atomically(weights, lambda name: mx.save_safetensors(name, {k: mx.array(v) for k, v in arrays.items()}))
-    manifest = {"format": FORMAT, "key": key, "sha256": _sha256(weights), "fields": meta}
+    manifest = {"format": FORMAT, "key": key, "variant": variant, "sha256": _sha256(weights), "fields": meta}
     _write_atomically(mpath, lambda name: Path(name).write_text(json.dumps(manifest)))
     return weights
 
@@ -206,18 +228,24 @@ def load(key: str, directory: Path | None = None):
         from qwengpu_mlx.compiler.compact import CompactCircuit
 
         arrays = {k: np.array(v) for k, v in mx.load(str(weights)).items()}
-        return _unflatten(CompactCircuit, "", arrays, manifest["fields"], _classes())
+        cc = _unflatten(CompactCircuit, "", arrays, manifest["fields"], _classes())
     except Exception as e:  # a file that hashes right but does not parse: still rebuilt
         raise CacheProblem(f"{weights} does not hold a circuit ({type(e).__name__}: {e})") from None
+    with contextlib.suppress(OSError):  # used now: the last entry prune removes (a read-only cache still loads)
+        os.utime(mpath)
+    return cc
 
 
 def cached_compact(machine, build, *, directory: Path | None = None, log=None, key: str | None = None):
     """The compact circuit for ``machine``: from the cache when it checks out, else ``build()``
-    (which returns the CompactCircuit) and store it. ``log`` gets one line per problem."""
+    (which returns the CompactCircuit) and store it, then :func:`prune` the directory.
+    ``log`` gets one line per problem. A caller's own ``key`` names no variant: an entry
+    under it supersedes nothing."""
     from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS
     from qwengpu_mlx.compiler.machine_circuit import NARROW
 
     log = log or (lambda msg: print(f"qwengpu-mlx: {msg}", file=sys.stderr))
+    variant = variant_key(machine, NARROW, DEFAULT_LEVELS) if key is None else None
     key = key or circuit_key(machine, NARROW, DEFAULT_LEVELS)
     try:
         cc = load(key, directory)
@@ -227,10 +255,103 @@ def cached_compact(machine, build, *, directory: Path | None = None, log=None, k
         log(f"cached circuit not used: {e}; rebuilding it")
     cc = build()
     try:
-        save(cc, key, directory)
+        save(cc, key, directory, variant)
     except (OSError, RuntimeError) as e:  # a read-only home still runs, it just rebuilds next time
         log(f"could not write the circuit cache in {directory or cache_dir()} ({e})")
+        return cc
+    prune(directory, keep=key, variant=variant)
     return cc
+
+
+# -- what is in the directory: entries, their sizes, pruning and clearing
+
+
+@dataclasses.dataclass
+class Entry:
+    """One cache entry: its manifest, its weights, what the manifest says of it."""
+
+    manifest: Path
+    weights: Path
+    key: str | None
+    variant: str | None
+    used: float  # the manifest's mtime: written or last loaded
+    bytes: int
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _entry(mpath: Path) -> Entry:
+    try:
+        manifest = _read_manifest(mpath)
+    except CacheProblem:
+        manifest = {}
+    weights = mpath.with_suffix(".safetensors")
+    key, variant = manifest.get("key"), manifest.get("variant")
+    return Entry(mpath, weights, key if isinstance(key, str) else None, variant if isinstance(variant, str) else None,
+                 mpath.stat().st_mtime, _size(mpath) + _size(weights))
+
+
+def entries(directory: Path | None = None) -> list[Entry]:
+    """Every entry in the cache directory, most recently used first."""
+    d = directory or cache_dir()
+    found = []
+    for mpath in d.glob("circuit-*.json") if d.is_dir() else []:
+        with contextlib.suppress(OSError):  # gone meanwhile (another process pruned it)
+            found.append(_entry(mpath))
+    return sorted(found, key=lambda e: e.used, reverse=True)
+
+
+def leftovers(directory: Path | None = None) -> list[Path]:
+    """Temporary files of writes that never finished (a process killed mid-write) and
+    weights without a manifest."""
+    d = directory or cache_dir()
+    if not d.is_dir():
+        return []
+    orphans = [w for w in d.glob("circuit-*.safetensors") if not w.with_suffix(".json").exists()]
+    return sorted(d.glob(".circuit-*")) + orphans
+
+
+def _remove(entry: Entry) -> None:
+    for path in (entry.manifest, entry.weights):  # manifest first: a half-removed entry is never trusted
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def prune(directory: Path | None = None, *, keep: str, variant: str | None = None, limit: int = KEEP) -> list[Entry]:
+    """Remove superseded entries: those of ``variant`` under another key than ``keep``, then
+    all but the ``limit`` most recently used. ``keep``'s own entry always stays. Returns
+    what was removed; a file another process holds or removed is skipped quietly."""
+    removed = []
+    rest = []
+    for e in entries(directory):
+        if e.key == keep:
+            continue
+        if variant is not None and e.variant == variant:
+            removed.append(e)
+        else:
+            rest.append(e)
+    removed += rest[max(limit - 1, 0):]  # keep's entry counts against the limit
+    for e in removed:
+        with contextlib.suppress(OSError):
+            _remove(e)
+    return removed
+
+
+def clear(directory: Path | None = None) -> tuple[int, int]:
+    """Remove every entry and leftover file; (files removed, bytes freed)."""
+    files, freed = 0, 0
+    paths = [p for e in entries(directory) for p in (e.manifest, e.weights)] + leftovers(directory)
+    for path in paths:
+        size = _size(path)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            files, freed = files + 1, freed + size
+    return files, freed
 
 
 def fingerprint(cc) -> str:

@@ -1,6 +1,8 @@
 """``qwengpu-mlx``: compile and run CUDA kernels on the SIMT machine.
 
-The command-line interface is stable: scripts build on ``run --json``.
+The command-line interface is stable: scripts build on ``run --json``. Help texts and
+examples: ``cli_help``; where a launch's arguments come from: ``cli_args``; progress
+on stderr: ``progress``; ``cache``: ``cli_cache``.
 """
 
 from __future__ import annotations
@@ -8,28 +10,23 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
-from contextlib import contextmanager
 
-from .errors import ExecutionError, LaunchError, QwenGpuError
+from . import cli_args, progress
+from .cli_common import combined_record, errors_as, machine_for, program_for, splice_errors
+from .cli_help import DESCRIPTION, EPILOG, add_examples
+from .errors import LaunchError, QwenGpuError
 from .machine import DEFAULT_MACHINE, MACHINES
 
 
-def _parse_arg(text: str) -> tuple[str, str]:
-    if "=" not in text:
-        raise LaunchError(f"--arg {text!r}: expected NAME=v1,v2,... or NAME=v")
-    name, _, value = text.partition("=")
-    return name.strip(), value.strip()
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
 
-
-def _collect_args(pairs: list[str] | None) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for text in pairs or []:
-        name, value = _parse_arg(text)
-        if name in out:
-            raise LaunchError(f"--arg {name} given twice")
-        out[name] = value
-    return out
+    try:
+        return version("qwengpu-mlx")
+    except PackageNotFoundError:  # a source tree on sys.path, not installed
+        return "unknown (not installed)"
 
 
 def _positive(text: str) -> int:
@@ -56,8 +53,10 @@ def _finite_positive(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="qwengpu-mlx", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True)
+    p = argparse.ArgumentParser(prog="qwengpu-mlx", description=DESCRIPTION, epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"qwengpu-mlx {_version()}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def common(sp, optional=False):
         sp.add_argument("source", metavar="KERNEL", nargs="?" if optional else None,
@@ -65,9 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--kernel", help="kernel name (unmangled); needed when the file has several")
         sp.add_argument("--frontend", choices=["clang", "nvcc"], default="clang", help="PTX producer (default clang)")
         sp.add_argument("--arg", action="append", metavar="NAME=VALUES",
-                        help="one per kernel parameter: a comma list for a pointer, one integer for a scalar")
-        sp.add_argument("--block", type=int, default=4, help="blockDim.x (default 4, at most %d)" % DEFAULT_MACHINE.max_block_dim)
-        sp.add_argument("--grid", type=int, default=1, help="gridDim.x (default 1)")
+                        help="one per kernel parameter: a comma list for a pointer, one integer for a scalar "
+                             "(without any, the KERNEL.json beside the kernel is read when there is one)")
+        sp.add_argument("--args", dest="args_file", metavar="FILE",
+                        help='a launch file {"block": N, "grid": G, "args": {NAME: value}}; --arg overrides it')
+        sp.add_argument("--block", type=int, default=None,
+                        help="blockDim.x (default the launch file's, else 4; at most %d)" % DEFAULT_MACHINE.max_block_dim)
+        sp.add_argument("--grid", type=int, default=None, help="gridDim.x (default the launch file's, else 1)")
         machine_option(sp)
 
     def machine_option(sp):
@@ -81,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ptx; blocks (the machine program); tokens (the model's launch prompt, JSON ids); "
                         "layout (the circuit's residual, heads and state rows, per layer)")
     c.add_argument("--model", metavar="DIR", help="--emit tokens: ids in this combined checkpoint's vocabulary "
-                                                   "(`build --base` wrote it)")
+                                                   "(build --base wrote it)")
 
     r = sub.add_parser("run", help="run a kernel launch")
     common(r)
@@ -89,8 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="model (default): the GPU compiled into the weights of the embedded circuit-only "
                         "Qwen3.5 model writes the launch; reference: the exact interpreter")
     r.add_argument("--check", action="store_true",
-                   help="model backend: replay every step against the reference interpreter")
+                   help="model backend: replay every step against the reference interpreter (refused with "
+                        "--backend reference, which is the reference)")
     r.add_argument("--json", action="store_true", help="print exactly one JSON object")
+    r.add_argument("--progress", action="store_true",
+                   help="show progress on stderr even with --json (progress shows only on a terminal)")
     r.add_argument("--step-budget", type=_positive, default=None,
                    help=f"stop after this many EXEC steps (default {DEFAULT_MACHINE.step_budget}). On the model "
                         f"backend a step is about 10 generated tokens (more with many lanes and stores) at about 12 "
@@ -102,20 +108,21 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--trace", action="store_true",
                    help="print every step (reference) or every launch token (model) as it is produced")
     r.add_argument("--model", metavar="DIR", help="run the launch in this combined Qwen3.5 checkpoint "
-                                                   "(`build --base` wrote it) instead of the embedded circuit")
+                                                   "(build --base wrote it) instead of the embedded circuit")
 
     k = sub.add_parser("check", help="check a launch's tokens (written by any runner, e.g. mlx-lm) against "
                                      "the reference interpreter")
     common(k)
     k.add_argument("--launch-tokens", required=True, metavar="FILE|-",
-                   help="the generated token ids as a JSON list (or `run --json` output); - reads stdin")
-    k.add_argument("--model", metavar="DIR", help="the ids are this combined checkpoint's (`build --base` wrote it)")
+                   help="the generated token ids as a JSON list (or run --json output); - reads stdin")
+    k.add_argument("--model", metavar="DIR", help="the ids are this combined checkpoint's (build --base wrote it)")
 
     b = sub.add_parser("build", help="save the circuit as a standard Qwen3.5 checkpoint "
                                      "(config.json + safetensors + tokenizer files)")
     b.add_argument("--out", required=True, metavar="DIR", help="checkpoint directory to write")
-    b.add_argument("--shape", choices=["narrow", "qwen3.5-2b"], default="narrow",
-                   help="narrow (the embedded circuit's own shape) or Qwen3.5-2B's")
+    b.add_argument("--shape", choices=["narrow", "qwen3.5-2b"], default="qwen3.5-2b",
+                   help="qwen3.5-2b (default: the circuit folded onto Qwen3.5-2B's widths, about 10 GB) or narrow "
+                        "(the embedded circuit's own shape: far over --max-params as a dense checkpoint)")
     b.add_argument("--max-params", type=_finite_positive, default=4e9,
                    help="refuse a dense checkpoint above this many parameters (default 4e9, 16 GB as float32)")
     b.add_argument("--force", action="store_true",
@@ -133,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "public-domain sample, through our runner and through unmodified mlx-lm; chat: the shipped "
                         "(or --questions) question set, answered with GPU-computed numbers")
     e.add_argument("--model", required=True, metavar="DIR|REPO|demo",
-                   help="drift: the combined checkpoint; chat: anything `chat --model` takes")
+                   help="drift: the combined checkpoint; chat: anything chat --model takes")
     e.add_argument("--base", metavar="REPO_OR_DIR", help="drift: the base it was built from")
     e.add_argument("--mode", choices=["normal", "advanced"], default="normal", help="chat: which question set")
     e.add_argument("--questions", metavar="FILE", help='chat: a question set {"normal": [{"question": ..., '
@@ -145,11 +152,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     machine_option(sub.add_parser("machine", help="print the machine's limits"))
     from .chat.cli import add_parser as add_chat_parser
+    from .cli_cache import add_parser as add_cache_parser
     from .tui.cli_entry import add_parser as add_tui_parser
 
     add_chat_parser(sub, machine_option)
 
     add_tui_parser(sub)
+    add_cache_parser(sub)
+    add_examples(sub)
     return p
 
 
@@ -160,31 +170,34 @@ def cmd_compile(ns) -> int:
         from .compiler.layout_report import layout_report
         from .runtime import CircuitStore
 
-        print(layout_report(CircuitStore().compiled(MACHINES[ns.machine])))
+        with progress.phase(ns, "compiling the circuit"):
+            compiled = CircuitStore().compiled(MACHINES[ns.machine])
+        print(layout_report(compiled))
         return 0
     if ns.source is None:
         raise LaunchError("compile needs a KERNEL file (only --emit layout works without one)")
-    ck = compile_kernel(ns.source, ns.kernel, frontend=ns.frontend)
+    la = cli_args.resolve(ns)
+    ck = compile_kernel(ns.source, la.kernel, frontend=ns.frontend)
     if ns.emit == "tokens":
         from .runtime import prompt_tokens
 
         machine = MACHINES[ns.machine]
         layout = None
         if ns.model:
-            machine, layout = _combined_record(ns.model)
-        prog = bind(ck, _collect_args(ns.arg), block=ns.block, grid=ns.grid, machine=machine)
+            machine, layout = combined_record(ns.model)
+        cli_args.check_complete(ck, la)
+        prog = bind(ck, la.args, block=la.block, grid=la.grid, machine=machine)
         ids = prompt_tokens(prog, machine)
         print(json.dumps([layout.launch_id(t) for t in ids] if layout else ids))
         return 0
     if ns.emit == "ptx":
         print(ck.ptx)
         return 0
-    args = _collect_args(ns.arg)
-    note = ""
+    args, note = la.args, f"; arguments from {la.spec}" if la.spec is not None else ""
     if not args:
         args = placeholder_args(ck)
         note = "; placeholder arguments (pass --arg to bind a real launch)"
-    prog = bind(ck, args, block=ns.block, grid=ns.grid, machine=MACHINES[ns.machine])
+    prog = bind(ck, args, block=la.block, grid=la.grid, machine=MACHINES[ns.machine])
     print(f"// kernel {prog.kernel}: {len(prog.blocks)} blocks, {prog.regs_used} registers, "
           f"{prog.preds_used} predicates{note}")
     for a in prog.arrays:
@@ -195,131 +208,6 @@ def cmd_compile(ns) -> int:
         print(f"// {name} = {v}")
     print(prog.listing())
     return 0
-
-
-def _request(ns):
-    from .runtime import LaunchRequest
-
-    machine = MACHINES[ns.machine]
-    if getattr(ns, "model", None):  # a combined checkpoint runs the machine it was built with
-        machine = _combined_record(ns.model)[0]
-    return LaunchRequest(ns.source, _collect_args(ns.arg), kernel=ns.kernel, block=ns.block, grid=ns.grid,
-                         machine=machine, frontend=ns.frontend)
-
-
-def cmd_run(ns) -> int:
-    from .runtime import prepare, run_reference
-
-    req = _request(ns)
-    prog = prepare(req).program
-    stream = sys.stderr if ns.json else sys.stdout
-    if ns.backend == "model":
-        return _run_model(ns, req, prog, stream)
-    from .host.reference import format_step
-
-    on_step = (lambda rec: print(format_step(rec), file=stream)) if ns.trace else None
-    res = run_reference(prog, req.machine, step_budget=ns.step_budget, on_step=on_step)
-    if ns.json:
-        print(json.dumps({"kernel": prog.kernel, "backend": ns.backend, "outputs": res.outputs, "steps": res.steps}))
-        return 0
-    _summary(prog, ns.backend, res.steps, res.outputs)
-    return 0
-
-
-def _summary(prog, backend, steps, outputs, extra=""):
-    print(f"kernel {prog.kernel} on the {backend} backend: {steps} steps "
-          f"(block {prog.block_dim}, grid {prog.grid_dim}, {len(prog.blocks)} ROM blocks, {prog.regs_used} registers)"
-          + extra)
-    for name, vals in outputs.items():
-        print(f"  {name} = {vals}")
-
-
-class _TraceEvents:
-    """``--trace``: every launch token as the model writes it."""
-
-    def __init__(self, stream, trace: bool):
-        self.stream, self.trace = stream, trace
-
-    def phase(self, text: str) -> None:
-        pass
-
-    def begin(self, program, prompt) -> None:
-        pass
-
-    def token(self, tok_id, tok) -> None:
-        if self.trace:
-            print(f"{tok_id:6d}  {tok}", file=self.stream, flush=True)
-
-
-@contextmanager
-def _errors_as(caught, convert):
-    """Run a step, turning the ``caught`` exceptions into this CLI's errors (``convert(e)``:
-    exit 2 with a message, no traceback)."""
-    try:
-        yield
-    except caught as e:
-        raise convert(e) from None
-
-
-def _splice_errors(what: str):
-    """Run a splice step, its typed refusals as this CLI's errors."""
-    from .errors import ResourceError
-    from .splice.errors import SPLICE_ERRORS
-
-    return _errors_as(SPLICE_ERRORS, lambda e: ResourceError(f"{what}: {e}"))
-
-
-def _combined_record(path: str):
-    """(machine, layout) of a combined checkpoint `build --base` wrote, or a clear error."""
-    from .splice.runner import recorded_machine
-
-    with _splice_errors("--model"):
-        return recorded_machine(path)
-
-
-def _run_model(ns, req, prog, stream) -> int:
-    from .runtime import CircuitStore, launch_program
-
-    store, runner, layout = CircuitStore(), None, None
-    if getattr(ns, "model", None):
-        from .splice.runner import open_combined
-
-        with _splice_errors("--model"):
-            combined = open_combined(ns.model, store)
-        runner, layout = combined.circuit, combined.layout
-    try:
-        launch = launch_program(prog, store, req.machine, events=_TraceEvents(stream, ns.trace),
-                                check=ns.check, step_budget=ns.step_budget, runner=runner, timeout=ns.timeout)
-    except ExecutionError as e:  # the model stopped the launch: with --check, say where it left the reference
-        checked = getattr(e, "launch", None)
-        if checked is None or checked.check is None or checked.check.exact:
-            raise
-        print(f"error: {e}", file=sys.stderr)
-        for p in checked.check.problems:
-            print(f"check: {p}", file=sys.stderr)
-        return 1
-    ids = [layout.launch_id(t) for t in launch.tokens] if layout else launch.tokens
-    info = {"tokens": len(launch.tokens), "launch_tokens": ids,
-            "tokens_per_s": round(launch.tokens_per_s, 2), "prompt_tokens": len(launch.prompt)}
-    problems = []
-    if ns.check:
-        problems = launch.check.problems
-        info["exact"] = launch.check.exact
-        info["min_margin"] = round(launch.min_margin, 6) if launch.min_margin is not None else None
-        info["min_state_margin"] = round(launch.min_state_margin, 6)
-    if ns.json:
-        print(json.dumps({"kernel": prog.kernel, "backend": "model", "outputs": launch.outputs,
-                          "steps": launch.steps, **info}))
-    else:
-        extra = f"; {info['tokens']} tokens generated, {info['tokens_per_s']} tokens/s"
-        _summary(prog, "model", launch.steps, launch.outputs, extra)
-        if ns.check:
-            print("  check: " + ("exact" if launch.check.exact else "MISMATCH") +
-                  f" ({launch.check.records_expected} records checked; smallest gate margin "
-                  f"{info['min_margin']} bits of 0.5, smallest state-bit margin {info['min_state_margin']} of 1.0)")
-    for p in problems:
-        print(f"check: {p}", file=sys.stderr)
-    return 0 if not problems else 1
 
 
 def _read_launch_tokens(text: str, prompt: list[int]) -> list[int]:
@@ -341,11 +229,11 @@ def _read_launch_tokens(text: str, prompt: list[int]) -> list[int]:
 
 def cmd_check(ns) -> int:
     """Check a launch written elsewhere (e.g. by unmodified mlx-lm) against the reference."""
-    from .runtime import check_launch, prepare, prompt_tokens
+    from .runtime import check_launch, prompt_tokens
     from .vocab import vocab_for
 
-    req = _request(ns)
-    prog = prepare(req).program
+    machine = machine_for(ns)
+    prog = program_for(ns, machine)
     if ns.launch_tokens == "-":
         text = sys.stdin.read()
     else:
@@ -355,10 +243,10 @@ def cmd_check(ns) -> int:
         if not path.is_file():
             raise LaunchError(f"--launch-tokens {path}: " + ("not a file" if path.exists() else "no such file"))
         text = path.read_text(errors="replace")
-    prompt = prompt_tokens(prog, req.machine)
+    prompt = prompt_tokens(prog, machine)
     layout = None
     if ns.model:
-        layout = _combined_record(ns.model)[1]
+        layout = combined_record(ns.model)[1]
         prompt = [layout.launch_id(t) for t in prompt]
     tokens = _read_launch_tokens(text, prompt)
     if layout is not None:
@@ -367,11 +255,11 @@ def cmd_check(ns) -> int:
             raise LaunchError(f"--launch-tokens: token id {text_ids[0]} is a text token of {ns.model}, not a launch "
                               f"token ({layout.launch_id(0)}..{layout.vocab_size - 1})")
         tokens = [layout.circuit_id(t) for t in tokens]
-    n = len(vocab_for(req.machine))
+    n = len(vocab_for(machine))
     bad = [t for t in tokens if not 0 <= t < n]
     if bad:
         raise LaunchError(f"--launch-tokens: token id {bad[0]} is outside the launch vocabulary (0..{n - 1})")
-    report = check_launch(prog, tokens, req.machine)
+    report = check_launch(prog, tokens, machine)
     if report.exact:
         print(f"exact: {len(tokens)} launch tokens, {report.records_expected} records, as the reference implies")
         return 0
@@ -393,7 +281,7 @@ def _build_base(ns) -> int:
     out = Path(ns.out)
     # the pipeline writes weights, then the tokenizer and manifest: all of it into one temporary
     # directory that becomes --out at the end, so Ctrl-C or a refusal leaves nothing half-written
-    with _splice_errors("build --base"), _write_errors(out), atomic_directory(out, force=ns.force) as tmp:
+    with splice_errors("build --base"), _write_errors(out), atomic_directory(out, force=ns.force) as tmp:
         report = build_from_base(ns.base, tmp, ns.machine, revision=ns.revision, max_params=ns.max_params)
     lay = report.layout
     print(f"wrote {out}: {lay.base_layers} base + {lay.circuit_layers} circuit layers, hidden {lay.hidden:,} "
@@ -439,7 +327,7 @@ def cmd_eval(ns) -> int:
     from .splice.runner import open_combined
     from .splice.source import acquire
 
-    with _splice_errors("eval drift"):
+    with splice_errors("eval drift"):
         combined = open_combined(ns.model, CircuitStore())
         base_dir = acquire(ns.base).path
     from mlx_lm.utils import load
@@ -462,7 +350,7 @@ def _write_errors(out):
     """``build``'s OSErrors (an unwritable place, a full disk) as this CLI's errors, naming the path."""
     from .errors import OutputError
 
-    return _errors_as(OSError, lambda e: OutputError(
+    return errors_as(OSError, lambda e: OutputError(
         f"build --out {out}: cannot read or write {e.filename or out}: {e.strerror or e}"))
 
 
@@ -487,7 +375,8 @@ def cmd_build(ns) -> int:
     if ns.shape == "qwen3.5-2b":
         # values folded onto 2048 physical dims, MLPs and heads spread to the shape's widths
         try:
-            compiled = store.compiled(machine, QWEN35_2B)
+            with progress.phase(ns, "compiling the circuit for the Qwen3.5-2B shape"):
+                compiled = store.compiled(machine, QWEN35_2B)
         except DoesNotFit as e:
             s = QWEN35_2B
             raise ResourceError(f"the circuit of the {ns.machine} machine does not fit the Qwen3.5-2B shape "
@@ -496,7 +385,8 @@ def cmd_build(ns) -> int:
         reuse = compiled.reuse
         note = f"; {reuse.logical} values on {reuse.physical} residual dims, {reuse.clear_gates} clear gates"
     else:
-        compiled, note = store.compiled(machine), ""
+        with progress.phase(ns, "compiling the circuit"):
+            compiled, note = store.compiled(machine), ""
     plan = compiled.plan
     n = needs(compiled.circuit.plan)
     dense = dense_parameters(plan.shape, len(plan.layers), len(plan.vocab))
@@ -509,19 +399,31 @@ def cmd_build(ns) -> int:
             f"checkpoint is dense with equal layers. `qwengpu-mlx run` executes the same weights through the "
             f"compact path; `--shape qwen3.5-2b` folds the residual for a dense checkpoint.")
     eos = plan.vocab[vocab_for(machine).id("STOP")]  # the launch's last token: mlx-lm stops there
-    with _write_errors(ns.out):  # atomic: a temporary directory beside --out, renamed at the end
+    with _write_errors(ns.out), progress.phase(ns, f"writing {ns.out}"):  # atomic: a temporary directory
         out = save_checkpoint(Path(ns.out), plan.config(), plan.weight_shards(), plan.vocab, eos_token=eos,
-                              shards=1 + len(plan.layers), force=ns.force)  # one layer dense in memory at a time
+                              shards=1 + len(plan.layers), force=ns.force)  # renamed at the end; one layer dense at a time
     print(f"wrote {out} ({dense:,} parameters, {len(plan.layers)} layers{note})")
     return 0
 
 
+def machine_rows(m) -> list[tuple[str, str]]:
+    """The machine's limits as (what, value) rows: what a kernel may use."""
+    return [("warpSize", f"{m.lanes} lanes"),
+            ("warps per block", f"up to {m.max_warps} (blockDim.x <= {m.max_block_dim})"),
+            ("registers", f"{m.regs} rows per lane ({m.usable_regs} usable; row 0 reads 0)"),
+            ("predicates", f"{m.preds} per lane"),
+            ("program ROM", f"{m.rom_blocks} blocks x {m.slots_per_block} instructions"),
+            ("memory", f"{m.mem_words} words of {m.word_bits} bits (global arrays and __shared__)"),
+            ("step budget", f"{m.step_budget} EXEC steps per launch (run --step-budget)")]
+
+
 def cmd_machine(ns) -> int:
-    m = MACHINES[ns.machine]
-    print(f"warpSize {m.lanes}; up to {m.max_warps} warps per block (blockDim.x <= {m.max_block_dim}); "
-          f"{m.regs} register rows per lane ({m.usable_regs} usable, row 0 reads 0); {m.preds} predicates; "
-          f"ROM {m.rom_blocks} blocks x {m.slots_per_block} instructions; {m.mem_words} memory words; "
-          f"step budget {m.step_budget}")
+    """One limit a line, aligned: readable on a terminal, greppable in a pipe."""
+    rows = machine_rows(MACHINES[ns.machine])
+    width = max(len(k) for k, _ in rows)
+    print(f"machine {ns.machine}:")
+    for k, v in rows:
+        print(f"  {k:<{width}}  {v}")
     return 0
 
 
@@ -537,17 +439,47 @@ def cmd_tui(ns) -> int:
     return run(ns)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ns = build_parser().parse_args(argv)
+def cmd_run(ns) -> int:
+    from .cli_run import cmd_run as run
+
+    return run(ns)
+
+
+def cmd_cache(ns) -> int:
+    from .cli_cache import run
+
+    return run(ns)
+
+
+COMMANDS = {"compile": cmd_compile, "run": cmd_run, "check": cmd_check, "build": cmd_build, "eval": cmd_eval,
+            "machine": cmd_machine, "tui": cmd_tui, "chat": cmd_chat, "cache": cmd_cache}
+
+
+def _stdout_gone() -> None:
+    """The reader closed stdout (``| head``): point it at devnull so that the interpreter's
+    final flush does not fail again (Python's documented recipe for SIGPIPE)."""
     try:
-        return {"compile": cmd_compile, "run": cmd_run, "check": cmd_check, "build": cmd_build, "eval": cmd_eval, "machine": cmd_machine,
-                "tui": cmd_tui, "chat": cmd_chat}[ns.command](ns)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout has no file descriptor (captured in a test)
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; its errors as one line (exit 2), Ctrl-C as ``interrupted`` (130), a
+    closed stdout pipe quietly (0: the reader had what it wanted)."""
+    try:
+        ns = build_parser().parse_args(argv)
+        return COMMANDS[ns.command](ns)
     except QwenGpuError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C: stop without a traceback (nothing half-written: writes are atomic)
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        _stdout_gone()
+        return 0
 
 
 if __name__ == "__main__":
