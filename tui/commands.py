@@ -5,7 +5,6 @@ Parsing only (no UI): the screen turns a line of input into a :class:`Command`.
 
 from __future__ import annotations
 
-import json
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,12 +129,17 @@ def parse_run(rest: str, kernels: Path | None = None, full: str = "") -> RunRequ
 
 
 def kernel_description(source: Path) -> dict | None:
-    j = source.with_suffix(".json")
-    if not j.is_file():
+    """The launch file beside the kernel, read as the command line reads it
+    (``qwengpu_mlx.launch_spec``); None when there is none or it is malformed."""
+    from qwengpu_mlx.errors import LaunchError
+    from qwengpu_mlx.launch_spec import read_launch_spec, spec_beside
+
+    j = spec_beside(source)
+    if j is None:
         return None
     try:
-        return json.loads(j.read_text())
-    except (OSError, ValueError):
+        return read_launch_spec(j)
+    except LaunchError:
         return None
 
 
