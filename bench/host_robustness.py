@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 from qwengpu_mlx.host.launch import bind, compile_kernel  # noqa: E402
 from qwengpu_mlx.host_front import HostFront, random_host  # noqa: E402
 from qwengpu_mlx.machine import DEFAULT_MACHINE  # noqa: E402
-from qwengpu_mlx.runner import CircuitRunner  # noqa: E402
+from qwengpu_mlx.runner_wide import WideCircuitRunner as CircuitRunner  # noqa: E402
 from qwengpu_mlx.runtime import CircuitStore, run_launch  # noqa: E402
 
 MASSIVE = {7: 1e3, 100: 3e3, 200: 1e4}

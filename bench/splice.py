@@ -164,7 +164,7 @@ def main() -> int:
           f"every text token's logit at launch positions <= {text_bound:.2e} (so the margin over the best text "
           f"token is >= {top - text_bound:.1f})")
 
-    extra = _bytes([layer.__dict__ for layer in circuit.layers]) + circuit.embedding.nbytes
+    extra = circuit.nbytes()
     print(f"memory beyond the base: the compact circuit {extra / 1e6:.0f} MB; base {_bytes(base.parameters()) / 1e9:.2f} GB")
     for name, real in (("Qwen3.5-2B", REAL_2B), ("Qwen3.5-4B", REAL_4B)):
         lazy = base_model_from_config(real)  # parameters are never evaluated: shapes only

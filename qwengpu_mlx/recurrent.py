@@ -32,13 +32,15 @@ Shapes (``Hv`` is a multiple of ``Hk``; value head ``h`` uses key head ``h // (H
 from __future__ import annotations
 
 from functools import partial
-from typing import Optional, Tuple
+from typing import Callable, Optional, Tuple
 
 import mlx.core as mx
 import mlx.nn as nn
 
 __all__ = [
     "compute_g",
+    "gates",
+    "Recurrence",
     "normalize_qk",
     "gated_delta_step_ops",
     "gated_delta_ops",
@@ -50,11 +52,20 @@ __all__ = [
 
 # --------------------------------------------------------------------------- gates
 
+Recurrence = Callable[..., Tuple[mx.array, mx.array]]
+"""A recurrence over ``T`` tokens: ``(q, k, v, g, beta, state) -> (y, new_state)`` with the
+shapes of :func:`gated_delta_ops` (the MLX-ops reference every other one must match)."""
+
 
 @partial(mx.compile, shapeless=True)
 def compute_g(A_log: mx.array, a: mx.array, dt_bias: mx.array) -> mx.array:
     """Decay gate ``g = exp(-exp(A_log) * softplus(a + dt_bias))``, float32 [B, T, Hv]."""
     return mx.exp(-mx.exp(A_log.astype(mx.float32)) * nn.softplus(a + dt_bias))
+
+
+def gates(A_log: mx.array, a: mx.array, b: mx.array, dt_bias: mx.array) -> Tuple[mx.array, mx.array]:
+    """``(g, beta)``: the decay and the write strength, as :func:`gated_delta_update` makes them."""
+    return compute_g(A_log, a, dt_bias), mx.sigmoid(b)
 
 
 def normalize_qk(

@@ -1,15 +1,29 @@
-"""Fast execution of a compiled circuit: only the dims, heads and units each layer uses.
+"""Fast execution of a compiled circuit: a narrow residual, merged projections, one compiled step.
 
-The same operations as the dense Qwen3.5 model (``model.py``, mlx-lm): full-width
-RMSNorm, SwiGLU, causal conv1d + SiLU, normalize_qk, the gated delta recurrence
-(``recurrent.py``), the gated RMSNorm; restricted to the non-zero parts of each
-layer, so skipped terms are exact zeros. Full-attention layers of the circuit are
-inert (zero output projection) and skipped. Reductions over fewer terms may round
-differently in the last bit; the circuit's margins make the tokens identical, and a
-test compares this path with the dense model.
+The same operations as the dense Qwen3.5 model (``model.py``, mlx-lm) and as the wide
+reference runner (``runner_wide.py``), restricted to what the circuit uses:
+
+* **The residual holds only live dims** (every dim a token embedding, a layer or the
+  final norm touches: about 9,500 of the narrow shape's 131,072). The others are zero
+  on every token, so a full-width RMSNorm's ``mean(x^2)`` is ``sum(x^2) / hidden`` over
+  the live dims; ``hidden`` is a power of two, so the division is exact.
+* **One projection per block input**: a mixer's ``qkv``, ``z``, ``b`` and ``a`` read the
+  same normed residual and are one matrix product, sliced after.
+* **One compiled function per decode token** (``mx.compile``): the 45 layers' small
+  operations fuse where MLX can fuse them and the Python overhead is paid once.
+  Prefills (many tokens at once) run the same function uncompiled.
+
+Reductions over fewer terms may round differently in the last bit; the circuit's
+margins make the tokens identical, and ``tests/test_fast_runner.py`` compares this
+path with the wide one, token for token and margin for margin.
+
+``recurrence``: the Gated DeltaNet step (``recurrent.Recurrence``), the MLX-ops path
+unless a caller passes a kernel it has checked (``gpu_trust``).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import mlx.core as mx
 import mlx.nn as nn
@@ -17,167 +31,243 @@ import numpy as np
 
 from .machine import DEFAULT_MACHINE, MachineConfig
 from .model import precise_swiglu
-from .recurrent import gated_delta_update, normalize_qk
+from .recurrent import Recurrence, gated_delta_ops, gates, normalize_qk
+from .sparse_product import Product
 
 
-class _Layer:
-    def __init__(self, cl):
-        self.norm_in = mx.array(cl.norm_in)
-        self.norm_post = mx.array(cl.norm_post)
-        self.mixer = None
-        if cl.mixer is not None:
-            mz = cl.mixer
-            self.mixer = {
-                "inputs": mx.array(mz.inputs.astype(np.int32)),
-                "qkv_t": mx.array(mz.qkv.T.copy()),
-                "conv": mx.array(mz.conv),
-                "z_t": mx.array(mz.z.T.copy()),
-                "b_t": mx.array(mz.b.T.copy()),
-                "a_t": mx.array(mz.a.T.copy()),
-                "dt_bias": mx.array(mz.dt_bias),
-                "A_log": mx.array(mz.A_log),
-                "norm": mx.array(mz.norm),
-                "outputs": mx.array(mz.outputs.astype(np.int32)),
-                "out_t": mx.array(mz.out.T.copy()),
-                "H": len(mz.heads), "Dk": mz.Dk, "Dv": mz.Dv, "heads": list(mz.heads),
-            }
-        self.mlp = None
-        if cl.mlp is not None:
-            ml = cl.mlp
-            # the circuit's up projection reads one dim (ONE) with one weight for every unit:
-            # then up(x) is that dim times the weight, exactly (the other terms are 0 * x)
-            nz_cols = np.nonzero(np.any(ml.up != 0, axis=0))[0]
-            vals = np.unique(ml.up[:, nz_cols[0]]) if len(nz_cols) == 1 else None
-            self.mlp = {
-                "inputs": mx.array(ml.inputs.astype(np.int32)),
-                "gate_t": mx.array(ml.gate.T.copy()),
-                "up_t": mx.array(ml.up.T.copy()),
-                "up_col": int(nz_cols[0]) if vals is not None and len(vals) == 1 else None,
-                "up_val": float(vals[0]) if vals is not None and len(vals) == 1 else None,
-                "outputs": mx.array(ml.outputs.astype(np.int32)),
-                "down_t": mx.array(ml.down.T.copy()),
-            }
+def live_dims(cc) -> np.ndarray:
+    """Every residual dim the circuit reads or writes, sorted (the narrow residual's dims)."""
+    parts = [cc.embedding_dims, cc.out_dims, np.array([cc.one])]
+    for cl in cc.layers:
+        for block in (cl.mixer, cl.mlp):
+            if block is not None:
+                parts += [block.inputs, block.outputs]
+    return np.unique(np.concatenate([np.asarray(p, np.int64) for p in parts]))
+
+
+@dataclass
+class _Mixer:
+    inputs: mx.array  # narrow residual positions read
+    w_in: Product  # [C + H*Dv + 2H, |inputs|]: qkv, z, b, a stacked
+    conv: mx.array  # [C, 4]
+    dt_bias: mx.array
+    A_log: mx.array
+    norm: mx.array
+    out: Product  # into the residual
+    H: int
+    Dk: int
+    Dv: int
+    heads: list
+
+
+@dataclass
+class _MLP:
+    inputs: mx.array
+    gate: Product
+    up: Product | None  # None: up(x) = x[up_col] * up_val (one dim, one weight)
+    up_col: int
+    up_val: float
+    down: Product  # into the residual
+
+
+def _mixer(mz, pos: np.ndarray) -> _Mixer:
+    w_in = np.concatenate([mz.qkv, mz.z, mz.b, mz.a], axis=0)
+    return _Mixer(mx.array(pos[mz.inputs].astype(np.int32)), Product(w_in), mx.array(mz.conv),
+                  mx.array(mz.dt_bias), mx.array(mz.A_log), mx.array(mz.norm),
+                  Product(mz.out, targets=pos[mz.outputs]), len(mz.heads), mz.Dk, mz.Dv, list(mz.heads))
+
+
+def _mlp(ml, pos: np.ndarray) -> _MLP:
+    # the circuit's up projection reads one dim (ONE) with one weight for every unit:
+    # then up(x) is that dim times the weight, exactly (the other terms are 0 * x)
+    nz_cols = np.nonzero(np.any(ml.up != 0, axis=0))[0]
+    vals = np.unique(ml.up[:, nz_cols[0]]) if len(nz_cols) == 1 else []
+    single = len(vals) == 1
+    return _MLP(mx.array(pos[ml.inputs].astype(np.int32)), Product(ml.gate), None if single else Product(ml.up),
+                int(nz_cols[0]) if single else -1, float(vals[0]) if single else 0.0,
+                Product(ml.down, targets=pos[ml.outputs]))
 
 
 class CircuitRunner:
     """Runs a :class:`compiler.compact.CompactCircuit`; keeps per-layer recurrent state.
 
-    Implements the launch runtime's runner interface (``runtime/runner.py``). ``front``:
-    a HostFront whose hidden states share the residual (robustness runs)."""
+    Implements the launch runtime's runner interface (``runtime/runner.py``)."""
 
-    def __init__(self, cc, machine: MachineConfig = DEFAULT_MACHINE, front=None):
+    def __init__(self, cc, machine: MachineConfig = DEFAULT_MACHINE, recurrence: Recurrence | None = None):
         self.machine = machine
         self.hidden = cc.hidden
         self.eps = cc.eps
+        self.live = live_dims(cc)
+        pos = np.full(cc.hidden, -1, np.int64)
+        pos[self.live] = np.arange(len(self.live))
+        self.width = len(self.live)
         self.embedding = mx.array(cc.embedding)  # [V, |embedding_dims|]
-        self.embedding_dims = mx.array(cc.embedding_dims.astype(np.int32))
-        self.final_norm = mx.array(cc.final_norm)
-        self.out_dims = mx.array(cc.out_dims.astype(np.int32))
+        self.embedding_pos = mx.array(pos[cc.embedding_dims].astype(np.int32))
+        self.norm_w = [(mx.array(cl.norm_in[self.live]), mx.array(cl.norm_post[self.live])) for cl in cc.layers]
+        self.final_norm = mx.array(cc.final_norm[cc.out_dims])
+        self.out_pos = mx.array(pos[cc.out_dims].astype(np.int32))
         col = {int(d): i for i, d in enumerate(cc.embedding_dims)}
         self.emb_out = mx.array(cc.embedding[:, [col[int(d)] for d in cc.out_dims]].T.copy())  # [|out|, V]
-        self.layers = [_Layer(cl) for cl in cc.layers]
-        self.one, self.K, self.gain, self.delta = cc.one, cc.K, cc.gain, cc.delta
+        self.mixers = [None if cl.mixer is None else _mixer(cl.mixer, pos) for cl in cc.layers]
+        self.mlps = [None if cl.mlp is None else _mlp(cl.mlp, pos) for cl in cc.layers]
+        self._mixer_layers = [L for L, m in enumerate(self.mixers) if m is not None]
+        self.one_pos = int(pos[cc.one])
+        self.K, self.gain, self.delta = cc.K, cc.gain, cc.delta
         self.memory_head = cc.memory_head
+        self.recurrence = recurrence or gated_delta_ops
         self.track_margins = False
-        self.front = front
+        self._compiled = {}
         self.reset()
 
     def reset(self) -> None:
-        if self.front is not None:
-            self.front.reset()
-        self.conv_state = [None] * len(self.layers)
-        self.state = [None] * len(self.layers)
+        self.conv_state = [None] * len(self.mixers)
+        self.state = [None] * len(self.mixers)
         self.min_margin = float("inf")  # smallest gate margin seen, in bits (0.5 is ideal)
 
-    # -- one layer
+    # -- one layer (pure functions of their inputs: the compiled step traces them)
 
-    def _mix(self, L: int, x: mx.array) -> mx.array:
-        lay = self.layers[L]
-        mz = lay.mixer
+    def _norm(self, x: mx.array, w: mx.array) -> mx.array:
+        """Full-width RMSNorm over the live dims: the dead ones add 0 to ``sum(x^2)``."""
+        ms = mx.sum(x * x, axis=-1, keepdims=True) * (1.0 / self.hidden)
+        return x * mx.rsqrt(ms + self.eps) * w
+
+    def _mix(self, mz: _Mixer, w: mx.array, x: mx.array, conv_prev, state):
         T = x.shape[0]
-        xn = mx.fast.rms_norm(x, lay.norm_in, self.eps)
-        xi = mx.take(xn, mz["inputs"], axis=1)
-        qkv = xi @ mz["qkv_t"]  # [T, C]
-        C = qkv.shape[1]
-        prev = self.conv_state[L]
-        if prev is None:
-            prev = mx.zeros((3, C), dtype=qkv.dtype)
-        ci = mx.concatenate([prev, qkv], axis=0)  # [T+3, C]
-        self.conv_state[L] = ci[-3:]
-        w = mz["conv"]  # [C, 4]
-        conv = ci[0:T] * w[:, 0] + ci[1:T + 1] * w[:, 1] + ci[2:T + 2] * w[:, 2] + ci[3:T + 3] * w[:, 3]
+        xi = mx.take(self._norm(x, w), mz.inputs, axis=1)
+        proj = mz.w_in(xi)
+        H, Dk, Dv = mz.H, mz.Dk, mz.Dv
+        C = H * (2 * Dk + Dv)
+        qkv = proj[:, :C]
+        z = proj[:, C:C + H * Dv].reshape(1, T, H, Dv)
+        b = proj[:, C + H * Dv:C + H * Dv + H].reshape(1, T, H)
+        a = proj[:, C + H * Dv + H:].reshape(1, T, H)
+        if conv_prev is None:
+            conv_prev = mx.zeros((3, C), dtype=qkv.dtype)
+        ci = mx.concatenate([conv_prev, qkv], axis=0)  # [T+3, C]
+        cw = mz.conv
+        conv = ci[0:T] * cw[:, 0] + ci[1:T + 1] * cw[:, 1] + ci[2:T + 2] * cw[:, 2] + ci[3:T + 3] * cw[:, 3]
         conv = nn.silu(conv)
-        H, Dk, Dv = mz["H"], mz["Dk"], mz["Dv"]
         q = conv[:, : H * Dk].reshape(1, T, H, Dk)
         k = conv[:, H * Dk: 2 * H * Dk].reshape(1, T, H, Dk)
         v = conv[:, 2 * H * Dk:].reshape(1, T, H, Dv)
-        z = (xi @ mz["z_t"]).reshape(1, T, H, Dv)
-        b = (xi @ mz["b_t"]).reshape(1, T, H)
-        a = (xi @ mz["a_t"]).reshape(1, T, H)
         q, k = normalize_qk(q, k, inv_scale=Dk ** -0.5, eps=1e-6)
-        y, self.state[L] = gated_delta_update(q, k, v, a, b, mz["A_log"], mz["dt_bias"], self.state[L])
-        o = precise_swiglu(y, z, mx.fast.rms_norm(y, mz["norm"], self.eps))
-        o = o.reshape(T, H * Dv) @ mz["out_t"]
-        return x.at[:, mz["outputs"]].add(o)
+        g, beta = gates(mz.A_log, a, b, mz.dt_bias)
+        if state is None:
+            state = mx.zeros((1, H, Dv, Dk), dtype=mx.float32)
+        y, state = self.recurrence(q, k, v, g, beta, state)
+        o = precise_swiglu(y, z, mx.fast.rms_norm(y, mz.norm, self.eps))
+        return mz.out.add_into(x, o.reshape(T, H * Dv)), ci[-3:], state
 
-    def _ffn(self, L: int, h: mx.array) -> mx.array:
-        lay = self.layers[L]
-        ml = lay.mlp
-        hn = mx.fast.rms_norm(h, lay.norm_post, self.eps)
-        hi = mx.take(hn, ml["inputs"], axis=1)
-        g = hi @ ml["gate_t"]
-        if self.track_margins:
+    def _ffn(self, ml: _MLP, w: mx.array, h: mx.array, margins: list | None):
+        hn = self._norm(h, w)
+        hi = mx.take(hn, ml.inputs, axis=1)
+        g = ml.gate(hi)
+        if margins is not None:
             # first unit of each clamp pair: g1 = A r (s - theta + 1/2) + D r / 2
-            r = hn[:, self.one:self.one + 1] / self.K
-            m = mx.abs((g[:, 0::2] - self.delta * r / 2) / (self.gain * r))
-            self._margins.append(mx.min(m))
-        if ml["up_col"] is not None:
-            up = hi[:, ml["up_col"]:ml["up_col"] + 1] * ml["up_val"]
-        else:
-            up = hi @ ml["up_t"]
-        y = nn.silu(g) * up
-        return h.at[:, ml["outputs"]].add(y @ ml["down_t"])
+            r = hn[:, self.one_pos:self.one_pos + 1] / self.K
+            margins.append(mx.min(mx.abs((g[:, 0::2] - self.delta * r / 2) / (self.gain * r))))
+        up = hi[:, ml.up_col:ml.up_col + 1] * ml.up_val if ml.up is None else ml.up(hi)
+        return ml.down.add_into(h, nn.silu(g) * up)
+
+    def _forward(self, x: mx.array, conv_state: list, state: list, track: bool):
+        """Residual after the last layer, the new conv and recurrent states, the margins."""
+        conv_state, state = list(conv_state), list(state)
+        margins = [] if track else None
+        for L, (mz, ml) in enumerate(zip(self.mixers, self.mlps)):
+            w_in, w_post = self.norm_w[L]
+            if mz is not None:
+                x, conv_state[L], state[L] = self._mix(mz, w_in, x, conv_state[L], state[L])
+            if ml is not None:
+                x = self._ffn(ml, w_post, x, margins)
+        return x, conv_state, state, margins or []
 
     def forward(self, embeddings: mx.array, *, keep: bool = False):
-        """Residual after the last layer for ``embeddings`` [T, H]; ``keep`` returns all."""
+        """Residual after the last layer for narrow ``embeddings`` (:meth:`embed`), at full
+        width; ``keep`` also returns it after the embedding and after every layer (tests
+        compare these with the dense model's). Does not touch the runner's state."""
         x = embeddings
-        trace = [x] if keep else None
-        for L, lay in enumerate(self.layers):
-            if lay.mixer is not None:
-                x = self._mix(L, x)
-            if lay.mlp is not None:
-                x = self._ffn(L, x)
-            if keep:
-                trace.append(x)
-        return (x, trace) if keep else x
+        n = len(self.mixers)
+        conv_state, state, trace = [None] * n, [None] * n, [self.widen(x)]
+        for L, (mz, ml) in enumerate(zip(self.mixers, self.mlps)):
+            w_in, w_post = self.norm_w[L]
+            if mz is not None:
+                x, conv_state[L], state[L] = self._mix(mz, w_in, x, None, None)
+            if ml is not None:
+                x = self._ffn(ml, w_post, x, None)
+            trace.append(self.widen(x))
+        return (trace[-1], trace) if keep else trace[-1]
 
-    def logits(self, x: mx.array) -> mx.array:
-        hn = mx.fast.rms_norm(x, self.final_norm, self.eps)
-        return mx.take(hn, self.out_dims, axis=1) @ self.emb_out
+    def widen(self, x: mx.array) -> mx.array:
+        """A narrow residual [T, width] at the circuit's full width [T, hidden] (zeros elsewhere)."""
+        full = mx.zeros((x.shape[0], self.hidden), dtype=x.dtype)
+        return full.at[:, mx.array(self.live.astype(np.int32))].add(x)
+
+    def _logits(self, x: mx.array) -> mx.array:
+        ms = mx.sum(x * x, axis=-1, keepdims=True) * (1.0 / self.hidden)
+        hn = mx.take(x, self.out_pos, axis=1) * mx.rsqrt(ms + self.eps) * self.final_norm
+        return hn @ self.emb_out
+
+    def _token_step(self, track: bool):
+        """The compiled one-token step (built once per margin setting, after the first token)."""
+        if track not in self._compiled:
+            n, used = len(self.mixers), self._mixer_layers
+
+            def step(x, conv_packed, state_packed):
+                conv_state, state = [None] * n, [None] * n
+                for L, c, s in zip(used, conv_packed, state_packed):
+                    conv_state[L], state[L] = c, s
+                x, conv_state, state, margins = self._forward(x, conv_state, state, track)
+                return (self._logits(x[-1:]), [conv_state[L] for L in used], [state[L] for L in used],
+                        margins)
+
+            self._compiled[track] = mx.compile(step)
+        return self._compiled[track]
 
     def embed(self, tokens: list[int]) -> mx.array:
         rows = self.embedding[mx.array(tokens)]
-        x = mx.zeros((len(tokens), self.hidden), dtype=mx.float32)
-        return x.at[:, self.embedding_dims].add(rows)
+        x = mx.zeros((len(tokens), self.width), dtype=mx.float32)
+        return x.at[:, self.embedding_pos].add(rows)
 
     def step(self, tokens: list[int]) -> mx.array:
         """Feed tokens (prefill or one step); logits of the last one."""
         x = self.embed(tokens)
-        if self.front is not None:
-            x = self.front.add_to(x, tokens)
-        self._margins = []
-        x = self.forward(x)
-        lg = self.logits(x[-1:])
-        mx.eval(lg, *[s for s in self.state if s is not None], *self._margins)
-        if self._margins:
-            self.min_margin = min(self.min_margin, min(float(v) for v in self._margins))
+        track = self.track_margins
+        started = all(s is not None for s, m in zip(self.state, self.mixers) if m is not None)
+        if len(tokens) == 1 and started:
+            used = self._mixer_layers
+            lg, cs, st, margins = self._token_step(track)(x, [self.conv_state[L] for L in used],
+                                                          [self.state[L] for L in used])
+            for L, c, s in zip(used, cs, st):
+                self.conv_state[L], self.state[L] = c, s
+        else:
+            x, self.conv_state, self.state, margins = self._forward(x, self.conv_state, self.state, track)
+            lg = self._logits(x[-1:])
+        mx.eval(lg, *[s for s in self.state if s is not None], *[c for c in self.conv_state if c is not None],
+                *margins)
+        if margins:
+            self.min_margin = min(self.min_margin, min(float(v) for v in margins))
         return lg[0]
+
+    def weights(self) -> list[mx.array]:
+        """Every weight array the runner holds (memory accounting; tests check none changes)."""
+        found = [self.embedding, self.final_norm, self.emb_out] + [w for pair in self.norm_w for w in pair]
+        for block in self.mixers + self.mlps:
+            for value in (vars(block).values() if block is not None else ()):
+                if isinstance(value, Product):
+                    found += [a for a in vars(value).values() if isinstance(a, mx.array)]
+                elif isinstance(value, mx.array):
+                    found.append(value)
+        return found
+
+    def nbytes(self) -> int:
+        """Bytes of the runner's weights (what it adds to a process beyond its states)."""
+        return sum(a.nbytes for a in self.weights())
 
     def recurrent_state(self, layer: int, head: int) -> np.ndarray:
         """The state [Dv, Dk] of dense head index ``head`` in ``layer`` (float32)."""
-        mz = self.layers[layer].mixer
-        i = mz["heads"].index(head)
+        mz = self.mixers[layer]
+        i = mz.heads.index(head)
         st = self.state[layer]
         if st is None:
-            return np.zeros((mz["Dv"], mz["Dk"]), np.float32)
+            return np.zeros((mz.Dv, mz.Dk), np.float32)
         return np.array(st[0, i])

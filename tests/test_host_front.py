@@ -18,7 +18,7 @@ import pytest
 from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs
 from qwengpu_mlx.host_front import HostFront, random_host
 from qwengpu_mlx.machine import DEFAULT_MACHINE
-from qwengpu_mlx.runner import CircuitRunner
+from qwengpu_mlx.runner_wide import WideCircuitRunner as CircuitRunner
 from qwengpu_mlx.runtime import run_launch
 
 from clitools import needs_clang

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import mlx.core as mx
 import pytest
 
 from qwengpu_mlx.errors import MemoryFault, ResourceError, StepBudgetExceeded
@@ -73,13 +74,13 @@ def test_dot_product_launch_shape(example_launch):
 
 def test_same_weights_run_every_program(circuit, store):
     mc, runner = circuit
-    before = [float(lay.mlp["gate_t"].sum()) if lay.mlp else 0.0 for lay in runner.layers]
+    before = [float(w.astype(mx.float32).sum()) for w in runner.weights()]
     assert store.runner(DEFAULT_MACHINE) is runner  # one circuit per store, built once
     for name in ("partial_warp3", "avg_floor_signed"):
         spec, prog = program_for(name)
         launch = run_launch(prog, runner)
         assert read_outputs(prog, launch.memory) == ORACLES[name](spec)
-    after = [float(lay.mlp["gate_t"].sum()) if lay.mlp else 0.0 for lay in runner.layers]
+    after = [float(w.astype(mx.float32).sum()) for w in runner.weights()]
     assert before == after
 
 
