@@ -104,7 +104,7 @@ class MainScreen(Screen):
         with Horizontal(id="main"):
             with Vertical(id="chat-pane"):
                 yield Transcript(id="transcript")
-                yield PromptInput(placeholder="/run dot · /kernels · /help · or chat  (up: history, tab: complete)",
+                yield PromptInput(placeholder="/run dot · /kernels · /help · or chat",
                                   kernels=self._kernel_names(), id="prompt")
             with Vertical(id="right"):
                 yield LaunchPane(id="launch-pane")
@@ -384,9 +384,10 @@ class MainScreen(Screen):
             verdict = {True: "exact", False: "NOT EXACT", None: "not checked"}[rec.exact]
             t.say(f"launch {rec.kernel}: {rec.tokens} tokens, check: {verdict}", "result")
         if self.decoder is not None and outcome.launches:
-            self.decoder.finish(outcome.launches[-1].launch.memory)
+            last = outcome.launches[-1]
+            self.decoder.finish(last.launch.memory)
             self.machine_pane.refresh_state()
-            self.status_bar.set(phase="done")
+            self.status_bar.set(phase="done", check={True: "exact", False: "mismatch", None: "off"}[last.exact])
         t.say(f"tool response: {outcome.content}", "error" if outcome.error else "result")
 
     def _ui_chat_launch_begin(self, program, prompt) -> None:
