@@ -36,7 +36,7 @@ from qwengpu_mlx.isa import (
 )
 from qwengpu_mlx.machine import DEFAULT_MACHINE, SPECIAL_REGISTERS, MachineConfig
 
-from . import cfg, ranges, regalloc
+from . import cfg, ranges, regalloc, wide_index
 from .ir import (  # noqa: F401 - the IR's names stay importable from here
     BasicBlock,
     LBarrier,
@@ -156,6 +156,7 @@ class Translator:
         if isinstance(opnd, RegRef):
             return VReg(opnd.name)
         if isinstance(opnd, ImmRef):
+            self.check_immediate(ins, opnd.value)
             return Imm(opnd.value & M32)
         if isinstance(opnd, SpecialRef):
             if opnd.name not in SPECIAL_REGISTERS:
@@ -168,6 +169,15 @@ class Translator:
                 return ("sym", opnd.name, d)
             raise _unsupported(ins, f"symbol `{opnd.name}` cannot be used as a value")
         raise _unsupported(ins, f"operand {opnd!r} is not supported here")
+
+    def check_immediate(self, ins, v: int) -> None:
+        """An immediate the machine's 32 bits hold exactly: a 64-bit instruction's must be a
+        signed 32-bit value (an address offset), a 32-bit one's any 32-bit pattern."""
+        lo, hi = (-(1 << 31), 1 << 31) if self.typ(ins) in INT_TYPES64 else (-(1 << 31), 1 << 32)
+        if not lo <= v < hi:
+            raise _unsupported(ins, f"the immediate {v} does not fit in 32 bits (the machine computes in 32 bits, "
+                                    f"addresses too: memory is a few hundred bytes); use a constant "
+                                    f"between {lo} and {hi - 1}")
 
     def value(self, ins, opnd, pre: list):
         s = self.src(ins, opnd)
@@ -194,6 +204,9 @@ class Translator:
             pre.append(LConst(d, base.name, ins.line))
             return VReg(d), opnd.offset
         if isinstance(base, ImmRef):
+            if not -(1 << 31) <= base.value < 1 << 31:
+                raise _unsupported(ins, f"the absolute address {base.value} does not fit in 32 bits "
+                                        f"(the machine's memory is a few hundred bytes from address 0)")
             return Imm(base.value & M32), opnd.offset
         return VReg(base.name), opnd.offset
 
@@ -589,11 +602,27 @@ def _fold(op: Op, vals: list[int], signed: bool) -> int | None:
     return alu_value(op, vals, signed=signed) if op in FOLDABLE else None
 
 
-def fold_constants(blocks: list[BasicBlock], consts: dict[str, int]) -> None:
+def _fold_wide(op: Op, vals: list[int], low: int) -> int:
+    """A 64-bit constant's value as the machine holds it: exact within 32 bits, else clamped."""
+    exact = {Op.ADD: lambda a, b: a + b, Op.SUB: lambda a, b: a - b, Op.MUL: lambda a, b: a * b,
+             Op.MAD: lambda a, b, c: a * b + c, Op.SHL: lambda a, b: a << (b & 63),
+             Op.MOV: lambda a: a}.get(op)
+    if exact is None:
+        return low
+    v = exact(*vals)
+    if -(1 << 31) <= v < 1 << 31:
+        return v & M32
+    return (wide_index.SPAN if v > 0 else -wide_index.SPAN) & M32
+
+
+def fold_constants(blocks: list[BasicBlock], consts: dict[str, int], wide: set[str] = frozenset()) -> None:
     """Fold parameters, constants and special registers into operands, in place.
 
     Only registers defined exactly once, unguarded, are folded; everything else
-    stays a register.
+    stays a register. A 64-bit (``wide``) result is folded exactly, not modulo 2^32
+    (``mul.wide.s32 %rd, STEP, 4`` with STEP = 2^30 + 1 is 2^32 + 4, not 4): one past
+    32 bits can only address outside memory, so it folds to +-``wide_index.SPAN``, which
+    keeps it there.
     """
     defs: dict[str, int] = {}
     for bb in blocks:
@@ -636,6 +665,8 @@ def fold_constants(blocks: list[BasicBlock], consts: dict[str, int]) -> None:
                     changed = True
                 elif all(isinstance(s, Imm) for s in it.srcs):
                     v = _fold(it.op, [s.value for s in it.srcs], it.signed)
+                    if v is not None and it.dst in wide:
+                        v = _fold_wide(it.op, [_signed(s.value) for s in it.srcs], v)
                     if v is not None:
                         known[it.dst] = Imm(v)
                         changed = True
@@ -1139,8 +1170,10 @@ def lower(module: PtxModule, kernel: PtxKernel, params: list[KernelParam],
             elif isinstance(it, LConst):
                 v = shared_addr[it.value] if isinstance(it.value, str) else it.value
                 bb.items[i] = LInstr(Op.MOV, it.dst, (Imm(v & M32),), line=it.line, text=f"mov {it.value}")
-    fold_constants(bbs, {})
-    exact_addresses(bbs, tr.wide, ranges.special_ranges(block_dim, grid_dim, machine.lanes), 4 * machine.mem_words)
+    fold_constants(bbs, {}, tr.wide)
+    specials = ranges.special_ranges(block_dim, grid_dim, machine.lanes)
+    wide_index.clamp_wide_products(bbs, tr.wide, specials)
+    exact_addresses(bbs, tr.wide, specials, 4 * machine.mem_words)
 
     mblocks = form_blocks(bbs, machine.slots_per_block)
     regalloc.eliminate_dead_code(mblocks)

@@ -462,7 +462,8 @@ class _Launch:
         regions = [*self.p.arrays, *self.p.shared]
         s = to_signed(addr, self.bits)
         if not regions or abs(s) >= 1 << 24:
-            return "far outside every array (an address past 2^31 bytes, e.g. a wrapped index)"
+            return ("far outside every array (2^24 bytes or more away: a huge index, e.g. one loaded from "
+                    "memory or grown in a loop, or a 64-bit offset past 32 bits)")
         word, rest = s // 4, ("" if s % 4 == 0 else f" + {s % 4} bytes")
         inside = [r for r in regions if r.base <= word < r.base + r.length]
         if inside or len(regions) == 1:

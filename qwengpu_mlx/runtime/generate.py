@@ -16,11 +16,12 @@ from typing import Callable
 
 import numpy as np
 
-from qwengpu_mlx.errors import (BarrierDeadlock, ExecutionError, LaunchTimeout, MemoryFault, StepBudgetExceeded,
+from qwengpu_mlx.errors import (ExecutionError, LaunchTimeout, StepBudgetExceeded,
                                 TokenBudgetExceeded)
 from qwengpu_mlx.isa import MEM_OPS, Op, Program, TermKind
 from qwengpu_mlx.vocab import CHUNK_KINDS, ENT_ITEMS, FAULT_CODES, Token, vocab_for
 
+from .fault import model_fault
 from .prompt import check_launchable, prompt_tokens
 from .readout import read_memory, read_outputs
 
@@ -228,9 +229,7 @@ def run_launch(program: Program, runner, *, step_budget: int | None = None,
             on_checking()
         launch.check = check_launch(program, launch.tokens, machine, memory=launch.memory)
     if launch.ended == "FAULT":
-        code = launch.decoded[-1].get("code")
-        cls = {1: MemoryFault, 2: BarrierDeadlock}.get(code, ExecutionError)
-        err = cls(f"the model stopped the launch: {FAULT_CODES[code]} (after {launch.steps} steps)")
+        err = model_fault(program, machine, launch.decoded[-1].get("code"), launch.steps)
         err.launch = launch  # type: ignore[attr-defined]
         raise err
     if launch.ended != "STOP":
