@@ -56,6 +56,6 @@ def test_fit_to_a_shape():
 def test_build_refuses_what_does_not_fit(tmp_path):
     # (a shape too narrow for the folded circuit: tests/test_dense.py)
     out = tmp_path / "ck"
-    r = cli("build", "--out", out)
+    r = cli("build", "--out", out, "--shape", "narrow")  # the default (qwen3.5-2b) fits
     assert r.returncode == 2 and "over --max-params 4,000,000,000" in r.stderr and "parameters" in r.stderr
     assert not out.exists()  # nothing half-written
