@@ -216,7 +216,8 @@ class Translator:
         op, mods = ins.opcode, ins.mods
         for m in mods:
             if m in FLOAT_TYPES:
-                raise _unsupported(ins, f"floating-point type .{m} is not supported (the machine is 32-bit integer only)")
+                raise _unsupported(ins, f"floating-point type .{m}: floats are not supported (the machine is "
+                                        f"32-bit integer only); compute in integers, e.g. fixed point")
         handler = getattr(self, "op_" + op.replace(".", "_"), None)
         if handler is None:
             raise _unsupported(ins, f"PTX instruction `{op}{''.join('.' + m for m in mods)}` is not supported by the machine")
@@ -237,8 +238,7 @@ class Translator:
         if t in INT_TYPES64:
             self.wide.add(name)
 
-    def check_no_wide(self, ins, what="64-bit integer arithmetic"):
-        hint = CLOSED_FORM_HINT if what == "64-bit integer arithmetic" else ""
+    def check_no_wide(self, ins, what="64-bit integer arithmetic", hint=""):
         raise _unsupported(ins, f"{what} is not supported; only address arithmetic may be 64-bit{hint}")
 
     def op_ld(self, ins):
@@ -411,7 +411,7 @@ class Translator:
             raise _unsupported(ins, f"{t[1:]}-bit integer arithmetic is not supported: compute in int "
                                     f"(e.g. `int b = flag;` for a bool, `(int)s` for a short)")
         if t in INT_TYPES64 and not allow_wide:
-            self.check_no_wide(ins)
+            self.check_no_wide(ins, hint=CLOSED_FORM_HINT)
         d = self.dst(ins, ins.operands[0])
         self.mark_wide(ins, d, t)
         pre: list = []
