@@ -120,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="save the circuit as a standard Qwen3.5 checkpoint "
                                      "(config.json + safetensors + tokenizer files)")
     b.add_argument("--out", required=True, metavar="DIR", help="checkpoint directory to write")
-    b.add_argument("--shape", choices=["narrow", "qwen3.5-2b"], default="qwen3.5-2b",
+    b.add_argument("--shape", choices=["narrow", "qwen3.5-2b"], default=None,
                    help="qwen3.5-2b (default: the circuit folded onto Qwen3.5-2B's widths, about 10 GB) or narrow "
                         "(the embedded circuit's own shape: far over --max-params as a dense checkpoint)")
     b.add_argument("--max-params", type=_finite_positive, default=4e9,
@@ -276,7 +276,7 @@ def _build_base(ns) -> int:
     from .checkpoint import atomic_directory
     from .splice.pipeline import build_from_base
 
-    if ns.shape != "narrow":
+    if ns.shape is not None:
         raise LaunchError("--shape does not apply with --base: the combined checkpoint takes the base's sizes")
     out = Path(ns.out)
     # the pipeline writes weights, then the tokenizer and manifest: all of it into one temporary
@@ -354,6 +354,12 @@ def _write_errors(out):
         f"build --out {out}: cannot read or write {e.filename or out}: {e.strerror or e}"))
 
 
+def build_shape(ns) -> str:
+    """``build``'s shape: --shape, else Qwen3.5-2B's (the narrow circuit is far over
+    --max-params as a dense checkpoint: a default that cannot be written is no default)."""
+    return ns.shape or "qwen3.5-2b"
+
+
 def cmd_build(ns) -> int:
     """Write the circuit as a dense checkpoint, or say exactly why it cannot be written."""
     from pathlib import Path
@@ -363,6 +369,7 @@ def cmd_build(ns) -> int:
     check_output_dir(Path(ns.out), force=ns.force)  # before any work: refusals are cheap
     if ns.base:
         return _build_base(ns)
+    shape = build_shape(ns)
 
     from .checkpoint import save_checkpoint
     from .compiler.sizing import QWEN35_2B, DoesNotFit, dense_parameters, needs
@@ -372,7 +379,7 @@ def cmd_build(ns) -> int:
 
     machine = MACHINES[ns.machine]
     store = CircuitStore()
-    if ns.shape == "qwen3.5-2b":
+    if shape == "qwen3.5-2b":
         # values folded onto 2048 physical dims, MLPs and heads spread to the shape's widths
         try:
             with progress.phase(ns, "compiling the circuit for the Qwen3.5-2B shape"):
@@ -392,12 +399,12 @@ def cmd_build(ns) -> int:
     dense = dense_parameters(plan.shape, len(plan.layers), len(plan.vocab))
     if dense > ns.max_params:
         raise ResourceError(
-            f"a dense checkpoint of the circuit at shape {ns.shape} holds {dense:,} parameters "
+            f"a dense checkpoint of the circuit at shape {shape} holds {dense:,} parameters "
             f"({dense * 4 / 1e12:.1f} TB as float32), over --max-params {int(ns.max_params):,}. The circuit "
             f"allocates {n.dims_used} residual dims (at least {n.reuse_bound} with every dead dim reused) and "
             f"uses up to {n.units_max} MLP units and {n.heads_max} linear heads in one layer; a Qwen3.5 "
             f"checkpoint is dense with equal layers. `qwengpu-mlx run` executes the same weights through the "
-            f"compact path; `--shape qwen3.5-2b` folds the residual for a dense checkpoint.")
+            f"compact path; --shape qwen3.5-2b (the default) folds the residual for a dense checkpoint.")
     eos = plan.vocab[vocab_for(machine).id("STOP")]  # the launch's last token: mlx-lm stops there
     with _write_errors(ns.out), progress.phase(ns, f"writing {ns.out}"):  # atomic: a temporary directory
         out = save_checkpoint(Path(ns.out), plan.config(), plan.weight_shards(), plan.vocab, eos_token=eos,

@@ -141,7 +141,12 @@ def test_machine_prints_one_limit_a_line(capsys):
 
 
 def test_build_defaults_to_the_shape_it_can_write():
-    assert build_parser().parse_args(["build", "--out", "x"]).shape == "qwen3.5-2b"
+    from qwengpu_mlx.cli import build_shape
+
+    parse = build_parser().parse_args
+    assert build_shape(parse(["build", "--out", "x"])) == "qwen3.5-2b"  # narrow: 0.6 TB, over --max-params
+    assert build_shape(parse(["build", "--out", "x", "--shape", "narrow"])) == "narrow"
+    assert parse(["build", "--out", "x", "--base", "b"]).shape is None  # --base takes the base's shape
 
 
 # -- the process: Ctrl-C and a closed pipe
