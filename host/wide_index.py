@@ -6,7 +6,7 @@ would wrap back into memory and read ``a[0]``, a silent wrong answer. Where the 
 ranges (``ranges.value_ranges``) cannot bound such a product inside 32 bits (a loaded
 index, a loop counter), the lowering clamps its 32-bit factor first
 (``min``/``max``, two instructions), so the product stays within +-2^28 bytes: an index
-in memory is unchanged (memory is 504 bytes), and one far outside stays far outside, so
+in memory is unchanged (memory is a few hundred bytes), and one far outside stays far outside, so
 the access faults on both backends, as the reference interpreter's fault names it
 ("far outside every array" or the array and index). A pointer stepped in a loop by a
 clamped stride leaves memory long before it could wrap.
