@@ -306,11 +306,11 @@ def _eval_chat(ns) -> int:
         raise LaunchError(f"the question set has no {ns.mode!r} questions")
     model = open_model(ns.model, MACHINES[ns.machine])
 
-    def progress(i, r):
+    def on_result(i, r):
         mark = "right" if r.right else "wrong"
         print(f"[{i + 1}/{len(questions)}] {mark}: {r.question} -> {r.answer!r}", file=sys.stderr, flush=True)
 
-    ev = evaluate_chat(model, ns.mode, questions, on_result=progress)
+    ev = evaluate_chat(model, ns.mode, questions, on_result=on_result)
     print(json.dumps(ev.to_json()) if ns.json else "\n".join(report_lines(ev)))
     return 0
 

@@ -93,11 +93,16 @@ def peak_memory_gb() -> float:
     return mx.get_peak_memory() / 1e9
 
 
-def speed_figures(launch, peak_gb: float) -> dict:
-    """mlx-lm's figures for one launch: the prompt's prefill and the generation apart."""
+def _stats(launch):
+    """A launch's prefill and generation as the chat's mlx-lm figures (``chat.textgen.GenStats``)."""
     from .chat.textgen import GenStats
 
-    st = GenStats(len(launch.prompt), launch.prefill_seconds, len(launch.tokens), launch.generate_seconds)
+    return GenStats(len(launch.prompt), launch.prefill_seconds, len(launch.tokens), launch.generate_seconds)
+
+
+def speed_figures(launch, peak_gb: float) -> dict:
+    """mlx-lm's figures for one launch: the prompt's prefill and the generation apart."""
+    st = _stats(launch)
     return {"prompt_tokens": st.prompt_tokens, "prompt_tps": round(st.prompt_tps, 3),
             "generation_tokens": st.generation_tokens, "generation_tps": round(st.generation_tps, 3),
             "peak_memory_gb": round(peak_gb, 3)}
@@ -107,10 +112,8 @@ def summary_lines(launch, peak_gb: float) -> list[str]:
     """The chat's mlx-lm summary lines (``chat.cli.summary_lines``) for one launch."""
     from .chat.cli import summary_lines as chat_lines
     from .chat.session import TurnSummary
-    from .chat.textgen import GenStats
 
-    st = GenStats(len(launch.prompt), launch.prefill_seconds, len(launch.tokens), launch.generate_seconds)
-    return chat_lines(TurnSummary(st, peak_gb))
+    return chat_lines(TurnSummary(_stats(launch), peak_gb))
 
 
 def model_record(ns, prog, launch, layout, peak_gb: float) -> dict:

@@ -101,7 +101,7 @@ def launch_program(program: Program, store: CircuitStore, machine: MachineConfig
     t0 = time.perf_counter()
     if runner is None:
         if not store.has_runner(machine):
-            ev.phase("building the circuit (first launch only, a few seconds)")
+            ev.phase("loading the circuit (built on first use, then read from the cache)")
         runner = store.runner(machine)
     build_seconds = time.perf_counter() - t0
     if cancel is not None and cancel.is_set():
