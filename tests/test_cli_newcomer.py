@@ -259,3 +259,35 @@ def test_run_json_keeps_its_keys_and_adds_the_split():
     assert rec == {"kernel": "dot", "backend": "model", "outputs": {"out": [32]}, "steps": 5, "tokens": 40,
                    "launch_tokens": [1] * 40, "tokens_per_s": 5.0, "prompt_tokens": 90, "prompt_tps": 20.0,
                    "generation_tokens": 40, "generation_tps": 5.0, "peak_memory_gb": 0.187}
+
+
+# -- progress on stderr
+
+
+class _Tty:
+    def isatty(self):
+        return True
+
+
+def test_progress_shows_on_a_terminal_and_not_with_json_or_trace():
+    from qwengpu_mlx.progress import wanted
+
+    ns = lambda **kw: SimpleNamespace(**{"json": False, "progress": False, "trace": False, **kw})  # noqa: E731
+    assert wanted(ns(), _Tty()) and not wanted(ns(), SimpleNamespace(isatty=lambda: False))
+    assert not wanted(ns(json=True), _Tty()) and wanted(ns(json=True, progress=True), _Tty())
+    assert not wanted(ns(trace=True), _Tty())  # the trace is its own progress
+
+
+def test_progress_counts_the_launch_tokens():
+    import io
+
+    from rich.console import Console
+
+    from qwengpu_mlx.progress import Display
+
+    buf, heard = io.StringIO(), []
+    with Display(Console(file=buf, force_terminal=True, width=100), trace=lambda i, t: heard.append(i)) as d:
+        d.phase("prefill: 9 prompt tokens")
+        for i in range(3):
+            d.token(i, None)
+    assert d.tokens == 3 and heard == [0, 1, 2] and "3 tokens" in buf.getvalue()
