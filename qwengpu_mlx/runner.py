@@ -61,9 +61,36 @@ class _Mixer:
 
 
 @dataclass
+class _PairedGate:
+    """A gate whose units come in clamp pairs that differ only in their ONE-dim weight.
+
+    ``g = repeat(shared(x), 2) + x[one] * bias``: half the product, the same terms (the
+    ONE term is added last instead of somewhere inside the dot product)."""
+
+    shared: Product  # one row per pair, ONE column zeroed
+    one_col: int  # the ONE dim's position among the layer's inputs
+    bias: mx.array  # [U]: every unit's ONE weight
+
+    @staticmethod
+    def make(G: np.ndarray, one_col: int | None):
+        if one_col is None or G.shape[0] % 2:
+            return None
+        rest = G.copy()
+        rest[:, one_col] = 0
+        if not np.array_equal(rest[0::2], rest[1::2]):
+            return None
+        return _PairedGate(Product(rest[0::2]), one_col, mx.array(G[:, one_col].astype(np.float32)))
+
+    def __call__(self, hi: mx.array) -> mx.array:
+        s = self.shared(hi)
+        pairs = mx.broadcast_to(s[:, :, None], (*s.shape, 2)).reshape(s.shape[0], -1)
+        return pairs + hi[:, self.one_col:self.one_col + 1] * self.bias
+
+
+@dataclass
 class _MLP:
     inputs: mx.array
-    gate: Product
+    gate: Product | _PairedGate
     up: Product | None  # None: up(x) = x[up_col] * up_val (one dim, one weight)
     up_col: int
     up_val: float
@@ -77,13 +104,15 @@ def _mixer(mz, pos: np.ndarray) -> _Mixer:
                   Product(mz.out, targets=pos[mz.outputs]), len(mz.heads), mz.Dk, mz.Dv, list(mz.heads))
 
 
-def _mlp(ml, pos: np.ndarray) -> _MLP:
+def _mlp(ml, pos: np.ndarray, one: int) -> _MLP:
     # the circuit's up projection reads one dim (ONE) with one weight for every unit:
     # then up(x) is that dim times the weight, exactly (the other terms are 0 * x)
     nz_cols = np.nonzero(np.any(ml.up != 0, axis=0))[0]
     vals = np.unique(ml.up[:, nz_cols[0]]) if len(nz_cols) == 1 else []
     single = len(vals) == 1
-    return _MLP(mx.array(pos[ml.inputs].astype(np.int32)), Product(ml.gate), None if single else Product(ml.up),
+    cols = np.nonzero(np.asarray(ml.inputs) == one)[0]
+    gate = _PairedGate.make(ml.gate, int(cols[0]) if len(cols) else None) or Product(ml.gate)
+    return _MLP(mx.array(pos[ml.inputs].astype(np.int32)), gate, None if single else Product(ml.up),
                 int(nz_cols[0]) if single else -1, float(vals[0]) if single else 0.0,
                 Product(ml.down, targets=pos[ml.outputs]))
 
@@ -109,7 +138,7 @@ class CircuitRunner:
         col = {int(d): i for i, d in enumerate(cc.embedding_dims)}
         self.emb_out = mx.array(cc.embedding[:, [col[int(d)] for d in cc.out_dims]].T.copy())  # [|out|, V]
         self.mixers = [None if cl.mixer is None else _mixer(cl.mixer, pos) for cl in cc.layers]
-        self.mlps = [None if cl.mlp is None else _mlp(cl.mlp, pos) for cl in cc.layers]
+        self.mlps = [None if cl.mlp is None else _mlp(cl.mlp, pos, cc.one) for cl in cc.layers]
         self._mixer_layers = [L for L, m in enumerate(self.mixers) if m is not None]
         self.one_pos = int(pos[cc.one])
         self.K, self.gain, self.delta = cc.K, cc.gain, cc.delta
@@ -132,21 +161,37 @@ class CircuitRunner:
         return x * mx.rsqrt(ms + self.eps) * w
 
     def _mix(self, mz: _Mixer, w: mx.array, x: mx.array, conv_prev, state):
+        """A Gated DeltaNet layer: its four stages (``bench/profile_step.py`` times each)."""
+        qkv, z, b, a = self._mix_in(mz, w, x)
+        conv, ci = self._conv(mz, qkv, conv_prev)
+        y, state = self._recur(mz, conv, a, b, state)
+        return self._mix_out(mz, x, y, z), ci[-3:], state
+
+    def _mix_in(self, mz: _Mixer, w: mx.array, x: mx.array):
+        """Norm, the read dims, the one merged projection, split into qkv, z, b, a."""
         T = x.shape[0]
-        xi = mx.take(self._norm(x, w), mz.inputs, axis=1)
-        proj = mz.w_in(xi)
-        H, Dk, Dv = mz.H, mz.Dk, mz.Dv
-        C = H * (2 * Dk + Dv)
-        qkv = proj[:, :C]
+        H, Dv = mz.H, mz.Dv
+        proj = mz.w_in(mx.take(self._norm(x, w), mz.inputs, axis=1))
+        C = H * (2 * mz.Dk + Dv)
         z = proj[:, C:C + H * Dv].reshape(1, T, H, Dv)
         b = proj[:, C + H * Dv:C + H * Dv + H].reshape(1, T, H)
         a = proj[:, C + H * Dv + H:].reshape(1, T, H)
+        return proj[:, :C], z, b, a
+
+    def _conv(self, mz: _Mixer, qkv: mx.array, conv_prev):
+        """The causal 4-tap conv1d + SiLU over the previous 3 tokens' projections."""
+        T, C = qkv.shape
         if conv_prev is None:
             conv_prev = mx.zeros((3, C), dtype=qkv.dtype)
         ci = mx.concatenate([conv_prev, qkv], axis=0)  # [T+3, C]
         cw = mz.conv
         conv = ci[0:T] * cw[:, 0] + ci[1:T + 1] * cw[:, 1] + ci[2:T + 2] * cw[:, 2] + ci[3:T + 3] * cw[:, 3]
-        conv = nn.silu(conv)
+        return nn.silu(conv), ci
+
+    def _recur(self, mz: _Mixer, conv: mx.array, a: mx.array, b: mx.array, state):
+        """q, k, v from the conv, normalized; the gates; the recurrence."""
+        T = conv.shape[0]
+        H, Dk, Dv = mz.H, mz.Dk, mz.Dv
         q = conv[:, : H * Dk].reshape(1, T, H, Dk)
         k = conv[:, H * Dk: 2 * H * Dk].reshape(1, T, H, Dk)
         v = conv[:, 2 * H * Dk:].reshape(1, T, H, Dv)
@@ -154,9 +199,12 @@ class CircuitRunner:
         g, beta = gates(mz.A_log, a, b, mz.dt_bias)
         if state is None:
             state = mx.zeros((1, H, Dv, Dk), dtype=mx.float32)
-        y, state = self.recurrence(q, k, v, g, beta, state)
+        return self.recurrence(q, k, v, g, beta, state)
+
+    def _mix_out(self, mz: _Mixer, x: mx.array, y: mx.array, z: mx.array) -> mx.array:
+        """The gated RMSNorm and the output projection, added into the residual."""
         o = precise_swiglu(y, z, mx.fast.rms_norm(y, mz.norm, self.eps))
-        return mz.out.add_into(x, o.reshape(T, H * Dv)), ci[-3:], state
+        return mz.out.add_into(x, o.reshape(x.shape[0], mz.H * mz.Dv))
 
     def _ffn(self, ml: _MLP, w: mx.array, h: mx.array, margins: list | None):
         hn = self._norm(h, w)
@@ -253,7 +301,9 @@ class CircuitRunner:
         found = [self.embedding, self.final_norm, self.emb_out] + [w for pair in self.norm_w for w in pair]
         for block in self.mixers + self.mlps:
             for value in (vars(block).values() if block is not None else ()):
-                if isinstance(value, Product):
+                if isinstance(value, _PairedGate):
+                    found += [value.bias] + [a for a in vars(value.shared).values() if isinstance(a, mx.array)]
+                elif isinstance(value, Product):
                     found += [a for a in vars(value).values() if isinstance(a, mx.array)]
                 elif isinstance(value, mx.array):
                     found.append(value)
