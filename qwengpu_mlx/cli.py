@@ -197,6 +197,8 @@ def cmd_compile(ns) -> int:
     if not args:
         args = placeholder_args(ck)
         note = "; placeholder arguments (pass --arg to bind a real launch)"
+    else:
+        cli_args.check_complete(ck, la)
     prog = bind(ck, args, block=la.block, grid=la.grid, machine=MACHINES[ns.machine])
     print(f"// kernel {prog.kernel}: {len(prog.blocks)} blocks, {prog.regs_used} registers, "
           f"{prog.preds_used} predicates{note}")
