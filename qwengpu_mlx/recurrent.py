@@ -13,16 +13,12 @@ so a write with the one-hot key ``e_j`` (and beta = g = 1) replaces column ``j``
 ``S[b, h, :, j] = v``, and a one-hot query ``e_j`` reads that column back (times
 whatever scale ``q`` carries; ``normalize_qk`` folds ``Dk**-0.5`` into ``q``).
 
-Two implementations:
-
-* :func:`gated_delta_ops` -- plain MLX ops, one compiled step per token. This is the
-  reference; it reproduces mlx-lm's ``gated_delta_ops`` bit for bit (same op graph,
-  same ``mx.compile`` wrapping; the tests check it). Used everywhere except Metal.
-* :func:`gated_delta_kernel` -- a small ``mx.fast.metal_kernel`` (one SIMD-group per
-  value row, ``Dk / 32`` state elements per lane, ``simd_sum`` reductions): the same
-  algorithm and reduction order as mlx-lm's generic unmasked kernel. Built and chosen
-  only when ``mx.metal.is_available()``, the default device is the GPU and
-  ``Dk % 32 == 0``. It cannot run on Linux, so it is not exercised by the tests here.
+:func:`gated_delta_ops` -- plain MLX ops, one compiled step per token -- is the
+reference; it reproduces mlx-lm's ``gated_delta_ops`` bit for bit (same op graph, same
+``mx.compile`` wrapping; the tests check it) and runs on every device. A GPU kernel
+(mlx-lm's maintained ``gated_delta_kernel`` on Apple silicon) has the same contract
+(:data:`Recurrence`) and is used only after it passed a probe launch on this device
+and these versions (``gpu_trust``); this project ships no kernel of its own.
 
 Shapes (``Hv`` is a multiple of ``Hk``; value head ``h`` uses key head ``h // (Hv/Hk)``):
 ``q, k: [B, T, Hk, Dk]``, ``v: [B, T, Hv, Dv]``, ``a, b, g, beta: [B, T, Hv]``,
@@ -44,8 +40,6 @@ __all__ = [
     "normalize_qk",
     "gated_delta_step_ops",
     "gated_delta_ops",
-    "gated_delta_kernel",
-    "kernel_available",
     "gated_delta_update",
 ]
 
@@ -127,115 +121,6 @@ def gated_delta_ops(
     return mx.stack(ys, axis=1), state
 
 
-# ------------------------------------------------------------------- Metal path
-
-_METAL_SOURCE = """
-    // grid (32, Dv, B*Hv), threadgroup (32, 4, 1): one SIMD-group per value row dv,
-    // lane l holds state elements [l*n_per_t, (l+1)*n_per_t) of that row.
-    constexpr int n_per_t = Dk / 32;
-    auto n = thread_position_in_grid.z;
-    auto b_idx = n / Hv;
-    auto hv_idx = n % Hv;
-    auto hk_idx = hv_idx / (Hv / Hk);
-    auto lane = thread_position_in_threadgroup.x;
-    auto dv_idx = thread_position_in_grid.y;
-
-    auto q_ = q + (b_idx * T * Hk + hk_idx) * Dk + lane * n_per_t;  // [B, T, Hk, Dk]
-    auto k_ = k + (b_idx * T * Hk + hk_idx) * Dk + lane * n_per_t;
-    auto v_ = v + (b_idx * T * Hv + hv_idx) * Dv;                   // [B, T, Hv, Dv]
-    auto y_ = y + (b_idx * T * Hv + hv_idx) * Dv;
-    auto g_ = g + b_idx * T * Hv;                                   // [B, T, Hv]
-    auto beta_ = beta + b_idx * T * Hv;
-    auto s_in = state_in + (n * Dv + dv_idx) * Dk + lane * n_per_t; // [B, Hv, Dv, Dk]
-    auto s_out = state_out + (n * Dv + dv_idx) * Dk + lane * n_per_t;
-
-    float s[n_per_t];
-    for (int i = 0; i < n_per_t; ++i) {
-      s[i] = static_cast<float>(s_in[i]);
-    }
-    for (int t = 0; t < T; ++t) {
-      float gt = static_cast<float>(g_[hv_idx]);
-      float kv = 0.0f;
-      for (int i = 0; i < n_per_t; ++i) {
-        s[i] = s[i] * gt;
-        kv += s[i] * static_cast<float>(k_[i]);
-      }
-      kv = simd_sum(kv);
-      float delta = (static_cast<float>(v_[dv_idx]) - kv) * static_cast<float>(beta_[hv_idx]);
-      float out = 0.0f;
-      for (int i = 0; i < n_per_t; ++i) {
-        s[i] = s[i] + static_cast<float>(k_[i]) * delta;
-        out += s[i] * static_cast<float>(q_[i]);
-      }
-      out = simd_sum(out);
-      if (thread_index_in_simdgroup == 0) {
-        y_[dv_idx] = static_cast<InT>(out);
-      }
-      q_ += Hk * Dk;
-      k_ += Hk * Dk;
-      v_ += Hv * Dv;
-      y_ += Hv * Dv;
-      g_ += Hv;
-      beta_ += Hv;
-    }
-    for (int i = 0; i < n_per_t; ++i) {
-      s_out[i] = static_cast<StT>(s[i]);
-    }
-"""
-
-_kernel = None
-
-
-def _metal_kernel():
-    global _kernel
-    if _kernel is None:
-        _kernel = mx.fast.metal_kernel(
-            name="qwengpu_gated_delta",
-            input_names=["q", "k", "v", "g", "beta", "state_in", "T"],
-            output_names=["y", "state_out"],
-            source=_METAL_SOURCE,
-        )
-    return _kernel
-
-
-def kernel_available(Dk: int) -> bool:
-    """True when the Metal path can run: Metal present, GPU default, ``Dk % 32 == 0``."""
-    return (
-        mx.metal.is_available()
-        and mx.default_device() == mx.gpu
-        and Dk >= 32
-        and Dk % 32 == 0
-    )
-
-
-def gated_delta_kernel(
-    q: mx.array,
-    k: mx.array,
-    v: mx.array,
-    g: mx.array,
-    beta: mx.array,
-    state: mx.array,
-) -> Tuple[mx.array, mx.array]:
-    """Metal recurrence over ``T`` tokens (same contract as :func:`gated_delta_ops`)."""
-    B, T, Hk, Dk = k.shape
-    Hv, Dv = v.shape[2:]
-    return _metal_kernel()(
-        inputs=[q, k, v, g, beta, state, T],
-        template=[
-            ("InT", q.dtype),
-            ("StT", state.dtype),
-            ("Dk", Dk),
-            ("Dv", Dv),
-            ("Hk", Hk),
-            ("Hv", Hv),
-        ],
-        grid=(32, Dv, B * Hv),
-        threadgroup=(32, 4, 1),
-        output_shapes=[(B, T, Hv, Dv), state.shape],
-        output_dtypes=[q.dtype, state.dtype],
-    )
-
-
 # ---------------------------------------------------------------------- dispatch
 
 
@@ -249,7 +134,7 @@ def gated_delta_update(
     dt_bias: mx.array,
     state: Optional[mx.array] = None,
     *,
-    use_kernel: bool = True,
+    use_kernel: bool = False,
 ) -> Tuple[mx.array, mx.array]:
     """Gates from ``a``/``b``, then the recurrence; returns ``(y, new_state)``.
 
@@ -262,6 +147,6 @@ def gated_delta_update(
         B, _, _, Dk = q.shape
         Hv, Dv = v.shape[-2:]
         state = mx.zeros((B, Hv, Dv, Dk), dtype=mx.float32)
-    if use_kernel and kernel_available(k.shape[-1]):
-        return gated_delta_kernel(q, k, v, g, beta, state)
+    if use_kernel:
+        raise ValueError("the dense model runs the MLX-ops recurrence; a GPU kernel is chosen by gpu_trust")
     return gated_delta_ops(q, k, v, g, beta, state)

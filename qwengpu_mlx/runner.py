@@ -5,8 +5,9 @@ reference runner (``runner_wide.py``), restricted to what the circuit uses:
 
 * **The residual holds only live dims** (every dim a token embedding, a layer or the
   final norm touches: about 9,500 of the narrow shape's 131,072). The others are zero
-  on every token, so a full-width RMSNorm's ``mean(x^2)`` is ``sum(x^2) / hidden`` over
-  the live dims; ``hidden`` is a power of two, so the division is exact.
+  on every token, so a full-width RMSNorm's ``mean(x^2)`` is ``sum(x^2) * (1/hidden)``
+  over the live dims: the multiply ``mx.fast.rms_norm`` itself does (bit for bit on the
+  same terms, at every width we checked).
 * **One projection per block input**: a mixer's ``qkv``, ``z``, ``b`` and ``a`` read the
   same normed residual and are one matrix product, sliced after.
 * **One compiled function per decode token** (``mx.compile``): the 45 layers' small

@@ -70,11 +70,10 @@ def open_chat_model(spec: str, store, *, machine: MachineConfig = DEFAULT_MACHIN
 def _circuit(store, machine: MachineConfig, log):
     """The machine's circuit folded at Qwen3.5-2B's shape: (compiled, compact runner)."""
     from qwengpu_mlx.compiler.sizing import QWEN35_2B
-    from qwengpu_mlx.runner import CircuitRunner
 
     log(f"compiling the {machine_name(machine)} machine's circuit at Qwen3.5-2B's shape")
     compiled = store.compiled(machine, QWEN35_2B)
-    return compiled, CircuitRunner(compiled.compact(), machine)
+    return compiled, store.runner_over(compiled.compact(), machine)
 
 
 def machine_name(machine: MachineConfig) -> str:

@@ -18,9 +18,12 @@ from qwengpu_mlx.machine import MachineConfig
 class CircuitStore:
     """Compiled circuits and their runners, per machine, built on first use."""
 
-    def __init__(self, directory: Path | None = None, log: Callable[[str], None] | None = None):
+    def __init__(self, directory: Path | None = None, log: Callable[[str], None] | None = None,
+                 kernel=None, warn: Callable[[str], None] | None = None):
         self.directory = directory  # None: circuit_cache.cache_dir()
         self.log = log
+        self.kernel = kernel  # a GPU recurrence to try (default: mlx-lm's on Metal); see gpu_trust
+        self.warn = warn  # where a refused kernel's one-line warning goes (default stderr)
         self._compiled: dict = {}  # (machine, shape) -> compiler.pipeline.CompiledMachine
         self._runners: dict = {}  # machine -> CircuitRunner
 
@@ -49,10 +52,17 @@ class CircuitStore:
     def runner(self, machine: MachineConfig):
         """The runner launches on ``machine`` use: built once per store."""
         if machine not in self._runners:
-            from qwengpu_mlx.runner import CircuitRunner
-
-            self._runners[machine] = CircuitRunner(self.compact(machine), machine)
+            self._runners[machine] = self.runner_over(self.compact(machine), machine)
         return self._runners[machine]
+
+    def runner_over(self, cc, machine: MachineConfig):
+        """A new runner over the compact circuit ``cc`` (e.g. one folded for a base's
+        shape), on the recurrence this device has proven (``gpu_trust``)."""
+        from qwengpu_mlx.gpu_trust import choose_recurrence
+        from qwengpu_mlx.runner import CircuitRunner
+
+        recurrence = choose_recurrence(cc, machine, kernel=self.kernel, directory=self.directory, warn=self.warn)
+        return CircuitRunner(cc, machine, recurrence=recurrence)
 
     def has_runner(self, machine: MachineConfig) -> bool:
         """Whether :meth:`runner` returns at once (no build, no cache read)."""

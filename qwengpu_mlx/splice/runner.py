@@ -166,7 +166,6 @@ def open_combined(path: Path, store) -> CombinedModel:
     """Our runner over a checkpoint ``build --base`` wrote: the recorded machine's circuit at
     Qwen3.5-2B's shape from ``store`` (compiled, or the same weights the checkpoint holds)."""
     from qwengpu_mlx.compiler.sizing import QWEN35_2B
-    from qwengpu_mlx.runner import CircuitRunner
 
     name, lay = read_record(path)
     machine, _ = _machine(name, lay, path)
@@ -174,4 +173,4 @@ def open_combined(path: Path, store) -> CombinedModel:
     if compiled.plan.config() != lay.circuit:
         raise CombinedCheckpointError(f"{path} holds a different circuit than this version compiles for the "
                                       f"{name} machine: rebuild it with `qwengpu-mlx build --base`")
-    return load_combined(path, CircuitRunner(compiled.compact(), machine))
+    return load_combined(path, store.runner_over(compiled.compact(), machine))
