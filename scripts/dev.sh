@@ -8,13 +8,31 @@ VENV="${QWENGPU_VENV:-.venv}"
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else "$@"; fi; }
 
+# A clang can compile CUDA for us only with LLVM's NVPTX back end (Apple's clang has none).
+has_nvptx() { echo 'void f(void) {}' | "$1" --target=nvptx64-nvidia-cuda -x c -S -o /dev/null - >/dev/null 2>&1; }
+
 ensure_clang() {
-  if command -v clang >/dev/null 2>&1 || [ -n "${QWENGPU_CLANG:-}" ]; then return; fi
+  if [ -n "${QWENGPU_CLANG:-}" ]; then return; fi
+  if [ "$(uname)" = Darwin ]; then  # the same order as host/frontend.py's find_clang
+    for c in /opt/homebrew/opt/llvm/bin/clang /usr/local/opt/llvm/bin/clang "$(command -v clang || true)"; do
+      if [ -x "$c" ] && has_nvptx "$c"; then return; fi
+    done
+    if command -v brew >/dev/null 2>&1; then
+      echo "setup: no clang with the NVPTX back end (Apple's clang has none); brew install llvm" >&2
+      brew install llvm
+      return
+    fi
+    echo "setup: install LLVM's clang (Apple's has no NVPTX back end): https://brew.sh, then brew install llvm" >&2
+    exit 1
+  fi
+  if command -v clang >/dev/null 2>&1; then
+    if has_nvptx clang; then return; fi
+    echo "setup: warning: $(command -v clang) has no NVPTX back end; kernels will not compile" >&2
+    return
+  fi
   echo "setup: clang not found, installing it" >&2
   if command -v apt-get >/dev/null 2>&1; then
     as_root apt-get update -qq && as_root apt-get install -y -qq clang >/dev/null
-  elif command -v brew >/dev/null 2>&1; then
-    brew install llvm && export PATH="$(brew --prefix llvm)/bin:$PATH"
   else
     echo "setup: please install clang (Debian/Ubuntu: apt-get install clang; macOS: brew install llvm)" >&2
     exit 1
