@@ -375,7 +375,7 @@ def cmd_build(ns) -> int:
 
     from .checkpoint import save_checkpoint
     from .compiler.sizing import QWEN35_2B, DoesNotFit, dense_parameters, needs
-    from .errors import ResourceError
+    from .errors import ModelError
     from .runtime import CircuitStore
     from .vocab import vocab_for
 
@@ -388,7 +388,7 @@ def cmd_build(ns) -> int:
                 compiled = store.compiled(machine, QWEN35_2B)
         except DoesNotFit as e:
             s = QWEN35_2B
-            raise ResourceError(f"the circuit of the {ns.machine} machine does not fit the Qwen3.5-2B shape "
+            raise ModelError(f"the circuit of the {ns.machine} machine does not fit the Qwen3.5-2B shape "
                                 f"(hidden {s.hidden}, intermediate {s.intermediate}, {s.linear_heads} linear "
                                 f"heads of {s.key_dim} x {s.value_dim}):\n  {e}") from None
         reuse = compiled.reuse
@@ -400,7 +400,7 @@ def cmd_build(ns) -> int:
     n = needs(compiled.circuit.plan)
     dense = dense_parameters(plan.shape, len(plan.layers), len(plan.vocab))
     if dense > ns.max_params:
-        raise ResourceError(
+        raise ModelError(
             f"a dense checkpoint of the circuit at shape {shape} holds {dense:,} parameters "
             f"({dense * 4 / 1e12:.1f} TB as float32), over --max-params {int(ns.max_params):,}. The circuit "
             f"allocates {n.dims_used} residual dims (at least {n.reuse_bound} with every dead dim reused) and "
@@ -475,14 +475,15 @@ def _stdout_gone() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one command; its errors as one line (exit 2), Ctrl-C as ``interrupted`` (130), a
-    closed stdout pipe quietly (0: the reader had what it wanted)."""
+    """Run one command; its errors as one line (exit 1 for a kernel or launch that fails, 2 for
+    a usage error: ``QwenGpuError.exit_status``), Ctrl-C as ``interrupted`` (130), a closed
+    stdout pipe quietly (0: the reader had what it wanted)."""
     try:
         ns = build_parser().parse_args(argv)
         return COMMANDS[ns.command](ns)
     except QwenGpuError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return e.exit_status
     except KeyboardInterrupt:  # Ctrl-C: stop without a traceback (nothing half-written: writes are atomic)
         print("interrupted", file=sys.stderr)
         return 130

@@ -21,10 +21,10 @@ def errors_as(caught, convert):
 
 def splice_errors(what: str):
     """Run a splice step, its typed refusals as this CLI's errors."""
-    from .errors import ResourceError
+    from .errors import ModelError
     from .splice.errors import SPLICE_ERRORS
 
-    return errors_as(SPLICE_ERRORS, lambda e: ResourceError(f"{what}: {e}"))
+    return errors_as(SPLICE_ERRORS, lambda e: ModelError(f"{what}: {e}"))
 
 
 def combined_record(path: str):

@@ -2,7 +2,11 @@
 
 
 class QwenGpuError(Exception):
-    """Base class: printed by the CLI as ``error: <message>`` with exit status 2."""
+    """Base class: printed by the CLI as ``error: <message>``, with exit status
+    :attr:`exit_status`: 2 for a usage error (arguments, paths, options), 1 for a kernel
+    that cannot be compiled or run and a launch that fails, as compilers do."""
+
+    exit_status: int = 2
 
     ptx_line: int | None = None
     """The PTX line an error about one instruction names (``host.srcloc.source_error``)."""
@@ -13,6 +17,8 @@ class QwenGpuError(Exception):
 class FrontendError(QwenGpuError):
     """CUDA could not be turned into PTX (clang missing, syntax error, no such kernel)."""
 
+    exit_status = 1
+
 
 class ClangNotFound(FrontendError):
     pass
@@ -21,9 +27,13 @@ class ClangNotFound(FrontendError):
 class UnsupportedError(QwenGpuError):
     """The kernel uses a construct the machine does not have (floats, 64-bit math, div)."""
 
+    exit_status = 1
+
 
 class ResourceError(QwenGpuError):
     """The kernel does not fit the machine (registers, ROM, memory, launch geometry)."""
+
+    exit_status = 1
 
 
 class LaunchError(QwenGpuError):
@@ -32,6 +42,8 @@ class LaunchError(QwenGpuError):
 
 class ExecutionError(QwenGpuError):
     """A launch went wrong while running: step budget, barrier deadlock, bad address."""
+
+    exit_status = 1
 
 
 class StepBudgetExceeded(ExecutionError):
@@ -54,6 +66,12 @@ class TokenBudgetExceeded(ExecutionError):
 
 class LaunchTimeout(ExecutionError):
     """The launch ran past the caller's time bound (``run --timeout``)."""
+
+
+class ModelError(QwenGpuError):
+    """A model or checkpoint the command line names that cannot be opened, built or used
+    (no such directory or repo, not a combined checkpoint, pickle-only weights, a base or a
+    shape the circuit does not fit): a usage error."""
 
 
 class OutputError(QwenGpuError):

@@ -165,7 +165,9 @@ def test_ctrl_c_exits_130_with_one_line(tmp_path):
     k = cu(tmp_path, SPIN, "spin.cu")
     p = subprocess.Popen([sys.executable, "-m", "qwengpu_mlx", "run", str(k), "--backend", "reference",
                           "--trace", "--step-budget", "100000000", "--arg", "out=0", "--arg", "n=100000000"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                         # as from a terminal: a suite started in the background inherits SIGINT ignored
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert p.stdout.readline()  # the launch is running (a first trace line)
         p.send_signal(signal.SIGINT)

@@ -40,9 +40,10 @@ except ImportError:  # pragma: no cover - tests/ made into a package
 
 
 def cli_error(*argv, env: dict | None = None) -> str:
-    """Run the CLI expecting a user error: exit 2, one ``error:`` message, no traceback."""
+    """Run the CLI expecting a user error: exit 1 (kernel) or 2 (usage), one ``error:``
+    message, no traceback (``test_exit_status`` pins which is which)."""
     proc = cli(*argv, env=env)
-    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.returncode in (1, 2), (proc.returncode, proc.stdout, proc.stderr)  # kernel 1, usage 2
     assert proc.stderr.startswith("error: "), proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc.stderr[len("error: "):]
@@ -531,3 +532,27 @@ def test_every_error_class_is_a_qwengpu_error():
     for cls in (FrontendError, ClangNotFound, UnsupportedError, ResourceError, LaunchError,
                 BarrierDeadlock, StepBudgetExceeded, MemoryFault):
         assert issubclass(cls, QwenGpuError)
+
+
+@needs_clang
+def test_exit_status_is_1_for_a_kernel_that_fails_and_2_for_usage(tmp_path):
+    """As compilers do: a kernel that cannot compile or run, or a launch that fails, exits 1;
+    a wrong command line exits 2 (documented in the README's Command line section)."""
+    good = cu(tmp_path, "__global__ void k(int *a) { a[threadIdx.x] += 1; }\n", "good.cu")
+    floaty = cu(tmp_path, "__global__ void k(int *a) { a[threadIdx.x] = a[threadIdx.x] * 0.5f; }\n", "f.cu")
+    broken = cu(tmp_path, "__global__ void k(int *a) { a[threadIdx.x] = ; }\n", "broken.cu")
+    far = cu(tmp_path, "__global__ void k(int *a, int i) { a[i] = 1; }\n", "far.cu")
+    cases = {
+        1: [("run", floaty, "--arg", "a=1,2,3,4", "--backend", "reference"),  # unsupported construct
+            ("run", broken, "--arg", "a=1,2,3,4", "--backend", "reference"),  # clang's syntax error
+            ("run", far, "--arg", "a=1,2,3,4", "--arg", "i=1000", "--backend", "reference"),  # memory fault
+            ("run", tmp_path / "none.cu", "--arg", "a=1")],  # no such source file (as clang: 1)
+        2: [("run", good, "--backend", "reference"),  # missing --arg
+            ("run", good, "--arg", "a=1,x", "--backend", "reference"),  # ill-formed value
+            ("run", good, "--arg", "a=1,2,3,4", "--backend", "reference", "--check")],  # refused combination
+    }
+    for status, runs in cases.items():
+        for argv in runs:
+            proc = cli(*argv)
+            assert proc.returncode == status, (argv, proc.returncode, proc.stderr)
+            assert proc.stderr.startswith("error: ") and "Traceback" not in proc.stderr, proc.stderr

@@ -10,8 +10,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                               description="The Textual dashboard: runs launches on the embedded circuit "
                                           "(no download) and streams the tokens the model writes.")
     p.add_argument("--model", metavar="REPO_OR_DIR", default=None,
-                   help="a chat model, as `chat --model` takes it (a Qwen3.5 repo or directory, a combined "
-                        "checkpoint, or `demo`); optional: launches need none")
+                   help="a chat model, as chat --model takes it (a Qwen3.5 repo or directory, a combined "
+                        "checkpoint, or demo); optional: launches need none")
     p.add_argument("--run", metavar="COMMAND", default=None,
                    help="a command to run at start, e.g. \"/run examples/kernels/dot.cu a=1,2,3 b=4,5,6 out=0 n=3\" "
                         "(the leading /run may be left out)")

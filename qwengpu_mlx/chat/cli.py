@@ -47,7 +47,7 @@ def _log(text: str) -> None:
 
 def open_model(spec: str, machine, log=_log):
     """The chat model, or the CLI's error (exit 2) with the reason."""
-    from qwengpu_mlx.errors import ResourceError
+    from qwengpu_mlx.errors import ModelError
     from qwengpu_mlx.runtime import CircuitStore
 
     from .models import ChatModelError, open_chat_model
@@ -55,7 +55,7 @@ def open_model(spec: str, machine, log=_log):
     try:
         return open_chat_model(spec, CircuitStore(), machine=machine, log=log)
     except ChatModelError as e:
-        raise ResourceError(f"--model {spec}: {e}") from None
+        raise ModelError(f"--model {spec}: {e}") from None
 
 
 def _choose_model(ns) -> str | None:

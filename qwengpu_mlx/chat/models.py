@@ -62,9 +62,17 @@ def open_chat_model(spec: str, store, *, machine: MachineConfig = DEFAULT_MACHIN
 
         if (path / SPLICE_RECORD).is_file():
             return _open_checkpoint(path, store, log)
+        if not path.exists() and _looks_like_a_path(spec):
+            raise ChatModelError("no such directory (--model takes a Qwen3.5 directory, a Hugging Face "
+                                 "repo id such as Qwen/Qwen3.5-2B, or demo)")
         return _open_base(spec, store, machine, log)
     except (CombinedCheckpointError, *SPLICE_ERRORS) as e:
         raise ChatModelError(str(e)) from None
+
+
+def _looks_like_a_path(spec: str) -> bool:
+    """A repo id is ``owner/name``: anything else with a separator, or rooted, is a path."""
+    return spec.startswith(("/", ".", "~")) or spec.count("/") > 1 or "\\" in spec
 
 
 def _circuit(store, machine: MachineConfig, log):
