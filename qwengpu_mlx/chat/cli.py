@@ -21,7 +21,7 @@ def add_parser(sub, machine_option) -> None:
     c = sub.add_parser("chat", help="chat with a Qwen3.5 model whose answers come from its own GPU layers")
     c.add_argument("--model", metavar="REPO_OR_DIR",
                    help="a Qwen3.5 chat model (Hugging Face repo id or directory, combined with the circuit on the "
-                        "fly), a checkpoint `build --base` wrote, or `demo` (a toy model shipped with the package)")
+                        "fly), a checkpoint build --base wrote, or demo (a toy model shipped with the package)")
     c.add_argument("--mode", choices=MODES, default="normal",
                    help="normal: Qwen writes an integer expression (each form a ready-made kernel); "
                         "advanced: Qwen writes the CUDA kernel itself (compiler errors go back to it, 3 retries)")
