@@ -1,6 +1,6 @@
 """Where a launch token's time goes, and the fast runner against the wide one, in one run.
 
-    .venv/bin/python bench/profile_step.py [--subset] [--repeat N]
+    .venv/bin/python bench/profile_step.py [--subset] [--repeat N] [--shape narrow|qwen3.5-2b]
 
 1. One decode token of the dot product's launch, stage by stage and layer by layer, on
    the fast runner (``qwengpu_mlx/runner.py``): every stage evaluated on its own, so the
@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 import mlx.core as mx  # noqa: E402
 
 from qwengpu_mlx.machine import DEFAULT_MACHINE  # noqa: E402
-from qwengpu_mlx.runner import CircuitRunner  # noqa: E402
+from qwengpu_mlx.runner import CircuitRunner, live_dims  # noqa: E402
 from qwengpu_mlx.runner_wide import WideCircuitRunner  # noqa: E402
 from qwengpu_mlx.runtime import CircuitStore, run_launch  # noqa: E402
 from qwengpu_mlx.runtime.prompt import prompt_tokens  # noqa: E402
@@ -137,9 +137,17 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--subset", action="store_true", help="also run the representative ten on both runners")
     ap.add_argument("--repeat", type=int, default=9)
+    ap.add_argument("--shape", choices=["narrow", "qwen3.5-2b"], default="narrow",
+                    help="qwen3.5-2b: the circuit folded as a combined checkpoint's circuit part runs it")
     ns = ap.parse_args(argv)
     store = CircuitStore()
-    cc = store.compact(DEFAULT_MACHINE)
+    if ns.shape == "qwen3.5-2b":
+        from qwengpu_mlx.compiler.sizing import QWEN35_2B
+
+        cc = store.compiled(DEFAULT_MACHINE, QWEN35_2B).compact()
+    else:
+        cc = store.compact(DEFAULT_MACHINE)
+    print(f"circuit at the {ns.shape} shape: {cc.hidden} residual dims, {len(live_dims(cc))} live")
     spec, prog = program("dot")
     prompt = prompt_tokens(prog, DEFAULT_MACHINE)
     fast = CircuitRunner(cc, DEFAULT_MACHINE)
