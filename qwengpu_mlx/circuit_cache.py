@@ -141,7 +141,7 @@ def _entry_paths(key: str, directory: Path | None) -> tuple[Path, Path]:
     return weights, weights.with_suffix(".json")
 
 
-def _write_atomically(path: Path, write: Callable[[str], None]) -> None:
+def write_atomically(path: Path, write: Callable[[str], None]) -> None:
     """``write(name)`` a temporary file beside ``path``, then rename it into place.
 
     Why: a reader never sees half a file, and an interrupt (Ctrl-C included) or a failed
@@ -162,16 +162,16 @@ def _write_atomically(path: Path, write: Callable[[str], None]) -> None:
 
 def save(cc, key: str, directory: Path | None = None, variant: str | None = None) -> Path:
     """Write ``cc`` under its key: the weights, then the manifest that vouches for them,
-    each atomically (see :func:`_write_atomically`)."""
+    each atomically (see :func:`write_atomically`)."""
     import mlx.core as mx
 
     weights, mpath = _entry_paths(key, directory)
     weights.parent.mkdir(parents=True, exist_ok=True)
     arrays, meta = {}, {}
     _flatten(cc, "", arrays, meta)
-    _write_atomically(weights, lambda name: mx.save_safetensors(name, {k: mx.array(v) for k, v in arrays.items()}))
+    write_atomically(weights, lambda name: mx.save_safetensors(name, {k: mx.array(v) for k, v in arrays.items()}))
     manifest = {"format": FORMAT, "key": key, "variant": variant, "sha256": _sha256(weights), "fields": meta}
-    _write_atomically(mpath, lambda name: Path(name).write_text(json.dumps(manifest)))
+    write_atomically(mpath, lambda name: Path(name).write_text(json.dumps(manifest)))
     return weights
 
 

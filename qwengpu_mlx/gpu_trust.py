@@ -17,9 +17,7 @@ the CPU (``mx.set_default_device(mx.cpu)``) and says so in one line.
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 from dataclasses import asdict, dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -79,16 +77,15 @@ def _read_verdicts(path: Path) -> dict:
 
 
 def _save_verdict(path: Path, verdict: Verdict) -> None:
+    from .circuit_cache import write_atomically
+
     verdicts = _read_verdicts(path)
     verdicts[verdict.key] = asdict(verdict)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump(verdicts, f, indent=1)
-    os.replace(tmp, path)
+    write_atomically(path, lambda name: Path(name).write_text(json.dumps(verdicts, indent=1)))
 
 
-def probe(cc, machine, kernel: Recurrence) -> Verdict:
+def probe(cc, machine, kernel: Recurrence) -> tuple[bool, str]:
     """The probe launch with ``kernel``, with the ops path and on the reference interpreter.
 
     The kernel's launch is stopped at its first token that differs from the ops path's (a
@@ -114,15 +111,14 @@ def probe(cc, machine, kernel: Recurrence) -> Verdict:
     try:
         tried = run_launch(program, CircuitRunner(cc, machine, recurrence=kernel), on_token=compare, cancel=differs)
     except LaunchCancelled:
-        return Verdict("", False, f"its probe launch wrote another token than the ops path at token {len(written)}")
+        return False, f"its probe launch wrote another token than the ops path at token {len(written)}"
     except Exception as err:  # a broken kernel may fail any way at all: that is the verdict
-        return Verdict("", False, f"the probe launch failed ({type(err).__name__}: {err})")
+        return False, f"the probe launch failed ({type(err).__name__}: {err})"
     if tried.tokens != ops.tokens:
-        return Verdict("", False, f"its probe launch ended after {len(tried.tokens)} tokens, the ops path's after "
-                                  f"{len(ops.tokens)}")
+        return False, f"its probe launch ended after {len(tried.tokens)} tokens, the ops path's after {len(ops.tokens)}"
     if tried.memory != want or ops.memory != want:
-        return Verdict("", False, "its probe launch's memory differs from the reference interpreter's")
-    return Verdict("", True, f"probe launch: {len(tried.tokens)} tokens identical to the ops path, memory exact")
+        return False, "its probe launch's memory differs from the reference interpreter's"
+    return True, f"probe launch: {len(tried.tokens)} tokens identical to the ops path, memory exact"
 
 
 def choose_recurrence(cc, machine, *, kernel: Recurrence | None = None, kernel_name: str = "mlx-lm gated_delta_kernel",
@@ -138,8 +134,7 @@ def choose_recurrence(cc, machine, *, kernel: Recurrence | None = None, kernel_n
     if isinstance(cached, dict) and isinstance(cached.get("trusted"), bool):
         verdict = Verdict(key, cached["trusted"], str(cached.get("detail", "")))
     else:
-        verdict = probe(cc, machine, kernel)
-        verdict.key = key
+        verdict = Verdict(key, *probe(cc, machine, kernel))
         _save_verdict(path, verdict)
     if verdict.trusted:
         return kernel

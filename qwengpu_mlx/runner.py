@@ -82,6 +82,9 @@ class _PairedGate:
             return None
         return _PairedGate(Product(rest[0::2]), one_col, mx.array(G[:, one_col].astype(np.float32)))
 
+    def arrays(self) -> list[mx.array]:
+        return [self.bias] + self.shared.arrays()
+
     def __call__(self, hi: mx.array) -> mx.array:
         s = self.shared(hi)
         pairs = mx.broadcast_to(s[:, :, None], (*s.shape, 2)).reshape(s.shape[0], -1)
@@ -131,6 +134,7 @@ class CircuitRunner:
         pos = np.full(cc.hidden, -1, np.int64)
         pos[self.live] = np.arange(len(self.live))
         self.width = len(self.live)
+        self._live_index = mx.array(self.live.astype(np.int32))
         self.embedding = mx.array(cc.embedding)  # [V, |embedding_dims|]
         self.embedding_pos = mx.array(pos[cc.embedding_dims].astype(np.int32))
         self.norm_w = [(mx.array(cl.norm_in[self.live]), mx.array(cl.norm_post[self.live])) for cl in cc.layers]
@@ -156,10 +160,12 @@ class CircuitRunner:
 
     # -- one layer (pure functions of their inputs: the compiled step traces them)
 
+    def _rms(self, x: mx.array) -> mx.array:
+        """Full-width RMSNorm's factor over the live dims: the dead ones add 0 to ``sum(x^2)``."""
+        return mx.rsqrt(mx.sum(x * x, axis=-1, keepdims=True) * (1.0 / self.hidden) + self.eps)
+
     def _norm(self, x: mx.array, w: mx.array) -> mx.array:
-        """Full-width RMSNorm over the live dims: the dead ones add 0 to ``sum(x^2)``."""
-        ms = mx.sum(x * x, axis=-1, keepdims=True) * (1.0 / self.hidden)
-        return x * mx.rsqrt(ms + self.eps) * w
+        return x * self._rms(x) * w
 
     def _mix(self, mz: _Mixer, w: mx.array, x: mx.array, conv_prev, state):
         """A Gated DeltaNet layer: its four stages (``bench/profile_step.py`` times each)."""
@@ -218,8 +224,9 @@ class CircuitRunner:
         up = hi[:, ml.up_col:ml.up_col + 1] * ml.up_val if ml.up is None else ml.up(hi)
         return ml.down.add_into(h, nn.silu(g) * up)
 
-    def _forward(self, x: mx.array, conv_state: list, state: list, track: bool):
-        """Residual after the last layer, the new conv and recurrent states, the margins."""
+    def _forward(self, x: mx.array, conv_state: list, state: list, track: bool, trace: list | None = None):
+        """Residual after the last layer, the new conv and recurrent states, the margins;
+        ``trace`` gets the residual after every layer."""
         conv_state, state = list(conv_state), list(state)
         margins = [] if track else None
         for L, (mz, ml) in enumerate(zip(self.mixers, self.mlps)):
@@ -228,32 +235,27 @@ class CircuitRunner:
                 x, conv_state[L], state[L] = self._mix(mz, w_in, x, conv_state[L], state[L])
             if ml is not None:
                 x = self._ffn(ml, w_post, x, margins)
+            if trace is not None:
+                trace.append(x)
         return x, conv_state, state, margins or []
 
     def forward(self, embeddings: mx.array, *, keep: bool = False):
         """Residual after the last layer for narrow ``embeddings`` (:meth:`embed`), at full
         width; ``keep`` also returns it after the embedding and after every layer (tests
         compare these with the dense model's). Does not touch the runner's state."""
-        x = embeddings
         n = len(self.mixers)
-        conv_state, state, trace = [None] * n, [None] * n, [self.widen(x)]
-        for L, (mz, ml) in enumerate(zip(self.mixers, self.mlps)):
-            w_in, w_post = self.norm_w[L]
-            if mz is not None:
-                x, conv_state[L], state[L] = self._mix(mz, w_in, x, None, None)
-            if ml is not None:
-                x = self._ffn(ml, w_post, x, None)
-            trace.append(self.widen(x))
+        trace = [embeddings]
+        self._forward(embeddings, [None] * n, [None] * n, False, trace)
+        trace = [self.widen(x) for x in trace]
         return (trace[-1], trace) if keep else trace[-1]
 
     def widen(self, x: mx.array) -> mx.array:
         """A narrow residual [T, width] at the circuit's full width [T, hidden] (zeros elsewhere)."""
         full = mx.zeros((x.shape[0], self.hidden), dtype=x.dtype)
-        return full.at[:, mx.array(self.live.astype(np.int32))].add(x)
+        return full.at[:, self._live_index].add(x)
 
     def _logits(self, x: mx.array) -> mx.array:
-        ms = mx.sum(x * x, axis=-1, keepdims=True) * (1.0 / self.hidden)
-        hn = mx.take(x, self.out_pos, axis=1) * mx.rsqrt(ms + self.eps) * self.final_norm
+        hn = mx.take(x, self.out_pos, axis=1) * self._rms(x) * self.final_norm
         return hn @ self.emb_out
 
     def _token_step(self, track: bool):
@@ -302,10 +304,8 @@ class CircuitRunner:
         found = [self.embedding, self.final_norm, self.emb_out] + [w for pair in self.norm_w for w in pair]
         for block in self.mixers + self.mlps:
             for value in (vars(block).values() if block is not None else ()):
-                if isinstance(value, _PairedGate):
-                    found += [value.bias] + [a for a in vars(value.shared).values() if isinstance(a, mx.array)]
-                elif isinstance(value, Product):
-                    found += [a for a in vars(value).values() if isinstance(a, mx.array)]
+                if isinstance(value, (Product, _PairedGate)):
+                    found += value.arrays()
                 elif isinstance(value, mx.array):
                     found.append(value)
         return found

@@ -43,6 +43,10 @@ class Product:
             self.cols = None if in_order else mx.array(cols.astype(np.int32))
             self.targets = None if targets is None else mx.array(np.asarray(targets)[rows].astype(np.int32))
 
+    def arrays(self) -> list[mx.array]:
+        """The arrays this product holds (memory accounting)."""
+        return [a for a in vars(self).values() if isinstance(a, mx.array)]
+
     def _terms(self, v: mx.array) -> mx.array:
         return (v if self.cols is None else mx.take(v, self.cols, axis=1)) * self.vals
 
