@@ -92,6 +92,38 @@ def test_a_launch_in_the_combined_model_is_the_circuit_only_launch(spliced):
     assert [plan.vocab[lay.circuit_id(t)] if lay.circuit_id(t) is not None else None for t in toks] == names_expected
 
 
+def test_the_circuit_matrices_load_compact_and_exact(spliced):
+    """Most circuit matrices are written microscaled (``splice/storage.py``); unmodified
+    mlx-lm turns each into a quantized layer of its own format, and every circuit matrix
+    it computes with is the dense float32 one the splice places, bit for bit."""
+    import mlx.nn as nn
+    from qwengpu_mlx.splice.weights import circuit_layer, split_layers
+
+    plan, _, _, combined, report = spliced
+    lay, tally = report.layout, report.storage
+    assert tally.matrices["mxfp4"] + tally.matrices["mxfp8"] > tally.matrices["float32"]
+    modules = dict(combined.named_modules())
+    quantized = [p for p, m in modules.items() if isinstance(m, nn.QuantizedLinear)]
+    assert len(quantized) == tally.matrices["mxfp4"] + tally.matrices["mxfp8"]
+    assert all(int(p.split("layers.")[1].split(".")[0]) >= lay.base_layers for p in quantized)
+    checked = 0
+    for j, part in enumerate(list(plan.weight_shards())[1:]):
+        (params,) = split_layers(part)[1].values()
+        i = lay.base_layers + j
+        for name, dense in circuit_layer(params, j, lay).items():
+            m = modules.get(f"language_model.model.layers.{i}.{name[: -len('.weight')]}")
+            if isinstance(m, nn.QuantizedLinear):
+                w = mx.dequantize(m.weight, m.scales, group_size=m.group_size, bits=m.bits, mode=m.mode,
+                                  dtype=mx.float32)
+            elif isinstance(m, nn.Linear):
+                w = m.weight.astype(mx.float32)
+            else:
+                continue
+            assert mx.array_equal(w, dense).item(), (i, name)
+            checked += 1
+    assert checked == sum(tally.matrices.values())
+
+
 def test_a_base_the_circuit_does_not_fit_is_named_by_size():
     plan, _ = build_circuit()
     cfg = random_config(64, 6, intermediate=256)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -20,6 +20,7 @@ from mlx.utils import tree_flatten
 
 from .layout import SpliceLayout, splice_misfits, text_config
 from .logits import Suppression, suppression_row
+from .storage import StorageTally, compact_circuit, quantization_entry
 from .weights import combined_shards
 
 SPLICE_RECORD = "qwengpu-splice.json"  # what the splice did; provenance is source.py's manifest
@@ -52,6 +53,7 @@ class BuildReport:
     shards: int
     bytes: int
     seconds: float
+    storage: StorageTally = field(default_factory=StorageTally)  # the circuit matrices' formats
 
 
 def check_fits(base_config: dict, circuit_config: dict) -> None:
@@ -103,22 +105,26 @@ def write_combined(out: Path, base_model, base_config: dict, circuit_plan, launc
         f"over {sup.positions} calibration positions)")
     base = dict(tree_flatten(base_model.parameters()))
     count = 1 + lay.base_layers + lay.circuit_layers
-    shards = combined_shards(base, circuit_plan.weight_shards(), mx.array(sup.row), lay)
+    tally = StorageTally()
+    shards = compact_circuit(combined_shards(base, circuit_plan.weight_shards(), mx.array(sup.row), lay),
+                             lay.base_layers, tally)
     with atomic_directory(out, force=force) as tmp:
-        written = _write_files(tmp, shards, count, lay, base_config, log)
-        report = BuildReport(out, lay, sup, count, written, time.perf_counter() - start)
+        written = _write_files(tmp, shards, count, lay, base_config, tally, log)
+        log(tally.summary())
+        report = BuildReport(out, lay, sup, count, written, time.perf_counter() - start, tally)
         (tmp / SPLICE_RECORD).write_text(json.dumps(splice_record(report, machine_name), indent=2) + "\n")
     return report
 
 
-def _write_files(out: Path, shards, count: int, lay: SpliceLayout, base_config: dict,
+def _write_files(out: Path, shards, count: int, lay: SpliceLayout, base_config: dict, tally: StorageTally,
                  log: Callable[[str], None]) -> int:
     """The shards, their index and config.json into ``out``; the bytes of weights written."""
     weight_map, written = _write_shards(out, shards, count, log)
     (out / "model.safetensors.index.json").write_text(
         json.dumps({"metadata": {"format": "mlx", "total_size": written}, "weight_map": dict(sorted(weight_map.items()))},
                    indent=2) + "\n")
-    (out / "config.json").write_text(json.dumps(lay.config(base_config), indent=2) + "\n")
+    config = {**lay.config(base_config), **quantization_entry(base_config, tally)}
+    (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     return written
 
 
@@ -128,4 +134,5 @@ def splice_record(report: BuildReport, machine_name: str) -> dict:
     return {"machine": machine_name, "base_text_config": lay.base, "circuit_config": lay.circuit,
             "launch_tokens": lay.launch_tokens, "first_launch_id": lay.launch_id(0),
             "suppression": {"alpha": report.suppression.alpha, "min_projection": report.suppression.min_projection,
-                            "target": report.suppression.target, "positions": report.suppression.positions}}
+                            "target": report.suppression.target, "positions": report.suppression.positions},
+            "circuit_storage": {"matrices": dict(report.storage.matrices), "bytes": dict(report.storage.nbytes)}}
