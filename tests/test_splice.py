@@ -55,15 +55,23 @@ def _greedy(model, prompt: list[int], n: int) -> list[int]:
     return out
 
 
-@pytest.fixture(scope="module", params=[4, 8], ids=["2b-heads", "4b-heads"])
+@pytest.fixture(scope="module", params=[(4, None), (8, None), (4, 4)], ids=["2b-heads", "4b-heads", "2b-heads-4bit"])
 def spliced(request, tmp_path_factory):
+    """The combined checkpoint over a float32 base, or over the same base quantized to 4 bits
+    as mlx-lm's own ``convert -q`` does (``nn.quantize``, groups of 32)."""
+    import mlx.nn as nn
     from mlx_lm.utils import load_model
 
     plan, ids = build_circuit()
-    base, base_cfg = _base(request.param, seed=request.param)
+    heads, bits = request.param
+    base, base_cfg = _base(heads, seed=heads)
+    if bits:
+        nn.quantize(base, group_size=32, bits=bits)
+        mx.eval(base.parameters())
+        base_cfg = dict(base_cfg, quantization={"group_size": 32, "bits": bits})
     rng = np.random.default_rng(0)
     calibration = rng.integers(0, BASE_VOCAB, 256).tolist()
-    out = tmp_path_factory.mktemp(f"combined{request.param}")
+    out = tmp_path_factory.mktemp(f"combined{heads}-{bits}")
     report = write_combined(out, base, base_cfg, plan, list(plan.vocab), calibration)
     combined, _ = load_model(out)
     return plan, ids, base, combined, report
@@ -97,20 +105,23 @@ def test_the_circuit_matrices_load_compact_and_exact(spliced):
     mlx-lm turns each into a quantized layer of its own format, and every circuit matrix
     it computes with is the dense float32 one the splice places, bit for bit."""
     import mlx.nn as nn
-    from qwengpu_mlx.splice.weights import circuit_layer, split_layers
+    from mlx.utils import tree_flatten
+    from qwengpu_mlx.splice.weights import PREFIX, circuit_dims, circuit_layer, embedding_group, split_layers
 
-    plan, _, _, combined, report = spliced
+    plan, _, base, combined, report = spliced
     lay, tally = report.layout, report.storage
     assert tally.matrices["mxfp4"] + tally.matrices["mxfp8"] > tally.matrices["float32"]
     modules = dict(combined.named_modules())
-    quantized = [p for p, m in modules.items() if isinstance(m, nn.QuantizedLinear)]
+    quantized = [p for p, m in modules.items() if isinstance(m, nn.QuantizedLinear) and ".layers." in p
+                 and int(p.split("layers.")[1].split(".")[0]) >= lay.base_layers]
     assert len(quantized) == tally.matrices["mxfp4"] + tally.matrices["mxfp8"]
-    assert all(int(p.split("layers.")[1].split(".")[0]) >= lay.base_layers for p in quantized)
+    emb = next(iter(plan.weight_shards()))[PREFIX + "embed_tokens.weight"]
+    dims = circuit_dims(lay, emb, embedding_group(dict(tree_flatten(base.parameters())), lay))
     checked = 0
     for j, part in enumerate(list(plan.weight_shards())[1:]):
         (params,) = split_layers(part)[1].values()
         i = lay.base_layers + j
-        for name, dense in circuit_layer(params, j, lay).items():
+        for name, dense in circuit_layer(params, j, lay, dims).items():
             m = modules.get(f"language_model.model.layers.{i}.{name[: -len('.weight')]}")
             if isinstance(m, nn.QuantizedLinear):
                 w = mx.dequantize(m.weight, m.scales, group_size=m.group_size, bits=m.bits, mode=m.mode,

@@ -21,7 +21,7 @@ from mlx.utils import tree_flatten
 from .layout import SpliceLayout, splice_misfits, text_config
 from .logits import Suppression, suppression_row
 from .storage import StorageTally, compact_circuit, quantization_entry
-from .weights import combined_shards
+from .weights import combined_shards, launch_row_as_held
 
 SPLICE_RECORD = "qwengpu-splice.json"  # what the splice did; provenance is source.py's manifest
 
@@ -40,9 +40,11 @@ class SpliceTooLarge(ValueError):
     def __init__(self, parameters: int, limit: float):
         self.parameters, self.limit = parameters, limit
         super().__init__(
-            f"the dense combined checkpoint holds {parameters:,} parameters (about {parameters * 3.2 / 1e9:.0f} GB "
-            f"on disk), over --max-params {int(limit):,}. Its residual is 4x the base's hidden size so that text "
-            f"and launches never share a dim (docs/SPLICE.md); pass a larger --max-params to write it")
+            f"the dense combined checkpoint holds {parameters:,} parameters, over --max-params {int(limit):,}. Its "
+            f"residual is 4x the base's hidden size so that text and launches never share a dim; most of those "
+            f"parameters are zeros, stored as the base stores its own and, in the circuit's layers, in the smallest "
+            f"exact format (docs/SPLICE.md: about 25 GB for Qwen3.5-2B in bfloat16); pass a larger --max-params "
+            f"to write it")
 
 
 @dataclass(frozen=True)
@@ -100,13 +102,13 @@ def write_combined(out: Path, base_model, base_config: dict, circuit_plan, launc
     check_output_dir(out, force=force)
     check_fits(base_config, circuit_plan.config())
     lay = SpliceLayout(text_config(base_config), circuit_plan.config(), len(launch_vocab))
-    sup = suppression_row(base_model, calibration, len(launch_vocab))
+    base = dict(tree_flatten(base_model.parameters()))
+    sup = suppression_row(base_model, calibration, len(launch_vocab), represent=launch_row_as_held(base, lay))
     log(f"launch rows' shared part: alpha {sup.alpha:.3g} (smallest projection {sup.min_projection:.3g} "
         f"over {sup.positions} calibration positions)")
-    base = dict(tree_flatten(base_model.parameters()))
     count = 1 + lay.base_layers + lay.circuit_layers
     tally = StorageTally()
-    shards = compact_circuit(combined_shards(base, circuit_plan.weight_shards(), mx.array(sup.row), lay),
+    shards = compact_circuit(combined_shards(base, circuit_plan.weight_shards(), mx.array(sup.stored), lay),
                              lay.base_layers, tally)
     with atomic_directory(out, force=force) as tmp:
         written = _write_files(tmp, shards, count, lay, base_config, tally, log)

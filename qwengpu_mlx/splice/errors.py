@@ -7,7 +7,7 @@ from .logits import SuppressionError
 from .runner import CombinedCheckpointError
 from .source import BaseSourceError
 from .tokenizer import TokenizerExtensionError
-from .weights import QuantizedBaseError
+from .quantized import QuantizedBaseError
 
 SPLICE_ERRORS = (SpliceMisfit, SpliceTooLarge, SuppressionError, QuantizedBaseError, BaseSourceError,
                  TokenizerExtensionError, CombinedCheckpointError)

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import mlx.core as mx
 import numpy as np
 
 SAFETY = 1.5
+GROWTH, MAX_GROWTH = 1.25, 40  # alpha's steps when the held row falls short of the target
 
 
 class SuppressionError(ValueError):
@@ -33,11 +35,17 @@ class SuppressionError(ValueError):
 
 @dataclass(frozen=True)
 class Suppression:
-    row: np.ndarray  # b, in the base's own units [H]
+    row: np.ndarray  # b, in the base's own units [H], as the combined embedding holds it
     alpha: float
     min_projection: float  # smallest u . h over calibration positions (> 0 needed)
     target: float  # launch mass asked for at every calibration position
     positions: int
+    unrounded: np.ndarray | None = None  # b before the embedding's format rounds it: what the splice stores
+
+    @property
+    def stored(self) -> np.ndarray:
+        """What the splice writes into the embedding (its format turns it into ``row``)."""
+        return self.row if self.unrounded is None else self.unrounded
 
 
 def final_hidden(model, tokens: list[int], cache=None) -> mx.array:
@@ -70,8 +78,17 @@ def launch_mass(text_logits: mx.array, launch_logits: mx.array) -> mx.array:
     return mx.exp(mx.logsumexp(launch_logits.astype(mx.float32), axis=-1) - mx.logsumexp(full, axis=-1))
 
 
-def suppression_row(model, tokens: list[int], launch_tokens: int, *, target: float = 1e-9) -> Suppression:
-    """``b`` for this base, from its final states on calibration ``tokens``."""
+def identity(row: np.ndarray) -> np.ndarray:
+    return row
+
+
+def suppression_row(model, tokens: list[int], launch_tokens: int, *, target: float = 1e-9,
+                    represent: Callable[[np.ndarray], np.ndarray] = identity) -> Suppression:
+    """``b`` for this base, from its final states on calibration ``tokens``.
+
+    ``represent``: the row as the checkpoint will hold it (a quantized embedding holds
+    it rounded); the target is checked on that row at every calibration position, and
+    ``alpha`` grows until it holds."""
     hidden = final_hidden(model, tokens)
     lse = mx.logsumexp(base_logits(model, hidden), axis=-1)
     h = hidden.astype(mx.float32)
@@ -86,8 +103,16 @@ def suppression_row(model, tokens: list[int], launch_tokens: int, *, target: flo
     # N exp(-alpha p - lse) <= target  <=>  alpha >= (ln N - ln target - lse) / p
     need = (math.log(launch_tokens) - math.log(target) - lse_np) / p
     alpha = SAFETY * max(float(need.max()), 0.0)
-    return Suppression(row=-alpha * np.array(u), alpha=alpha, min_projection=float(p.min()), target=target,
-                       positions=len(p))
+    for _ in range(MAX_GROWTH):
+        unrounded = -alpha * np.array(u)
+        row = represent(unrounded)
+        worst = math.log(launch_tokens) + np.array(h @ mx.array(row.astype(np.float32))) - lse_np
+        if float(worst.max()) <= math.log(target):
+            return Suppression(row=row, alpha=alpha, min_projection=float(p.min()), target=target, positions=len(p),
+                               unrounded=unrounded)
+        alpha *= GROWTH
+    raise SuppressionError(f"the launch rows' shared part, as the embedding holds it, keeps the launch tokens "
+                           f"above {target:g} of the probability at some calibration positions")
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable
 
+import mlx.core as mx
 from mlx.utils import tree_flatten
 
 from .layout import WIDTH_FACTOR, SpliceLayout, shape_sizes, text_config
@@ -44,10 +45,15 @@ def combined_parameters(lay: SpliceLayout, base_model) -> int:
     """Parameters of the dense combined checkpoint (what ``build`` would write)."""
     from .weights import PREFIX, tensor_role
 
+    modules = dict(base_model.named_modules())
     total = 0
     for name, p in tree_flatten(base_model.parameters()):
+        module, kind = name.rsplit(".", 1)
+        if kind in ("scales", "biases"):
+            continue  # a quantized matrix counts its weights once, below
+        size = p.size * 32 // modules[module].bits if p.dtype == mx.uint32 else p.size
         grows = tensor_role(name) != "own" or name in (PREFIX + "embed_tokens.weight", PREFIX + "norm.weight")
-        total += p.size * (WIDTH_FACTOR if grows else 1)
+        total += size * (WIDTH_FACTOR if grows else 1)
     total += lay.launch_tokens * lay.hidden
     interval = int(lay.base.get("full_attention_interval", 4))
     for j in range(lay.circuit_layers):

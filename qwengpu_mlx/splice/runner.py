@@ -24,6 +24,7 @@ from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS
 
 from .layout import RESIDUAL_SCALE, SpliceLayout
 from .logits import combined_text_logits, final_hidden
+from .quantized import halve
 from .weights import PREFIX, layer_index, split_layers, tensor_role
 
 MAX_RMS_SHARE = 2.0 ** -30  # |launch rows' base part|^2 / K^2: moves the RMS by < 2^-31, below float32's 2^-24
@@ -43,38 +44,66 @@ def base_model_from_config(text_cfg: dict):
     return Model(ModelArgs.from_dict(full))
 
 
-def _unsplice_layer(params: dict[str, mx.array], H: int) -> dict[str, mx.array]:
-    """A base layer's own tensors from its combined ones (slice the base's dims, undo x2)."""
+def _unsplice_layer(params: dict[str, mx.array], H: int, factor: int) -> dict[str, mx.array]:
+    """A base layer's own tensors from its combined ones (slice the base's dims, undo x2; a
+    quantized module's codes and scales sliced by the same factor, its scales halved)."""
     out = {}
     for name, w in params.items():
-        role = tensor_role(name)
+        role, packed = tensor_role(name), name.rsplit(".", 1)[0] + ".scales" in params
         if role == "norm":
             out[name] = w[:H] * RESIDUAL_SCALE
         elif role == "in":
-            out[name] = w[:, :H]
+            out[name] = w[:, : w.shape[-1] // factor] if packed else w[:, :H]
         elif role == "out":
-            out[name] = w[:H] / RESIDUAL_SCALE
+            out[name] = halve(name, w[:H]) if packed else w[:H] / RESIDUAL_SCALE
         else:
             out[name] = w
     return out
+
+
+def _unsplice_embedding(top: dict[str, mx.array], lay: SpliceLayout) -> tuple[dict[str, mx.array], np.ndarray]:
+    """(the base's embedding tensors, the launch rows' shared part b as the checkpoint holds it)."""
+    m, H, n = PREFIX + "embed_tokens", lay.base_hidden, lay.base_rows
+    E = top[m + ".weight"]
+    if m + ".scales" not in top:
+        return {m + ".weight": E[:n, :H] / RESIDUAL_SCALE}, np.array(E[n, :H].astype(mx.float32)) / RESIDUAL_SCALE
+    factor = lay.hidden // H
+    parts = {m + k: top[m + k][:, : top[m + k].shape[-1] // factor] for k in (".weight", ".scales", ".biases")}
+    gs, bits = H // parts[m + ".scales"].shape[-1], parts[m + ".weight"].shape[-1] * 32 // H
+    row = mx.dequantize(*(parts[m + k][n: n + 1] for k in (".weight", ".scales", ".biases")), group_size=gs,
+                        bits=bits)
+    base = {k: v[:n] if k.endswith(".weight") else halve(k, v[:n]) for k, v in parts.items()}
+    return base, np.array(row[0].astype(mx.float32)) / RESIDUAL_SCALE
 
 
 def unsplice_base(weights: dict[str, mx.array], lay: SpliceLayout) -> tuple[dict[str, mx.array], np.ndarray]:
     """(the base's own tensors, the launch rows' shared base part b) from combined tensors."""
     H = lay.base_hidden
     top, layers = split_layers(weights)
-    E = top[PREFIX + "embed_tokens.weight"]
-    base = {PREFIX + "embed_tokens.weight": E[: lay.base_rows, :H] / RESIDUAL_SCALE,
-            PREFIX + "norm.weight": top[PREFIX + "norm.weight"][:H] * (RESIDUAL_SCALE * RESIDUAL_SCALE)}
+    base, row = _unsplice_embedding(top, lay)
+    base[PREFIX + "norm.weight"] = top[PREFIX + "norm.weight"][:H] * (RESIDUAL_SCALE * RESIDUAL_SCALE)
     for i in range(lay.base_layers):
-        base.update({f"{PREFIX}layers.{i}.{k}": v for k, v in _unsplice_layer(layers[i], H).items()})
-    row = np.array(E[lay.base_rows, :H].astype(mx.float32)) / RESIDUAL_SCALE
+        base.update({f"{PREFIX}layers.{i}.{k}": v for k, v in _unsplice_layer(layers[i], H, lay.hidden // H).items()})
     return base, row
+
+
+def quantize_like(model, weights: dict[str, mx.array]) -> None:
+    """Make ``model``'s layers quantized wherever ``weights`` holds scales, each in its own
+    format, as ``mlx_lm.load`` does (its ``infer_quant_config``)."""
+    import mlx.nn as nn
+    from mlx_lm.utils import infer_quant_config
+
+    def predicate(path, module):
+        if not hasattr(module, "to_quantized") or f"{path}.scales" not in weights:
+            return False
+        return infer_quant_config(path, module, weights)
+
+    nn.quantize(model, class_predicate=predicate)
 
 
 def _load_base_tensors(path: Path, lay: SpliceLayout) -> dict[str, mx.array]:
     """The combined tensors the base part needs (embedding, final norm, base layers), lazily."""
-    keep = {PREFIX + "embed_tokens.weight", PREFIX + "norm.weight"}
+    keep = {PREFIX + "embed_tokens" + k for k in (".weight", ".scales", ".biases")} | {PREFIX + "norm.weight"}
     out = {}
     for f in sorted(path.glob("model*.safetensors")):
         for k, v in mx.load(str(f)).items():
@@ -157,6 +186,7 @@ def load_combined(path: Path, circuit) -> CombinedModel:
         raise CombinedCheckpointError(f"the launch rows' base part holds {share:.2e} of a launch token's norm "
                          f"(at most {MAX_RMS_SHARE:.1e} keeps the circuit's levels exact)")
     model = base_model_from_config(lay.base)
+    quantize_like(model, weights)
     model.load_weights(list(weights.items()), strict=True)
     mx.eval(model.parameters())
     return CombinedModel(model, lay, row, circuit)

@@ -24,6 +24,7 @@ import numpy as np
 from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS
 
 from .layout import RESIDUAL_SCALE, SpliceLayout
+from .quantized import QuantizedBaseError, affine_format, double, is_quantized, pack_exact, pad_columns
 
 PREFIX = "language_model.model."
 _LAYER = re.compile(r"^language_model\.model\.layers\.(\d+)\.(.+)$")
@@ -32,15 +33,52 @@ IN_SIDE = ("in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "q_proj", "k_pr
 OUT_SIDE = ("out_proj", "o_proj", "down_proj")
 
 
-class QuantizedBaseError(ValueError):
-    """The base stores quantized tensors where the splice must change their layout."""
-
-
 def _pad_columns(w: mx.array, width: int, offset: int) -> mx.array:
     """[out, n] -> [out, width], the n columns at ``offset``, zeros elsewhere."""
     n = w.shape[-1]
     parts = [mx.zeros((w.shape[0], offset), w.dtype), w, mx.zeros((w.shape[0], width - offset - n), w.dtype)]
     return mx.concatenate([p for p in parts if p.shape[-1]], axis=-1)
+
+
+def contiguous_dims(lay: SpliceLayout) -> np.ndarray:
+    """The circuit's dims in the combined residual: ``[H, H + C)``, in order."""
+    return lay.circuit_offset + np.arange(lay.circuit_hidden)
+
+
+def circuit_dims(lay: SpliceLayout, circuit_embedding: mx.array, group_size: int | None) -> np.ndarray:
+    """Where each circuit dim goes in the combined residual.
+
+    In order from ``H``, except, for a base whose embedding is quantized in groups of
+    ``group_size``, every dim where a launch row holds a value other than -1, 0 or 1
+    (the machine's ``ONE``): each gets a group of its own past the circuit, so every
+    group of a launch row holds levels one scale and bias give exactly (``quantized.py``).
+    Every circuit tensor is placed by the same map, so the circuit computes what it did."""
+    dims = contiguous_dims(lay)
+    if group_size is None:
+        return dims
+    E = np.array(circuit_embedding.astype(mx.float32))
+    wide = np.nonzero(np.any(~np.isin(E, (-1.0, 0.0, 1.0)), axis=0))[0]
+    first = -(-(lay.circuit_offset + lay.circuit_hidden) // group_size) * group_size
+    if first + len(wide) * group_size > lay.hidden:
+        raise QuantizedBaseError(f"the circuit's {len(wide)} wide dims need a {group_size}-dim group each past "
+                                 f"its {lay.circuit_hidden} dims, more than the combined width {lay.hidden} holds")
+    dims = dims.copy()
+    dims[wide] = first + group_size * np.arange(len(wide))
+    return dims
+
+
+def _spread_columns(w: mx.array, width: int, dims: np.ndarray) -> mx.array:
+    """[out, C] -> [out, width], column k at ``dims[k]``, zeros elsewhere."""
+    out = np.zeros((w.shape[0], width), np.float32)
+    out[:, dims] = np.array(w.astype(mx.float32))
+    return mx.array(out).astype(w.dtype)
+
+
+def _spread_rows(w: mx.array, height: int, dims: np.ndarray) -> mx.array:
+    """[C, ...] -> [height, ...], row k at ``dims[k]``, zeros elsewhere."""
+    out = np.zeros((height, *w.shape[1:]), np.float32)
+    out[dims] = np.array(w.astype(mx.float32))
+    return mx.array(out).astype(w.dtype)
 
 
 def _pad_rows(w: mx.array, height: int, offset: int) -> mx.array:
@@ -66,28 +104,40 @@ def tensor_role(name: str) -> str:
     return "in" if mod in IN_SIDE else "out" if mod in OUT_SIDE else "own"
 
 
+def _module(name: str) -> str:
+    return name.rsplit(".", 1)[0]
+
+
+def _check_affine(params: dict[str, mx.array], where: str) -> None:
+    for name, scales in params.items():
+        if name.endswith(".scales"):
+            m = _module(name)
+            affine_format(params[m + ".weight"], scales, params.get(m + ".biases"), 1, f"{where}{m}")
+
+
 def base_layer(params: dict[str, mx.array], lay: SpliceLayout) -> dict[str, mx.array]:
-    """One base layer's tensors (names after ``layers.{i}.``) in the combined width."""
-    if any(k.endswith(".scales") for k in params):
-        raise QuantizedBaseError("quantized base layers are not spliced yet (a bf16 or float32 base is)")
+    """One base layer's tensors (names after ``layers.{i}.``) in the combined width; an
+    affine-quantized module keeps its codes (``quantized.py``: zero groups, doubled scales)."""
+    _check_affine(params, "base layer ")
+    factor = lay.hidden // lay.base_hidden
     out = {}
     for name, w in params.items():
-        role = tensor_role(name)
+        role, packed = tensor_role(name), _module(name) + ".scales" in params
         if role == "norm":
             out[name] = _pad_rows(w / RESIDUAL_SCALE, lay.hidden, 0)
         elif role == "in":
-            out[name] = _pad_columns(w, lay.hidden, 0)
+            out[name] = pad_columns(w, factor) if packed else _pad_columns(w, lay.hidden, 0)
         elif role == "out":
-            out[name] = _pad_rows(w * RESIDUAL_SCALE, lay.hidden, 0)
+            out[name] = _pad_rows(double(name, w) if packed else w * RESIDUAL_SCALE, lay.hidden, 0)
         else:  # conv1d, A_log, dt_bias, the heads' own norms: no hidden dim
             out[name] = w
     return out
 
 
-def _circuit_norm(lay: SpliceLayout, dtype) -> mx.array:
+def _circuit_norm(lay: SpliceLayout, dims: np.ndarray, dtype) -> mx.array:
     """A circuit layer's input norm: ``K / sqrt(4 H)`` on the circuit's dims, 0 elsewhere."""
     w = np.zeros((lay.hidden,), np.float32)
-    w[lay.circuit_offset: lay.circuit_offset + lay.circuit_hidden] = DEFAULT_LEVELS.norm_weight(lay.hidden)
+    w[dims] = DEFAULT_LEVELS.norm_weight(lay.hidden)
     return mx.array(w).astype(dtype)
 
 
@@ -96,7 +146,7 @@ def _value_channels(lay: SpliceLayout, heads: int, dv: int) -> np.ndarray:
     return np.concatenate([lay.value_head(h) * dv + np.arange(dv) for h in range(heads)])
 
 
-def _circuit_mixer(params: dict[str, mx.array], lay: SpliceLayout) -> dict[str, mx.array]:
+def _circuit_mixer(params: dict[str, mx.array], lay: SpliceLayout, dims: np.ndarray) -> dict[str, mx.array]:
     """The circuit's Gated DeltaNet tensors on the base's head geometry."""
     b, c = lay.base, lay.circuit
     Hc, Dk, Dv = c["linear_num_value_heads"], c["linear_key_head_dim"], c["linear_value_head_dim"]
@@ -115,19 +165,19 @@ def _circuit_mixer(params: dict[str, mx.array], lay: SpliceLayout) -> dict[str, 
     p = "linear_attn."
     out = {}
     qkv = params[p + "in_proj_qkv.weight"]
-    out[p + "in_proj_qkv.weight"] = _pad_columns(place(qkv, qkv_out, qkv_index), lay.hidden, lay.circuit_offset)
+    out[p + "in_proj_qkv.weight"] = _spread_columns(place(qkv, qkv_out, qkv_index), lay.hidden, dims)
     out[p + "conv1d.weight"] = place(params[p + "conv1d.weight"], qkv_out, qkv_index)
-    out[p + "in_proj_z.weight"] = _pad_columns(place(params[p + "in_proj_z.weight"], Hv * Dv, vch), lay.hidden,
-                                               lay.circuit_offset)
+    out[p + "in_proj_z.weight"] = _spread_columns(place(params[p + "in_proj_z.weight"], Hv * Dv, vch), lay.hidden,
+                                                  dims)
     for k in ("in_proj_b.weight", "in_proj_a.weight"):
-        out[p + k] = _pad_columns(place(params[p + k], Hv, heads), lay.hidden, lay.circuit_offset)
+        out[p + k] = _spread_columns(place(params[p + k], Hv, heads), lay.hidden, dims)
     for k in ("A_log", "dt_bias"):
         out[p + k] = place(params[p + k], Hv, heads)
     out[p + "norm.weight"] = params[p + "norm.weight"]
     o = params[p + "out_proj.weight"]  # [C, Hc * Dv]
     cols = np.zeros((o.shape[0], Hv * Dv), np.float32)
     cols[:, vch] = np.array(o.astype(mx.float32))
-    out[p + "out_proj.weight"] = _pad_rows(mx.array(cols), lay.hidden, lay.circuit_offset)
+    out[p + "out_proj.weight"] = _spread_rows(mx.array(cols), lay.hidden, dims)
     return out
 
 
@@ -141,43 +191,111 @@ def _inert_attention(lay: SpliceLayout) -> dict[str, mx.array]:
             p + "q_norm.weight": mx.ones((D,)), p + "k_norm.weight": mx.ones((D,))}
 
 
-def circuit_layer(params: dict[str, mx.array], index: int, lay: SpliceLayout) -> dict[str, mx.array]:
-    """Circuit layer ``index``'s tensors (names after ``layers.{i}.``) in the combined model."""
-    out = {"input_layernorm.weight": _circuit_norm(lay, mx.float32),
-           "post_attention_layernorm.weight": _circuit_norm(lay, mx.float32)}
+def circuit_layer(params: dict[str, mx.array], index: int, lay: SpliceLayout,
+                  dims: np.ndarray | None = None) -> dict[str, mx.array]:
+    """Circuit layer ``index``'s tensors (names after ``layers.{i}.``) in the combined model,
+    its dims at ``dims`` (:func:`circuit_dims`; default in order from ``H``)."""
+    dims = contiguous_dims(lay) if dims is None else dims
+    out = {"input_layernorm.weight": _circuit_norm(lay, dims, mx.float32),
+           "post_attention_layernorm.weight": _circuit_norm(lay, dims, mx.float32)}
     if "linear_attn.in_proj_qkv.weight" in params:
-        out.update(_circuit_mixer(params, lay))
+        out.update(_circuit_mixer(params, lay, dims))
     else:
         out.update(_inert_attention(lay))
     inter = lay.base["intermediate_size"]
     for k in ("gate_proj", "up_proj"):
         w = _pad_rows(params[f"mlp.{k}.weight"], inter, 0)
-        out[f"mlp.{k}.weight"] = _pad_columns(w, lay.hidden, lay.circuit_offset)
+        out[f"mlp.{k}.weight"] = _spread_columns(w, lay.hidden, dims)
     d = params["mlp.down_proj.weight"]  # [C, I_c]
     d = mx.concatenate([d, mx.zeros((d.shape[0], inter - d.shape[1]), d.dtype)], axis=1) if inter > d.shape[1] else d
-    out["mlp.down_proj.weight"] = _pad_rows(d, lay.hidden, lay.circuit_offset)
+    out["mlp.down_proj.weight"] = _spread_rows(d, lay.hidden, dims)
     return {k: v.astype(mx.float32) for k, v in out.items()}
 
 
-def embedding_and_norm(base_embedding: mx.array, base_final_norm: mx.array, circuit_embedding: mx.array,
-                       circuit_final_norm: mx.array, launch_base_row: mx.array, lay: SpliceLayout) -> dict:
-    """The tied embedding [base rows + launch rows, 4 H] and the final norm [4 H].
-
-    Base rows: doubled, in the base's dims. Launch rows: the circuit's row in its dims
-    plus ``launch_base_row`` (shared by all, ``logits.py``) in the base's dims. Final
-    norm: the base's quartered (its residual and its tied rows are both doubled), the
+def _final_norm(base_final_norm: mx.array, circuit_final_norm: mx.array, lay: SpliceLayout,
+                dims: np.ndarray) -> mx.array:
+    """The base's final norm quartered (its residual and its tied rows are both doubled), the
     circuit's output dims at ``K / sqrt(4 H)``, so the circuit's logits are its own."""
-    dtype = base_embedding.dtype
-    base_rows = _pad_columns(base_embedding * RESIDUAL_SCALE, lay.hidden, 0)
-    launch = _pad_columns(circuit_embedding.astype(mx.float32), lay.hidden, lay.circuit_offset)
-    shared = _pad_columns((launch_base_row * RESIDUAL_SCALE).astype(mx.float32)[None, :], lay.hidden, 0)
-    rows = mx.concatenate([base_rows, (launch + shared).astype(dtype)], axis=0)
     fn_base = _pad_rows(base_final_norm / (RESIDUAL_SCALE * RESIDUAL_SCALE), lay.hidden, 0)
     circ = np.array(circuit_final_norm.astype(mx.float32)) != 0
     fn = np.zeros((lay.hidden,), np.float32)
-    fn[lay.circuit_offset + np.nonzero(circ)[0]] = DEFAULT_LEVELS.norm_weight(lay.hidden)
-    final = fn_base + mx.array(fn).astype(fn_base.dtype)
-    return {PREFIX + "embed_tokens.weight": rows, PREFIX + "norm.weight": final}
+    fn[dims[np.nonzero(circ)[0]]] = DEFAULT_LEVELS.norm_weight(lay.hidden)
+    return fn_base + mx.array(fn).astype(fn_base.dtype)
+
+
+def _launch_rows(circuit_embedding: mx.array, lay: SpliceLayout, dims: np.ndarray) -> mx.array:
+    """The launch rows' circuit part [N, 4 H] (zero in the base's dims)."""
+    return _spread_columns(circuit_embedding.astype(mx.float32), lay.hidden, dims)
+
+
+def _dense_embedding(base_embedding: mx.array, circuit_embedding: mx.array, launch_base_row: mx.array,
+                     lay: SpliceLayout, dims: np.ndarray) -> dict[str, mx.array]:
+    dtype = base_embedding.dtype
+    base_rows = _pad_columns(base_embedding * RESIDUAL_SCALE, lay.hidden, 0)
+    shared = _pad_columns((launch_base_row * RESIDUAL_SCALE).astype(mx.float32)[None, :], lay.hidden, 0)
+    rows = mx.concatenate([base_rows, (_launch_rows(circuit_embedding, lay, dims) + shared).astype(dtype)], axis=0)
+    return {PREFIX + "embed_tokens.weight": rows}
+
+
+def _quantized_embedding(base: dict[str, mx.array], circuit_embedding: mx.array, launch_base_row: mx.array,
+                         lay: SpliceLayout, dims: np.ndarray) -> dict[str, mx.array]:
+    """The embedding kept in the base's affine format: base rows' codes as they are (scales
+    and biases doubled, zero groups for the circuit's dims); launch rows packed exactly in
+    the circuit's dims, the shared part as mlx quantizes it (``quantized.py``)."""
+    m = PREFIX + "embed_tokens"
+    packed, scales, biases = base[m + ".weight"], base[m + ".scales"], base.get(m + ".biases")
+    gs, bits = affine_format(packed, scales, biases, lay.base_hidden, "the embedding")
+    factor, dtype = lay.hidden // lay.base_hidden, scales.dtype
+    shared = mx.quantize((launch_base_row * RESIDUAL_SCALE).astype(dtype)[None, :], group_size=gs, bits=bits)
+    circ = np.array(_launch_rows(circuit_embedding, lay, dims))[:, lay.base_hidden:]
+    exact = pack_exact(circ, gs, bits, dtype)
+    n = circ.shape[0]
+    launch = [mx.concatenate([mx.broadcast_to(a, (n, a.shape[-1])), b], axis=-1) for a, b in zip(shared, exact)]
+    base_parts = (pad_columns(packed, factor), pad_columns(scales * 2, factor), pad_columns(biases * 2, factor))
+    return {m + k: mx.concatenate([p, q.astype(p.dtype)], axis=0)
+            for k, p, q in zip((".weight", ".scales", ".biases"), base_parts, launch)}
+
+
+def launch_row_as_held(base_top: dict[str, mx.array], lay: SpliceLayout):
+    """The launch rows' shared part [H] as the combined embedding will hold it (a function
+    for ``logits.suppression_row``): the base's dtype, rounded to its format if quantized."""
+    m = PREFIX + "embed_tokens"
+    if not is_quantized(base_top):
+        dtype = base_top[m + ".weight"].dtype
+        return lambda row: np.array(mx.array(row.astype(np.float32)).astype(dtype).astype(mx.float32))
+    gs, bits = affine_format(base_top[m + ".weight"], base_top[m + ".scales"], base_top.get(m + ".biases"),
+                             lay.base_hidden, "the embedding")
+    dtype = base_top[m + ".scales"].dtype
+
+    def held(row: np.ndarray) -> np.ndarray:
+        doubled = mx.array(row.astype(np.float32) * RESIDUAL_SCALE).astype(dtype)[None, :]
+        back = mx.dequantize(*mx.quantize(doubled, group_size=gs, bits=bits), group_size=gs, bits=bits)
+        return np.array(back[0].astype(mx.float32)) / RESIDUAL_SCALE
+
+    return held
+
+
+def embedding_group(base_top: dict[str, mx.array], lay: SpliceLayout) -> int | None:
+    """The group size of a quantized base embedding, None for a dense one."""
+    m = PREFIX + "embed_tokens"
+    if not is_quantized(base_top):
+        return None
+    return affine_format(base_top[m + ".weight"], base_top[m + ".scales"], base_top.get(m + ".biases"),
+                         lay.base_hidden, "the embedding")[0]
+
+
+def embedding_and_norm(base_top: dict[str, mx.array], circuit_embedding: mx.array, circuit_final_norm: mx.array,
+                       launch_base_row: mx.array, lay: SpliceLayout, dims: np.ndarray) -> dict:
+    """The tied embedding [base rows + launch rows, 4 H] and the final norm [4 H].
+
+    Base rows: doubled, in the base's dims. Launch rows: the circuit's row in its dims
+    plus ``launch_base_row`` (shared by all, ``logits.py``) in the base's dims. A quantized
+    base's embedding stays quantized (``_quantized_embedding``)."""
+    emb = (_quantized_embedding(base_top, circuit_embedding, launch_base_row, lay, dims) if is_quantized(base_top)
+           else _dense_embedding(base_top[PREFIX + "embed_tokens.weight"], circuit_embedding, launch_base_row, lay,
+                                 dims))
+    final = _final_norm(base_top[PREFIX + "norm.weight"], circuit_final_norm, lay, dims)
+    return {**emb, PREFIX + "norm.weight": final}
 
 
 def layer_index(name: str) -> int | None:
@@ -205,13 +323,13 @@ def combined_shards(base: dict[str, mx.array], circuit_parts: Iterable[dict[str,
     top, base_layers = split_layers(base)
     circuit_parts = iter(circuit_parts)
     ctop = next(circuit_parts)
-    yield embedding_and_norm(top[PREFIX + "embed_tokens.weight"], top[PREFIX + "norm.weight"],
-                             ctop[PREFIX + "embed_tokens.weight"], ctop[PREFIX + "norm.weight"],
-                             launch_base_row, lay)
+    emb = ctop[PREFIX + "embed_tokens.weight"]
+    dims = circuit_dims(lay, emb, embedding_group(top, lay))
+    yield embedding_and_norm(top, emb, ctop[PREFIX + "norm.weight"], launch_base_row, lay, dims)
     for i in range(lay.base_layers):
         yield {f"{PREFIX}layers.{i}.{k}": v for k, v in base_layer(base_layers[i], lay).items()}
     for j, part in enumerate(circuit_parts):
         _, cl = split_layers(part)
         (params,) = cl.values()
         i = lay.base_layers + j
-        yield {f"{PREFIX}layers.{i}.{k}": v for k, v in circuit_layer(params, j, lay).items()}
+        yield {f"{PREFIX}layers.{i}.{k}": v for k, v in circuit_layer(params, j, lay, dims).items()}
