@@ -231,3 +231,40 @@ def test_build_from_a_local_base_directory_end_to_end(tmp_path):
         r = measure(mlx_lm_logits(base, ids_text, chunk=64), combined_logits, BASE_VOCAB)
         assert r.positions == len(ids_text) and r.argmax_differs == 0
         assert r.kl_mean < 1e-9 and r.launch_mass_max < 1e-6, r
+
+
+def test_build_from_a_base_mlx_lm_convert_quantized(tmp_path):
+    """A base quantized by mlx-lm's own ``convert -q`` (4-bit, groups of 32, as the
+    mlx-community conversions are made): ``build --base`` keeps it quantized, and
+    unmodified mlx-lm gives the quantized base's text logits and the launch."""
+    import mlx.nn as nn
+    import mlx_lm
+    from mlx_lm.convert import convert
+
+    from qwengpu_mlx.checkpoint import save_checkpoint
+    from qwengpu_mlx.splice.pipeline import build_from_base
+
+    plan, ids = build_circuit()
+    cfg = random_config(BASE_HIDDEN, 4, vocab_size=BASE_VOCAB, intermediate=512, linear_key_heads=4,
+                        linear_value_heads=4, linear_key_dim=16, linear_value_dim=32, heads=4, kv_heads=2, head_dim=16)
+    chars = [chr(c) for c in range(32, 127)]
+    vocab = chars + [f"w{i}" for i in range(BASE_VOCAB - len(chars))]
+    dense_dir = save_checkpoint(tmp_path / "dense", cfg, qwen_like_weights(cfg, seed=5), vocab)
+    q_dir = tmp_path / "q4"
+    convert(str(dense_dir), str(q_dir), quantize=True, q_group_size=32, q_bits=4)
+    out = tmp_path / "combined"
+    report = build_from_base(str(q_dir), out, "default", plan=plan, log=lambda s: None)
+    base, _ = mlx_lm.load(str(q_dir))
+    model, _ = mlx_lm.load(str(out))
+    assert isinstance(model.language_model.model.embed_tokens, nn.QuantizedEmbedding)
+    assert isinstance(model.language_model.model.layers[0].mlp.gate_proj, nn.QuantizedLinear)
+    text = np.random.default_rng(3).integers(0, BASE_VOCAB, 96).tolist()
+    got = model(mx.array([text]))[0]
+    assert bool(mx.all(got[:, :BASE_VOCAB] == base(mx.array([text]))[0]))
+    assert launch_mass_from_logits(got[:, :BASE_VOCAB], got[:, BASE_VOCAB:]).max < 1e-6
+    lay = report.layout
+    prompt = [lay.launch_id(t) for r, (p, w) in MEMORY for t in (ids["HDR", r], ids["C0", p], ids["C1", w])]
+    prompt.append(lay.launch_id(ids[("S",) + START]))
+    toks = _greedy(model, prompt, N_GEN)
+    assert [plan.vocab[lay.circuit_id(t)] if lay.circuit_id(t) is not None else None for t in toks] == \
+        expected_run()[1]
