@@ -180,6 +180,17 @@ def test_our_runner_gives_unmodified_mlx_lm_s_tokens_and_logits(spliced):
     assert ours.launch_ids(toks) == _greedy(combined, ours.launch_ids(circuit_prompt), N_GEN)
 
 
+def _base_directory(path, seed: int):
+    """A small random base written as a standard checkpoint, with a character vocabulary."""
+    from qwengpu_mlx.checkpoint import save_checkpoint
+
+    cfg = random_config(BASE_HIDDEN, 4, vocab_size=BASE_VOCAB, intermediate=512, linear_key_heads=4,
+                        linear_value_heads=4, linear_key_dim=16, linear_value_dim=32, heads=4, kv_heads=2, head_dim=16)
+    chars = [chr(c) for c in range(32, 127)]
+    vocab = chars + [f"w{i}" for i in range(BASE_VOCAB - len(chars))]
+    return save_checkpoint(path, cfg, qwen_like_weights(cfg, seed=seed), vocab)
+
+
 def test_build_from_a_local_base_directory_end_to_end(tmp_path):
     """``build --base DIR``'s pipeline: mlx-lm loads the result with its tokenizer; the
     launch tokens encode to their rows; the manifest holds every base file's SHA-256."""
@@ -188,16 +199,11 @@ def test_build_from_a_local_base_directory_end_to_end(tmp_path):
 
     import mlx_lm
 
-    from qwengpu_mlx.checkpoint import save_checkpoint
     from qwengpu_mlx.splice.pipeline import build_from_base, sample_text
     from qwengpu_mlx.splice.source import read_manifest
 
     plan, ids = build_circuit()
-    cfg = random_config(BASE_HIDDEN, 4, vocab_size=BASE_VOCAB, intermediate=512, linear_key_heads=4,
-                        linear_value_heads=4, linear_key_dim=16, linear_value_dim=32, heads=4, kv_heads=2, head_dim=16)
-    chars = [chr(c) for c in range(32, 127)]
-    vocab = chars + [f"w{i}" for i in range(BASE_VOCAB - len(chars))]
-    base_dir = save_checkpoint(tmp_path / "base", cfg, qwen_like_weights(cfg, seed=9), vocab)
+    base_dir = _base_directory(tmp_path / "base", seed=9)
     out = tmp_path / "combined"
     report = build_from_base(str(base_dir), out, "default", plan=plan, log=lambda s: None)
     lay = report.layout
@@ -241,15 +247,10 @@ def test_build_from_a_base_mlx_lm_convert_quantized(tmp_path):
     import mlx_lm
     from mlx_lm.convert import convert
 
-    from qwengpu_mlx.checkpoint import save_checkpoint
     from qwengpu_mlx.splice.pipeline import build_from_base
 
     plan, ids = build_circuit()
-    cfg = random_config(BASE_HIDDEN, 4, vocab_size=BASE_VOCAB, intermediate=512, linear_key_heads=4,
-                        linear_value_heads=4, linear_key_dim=16, linear_value_dim=32, heads=4, kv_heads=2, head_dim=16)
-    chars = [chr(c) for c in range(32, 127)]
-    vocab = chars + [f"w{i}" for i in range(BASE_VOCAB - len(chars))]
-    dense_dir = save_checkpoint(tmp_path / "dense", cfg, qwen_like_weights(cfg, seed=5), vocab)
+    dense_dir = _base_directory(tmp_path / "dense", seed=5)
     q_dir = tmp_path / "q4"
     convert(str(dense_dir), str(q_dir), quantize=True, q_group_size=32, q_bits=4)
     out = tmp_path / "combined"
