@@ -106,7 +106,7 @@ def test_the_circuit_matrices_load_compact_and_exact(spliced):
     it computes with is the dense float32 one the splice places, bit for bit."""
     import mlx.nn as nn
     from mlx.utils import tree_flatten
-    from qwengpu_mlx.splice.weights import PREFIX, circuit_dims, circuit_layer, embedding_group, split_layers
+    from qwengpu_mlx.splice.weights import PREFIX, circuit_dims, circuit_layer, embedding_format, split_layers
 
     plan, _, base, combined, report = spliced
     lay, tally = report.layout, report.storage
@@ -116,7 +116,8 @@ def test_the_circuit_matrices_load_compact_and_exact(spliced):
                  and int(p.split("layers.")[1].split(".")[0]) >= lay.base_layers]
     assert len(quantized) == tally.matrices["mxfp4"] + tally.matrices["mxfp8"]
     emb = next(iter(plan.weight_shards()))[PREFIX + "embed_tokens.weight"]
-    dims = circuit_dims(lay, emb, embedding_group(dict(tree_flatten(base.parameters())), lay))
+    fmt = embedding_format(dict(tree_flatten(base.parameters())), lay)
+    dims = circuit_dims(lay, emb, fmt[0] if fmt else None)
     checked = 0
     for j, part in enumerate(list(plan.weight_shards())[1:]):
         (params,) = split_layers(part)[1].values()

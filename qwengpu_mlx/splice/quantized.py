@@ -33,21 +33,20 @@ def is_quantized(params: dict[str, mx.array]) -> bool:
     return any(k.endswith(".scales") for k in params)
 
 
-def affine_format(packed: mx.array, scales: mx.array, biases: mx.array | None, in_dims: int,
-                  what: str) -> tuple[int, int]:
-    """(group_size, bits) of a quantized matrix of ``in_dims`` inputs (mlx-lm's own inference),
-    or :class:`QuantizedBaseError` if it is not affine."""
+def check_affine(scales: mx.array, biases: mx.array | None, what: str) -> None:
+    """:class:`QuantizedBaseError` unless ``what`` is affine-quantized (microscaled modes keep
+    uint8 scales and no biases)."""
     if scales.dtype == mx.uint8 or biases is None:
         raise QuantizedBaseError(f"{what} is quantized in a microscaled mode; only affine-quantized bases "
                                  f"(mlx-community's 4-bit and 8-bit conversions) are spliced")
+
+
+def affine_format(packed: mx.array, scales: mx.array, biases: mx.array | None, in_dims: int,
+                  what: str) -> tuple[int, int]:
+    """(group_size, bits) of an affine-quantized matrix of ``in_dims`` inputs (mlx-lm's own
+    inference), or :class:`QuantizedBaseError` if it is not affine."""
+    check_affine(scales, biases, what)
     return in_dims // scales.shape[-1], packed.shape[-1] * 32 // in_dims
-
-
-def pad_columns(w: mx.array, factor: int) -> mx.array:
-    """[out, n] -> [out, factor n], the n columns first: every part of a quantized matrix
-    (codes, scales, biases) is proportional to its input width, so one factor widens all."""
-    n = w.shape[-1]
-    return mx.concatenate([w, mx.zeros((w.shape[0], (factor - 1) * n), w.dtype)], axis=-1)
 
 
 def double(name: str, w: mx.array) -> mx.array:

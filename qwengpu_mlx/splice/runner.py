@@ -24,8 +24,8 @@ from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS
 
 from .layout import RESIDUAL_SCALE, SpliceLayout
 from .logits import combined_text_logits, final_hidden
-from .quantized import halve
-from .weights import PREFIX, layer_index, split_layers, tensor_role
+from .quantized import affine_format, halve
+from .weights import PREFIX, layer_index, module_path, split_layers, tensor_role
 
 MAX_RMS_SHARE = 2.0 ** -30  # |launch rows' base part|^2 / K^2: moves the RMS by < 2^-31, below float32's 2^-24
 
@@ -49,7 +49,7 @@ def _unsplice_layer(params: dict[str, mx.array], H: int, factor: int) -> dict[st
     quantized module's codes and scales sliced by the same factor, its scales halved)."""
     out = {}
     for name, w in params.items():
-        role, packed = tensor_role(name), name.rsplit(".", 1)[0] + ".scales" in params
+        role, packed = tensor_role(name), module_path(name) + ".scales" in params
         if role == "norm":
             out[name] = w[:H] * RESIDUAL_SCALE
         elif role == "in":
@@ -68,10 +68,10 @@ def _unsplice_embedding(top: dict[str, mx.array], lay: SpliceLayout) -> tuple[di
     if m + ".scales" not in top:
         return {m + ".weight": E[:n, :H] / RESIDUAL_SCALE}, np.array(E[n, :H].astype(mx.float32)) / RESIDUAL_SCALE
     factor = lay.hidden // H
-    parts = {m + k: top[m + k][:, : top[m + k].shape[-1] // factor] for k in (".weight", ".scales", ".biases")}
-    gs, bits = H // parts[m + ".scales"].shape[-1], parts[m + ".weight"].shape[-1] * 32 // H
-    row = mx.dequantize(*(parts[m + k][n: n + 1] for k in (".weight", ".scales", ".biases")), group_size=gs,
-                        bits=bits)
+    keys = (".weight", ".scales", ".biases")
+    parts = {m + k: top[m + k][:, : top[m + k].shape[-1] // factor] for k in keys}
+    gs, bits = affine_format(*(parts[m + k] for k in keys), H, "the embedding")
+    row = mx.dequantize(*(parts[m + k][n: n + 1] for k in keys), group_size=gs, bits=bits)
     base = {k: v[:n] if k.endswith(".weight") else halve(k, v[:n]) for k, v in parts.items()}
     return base, np.array(row[0].astype(mx.float32)) / RESIDUAL_SCALE
 

@@ -24,7 +24,7 @@ import numpy as np
 from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS
 
 from .layout import RESIDUAL_SCALE, SpliceLayout
-from .quantized import QuantizedBaseError, affine_format, double, is_quantized, pack_exact, pad_columns
+from .quantized import QuantizedBaseError, affine_format, check_affine, double, is_quantized, pack_exact
 
 PREFIX = "language_model.model."
 _LAYER = re.compile(r"^language_model\.model\.layers\.(\d+)\.(.+)$")
@@ -104,29 +104,31 @@ def tensor_role(name: str) -> str:
     return "in" if mod in IN_SIDE else "out" if mod in OUT_SIDE else "own"
 
 
-def _module(name: str) -> str:
+def module_path(name: str) -> str:
+    """``mlp.gate_proj.scales`` -> ``mlp.gate_proj``."""
     return name.rsplit(".", 1)[0]
 
 
-def _check_affine(params: dict[str, mx.array], where: str) -> None:
-    for name, scales in params.items():
-        if name.endswith(".scales"):
-            m = _module(name)
-            affine_format(params[m + ".weight"], scales, params.get(m + ".biases"), 1, f"{where}{m}")
+def _widen(w: mx.array, factor: int) -> mx.array:
+    """A quantized tensor of an input projection with zero groups for the circuit's dims:
+    codes, scales and biases all scale with the input width, so one factor widens each."""
+    return _pad_columns(w, factor * w.shape[-1], 0)
 
 
 def base_layer(params: dict[str, mx.array], lay: SpliceLayout) -> dict[str, mx.array]:
     """One base layer's tensors (names after ``layers.{i}.``) in the combined width; an
     affine-quantized module keeps its codes (``quantized.py``: zero groups, doubled scales)."""
-    _check_affine(params, "base layer ")
+    for name, scales in params.items():
+        if name.endswith(".scales"):
+            check_affine(scales, params.get(module_path(name) + ".biases"), "base layer " + module_path(name))
     factor = lay.hidden // lay.base_hidden
     out = {}
     for name, w in params.items():
-        role, packed = tensor_role(name), _module(name) + ".scales" in params
+        role, packed = tensor_role(name), module_path(name) + ".scales" in params
         if role == "norm":
             out[name] = _pad_rows(w / RESIDUAL_SCALE, lay.hidden, 0)
         elif role == "in":
-            out[name] = pad_columns(w, factor) if packed else _pad_columns(w, lay.hidden, 0)
+            out[name] = _widen(w, factor) if packed else _pad_columns(w, lay.hidden, 0)
         elif role == "out":
             out[name] = _pad_rows(double(name, w) if packed else w * RESIDUAL_SCALE, lay.hidden, 0)
         else:  # conv1d, A_log, dt_bias, the heads' own norms: no hidden dim
@@ -237,21 +239,27 @@ def _dense_embedding(base_embedding: mx.array, circuit_embedding: mx.array, laun
     return {PREFIX + "embed_tokens.weight": rows}
 
 
+def _quantized_shared_row(row: mx.array, gs: int, bits: int, dtype) -> tuple[mx.array, ...]:
+    """The launch rows' shared part [H], doubled, as a quantized embedding stores it [1, ...]:
+    what ``launch_row_as_held`` checks the launch mass on is what the embedding writes."""
+    return mx.quantize((row * RESIDUAL_SCALE).astype(dtype)[None, :], group_size=gs, bits=bits)
+
+
 def _quantized_embedding(base: dict[str, mx.array], circuit_embedding: mx.array, launch_base_row: mx.array,
                          lay: SpliceLayout, dims: np.ndarray) -> dict[str, mx.array]:
     """The embedding kept in the base's affine format: base rows' codes as they are (scales
     and biases doubled, zero groups for the circuit's dims); launch rows packed exactly in
     the circuit's dims, the shared part as mlx quantizes it (``quantized.py``)."""
     m = PREFIX + "embed_tokens"
-    packed, scales, biases = base[m + ".weight"], base[m + ".scales"], base.get(m + ".biases")
-    gs, bits = affine_format(packed, scales, biases, lay.base_hidden, "the embedding")
+    packed, scales, biases = base[m + ".weight"], base[m + ".scales"], base[m + ".biases"]
+    gs, bits = embedding_format(base, lay)
     factor, dtype = lay.hidden // lay.base_hidden, scales.dtype
-    shared = mx.quantize((launch_base_row * RESIDUAL_SCALE).astype(dtype)[None, :], group_size=gs, bits=bits)
+    shared = _quantized_shared_row(launch_base_row, gs, bits, dtype)
     circ = np.array(_launch_rows(circuit_embedding, lay, dims))[:, lay.base_hidden:]
     exact = pack_exact(circ, gs, bits, dtype)
     n = circ.shape[0]
     launch = [mx.concatenate([mx.broadcast_to(a, (n, a.shape[-1])), b], axis=-1) for a, b in zip(shared, exact)]
-    base_parts = (pad_columns(packed, factor), pad_columns(scales * 2, factor), pad_columns(biases * 2, factor))
+    base_parts = (_widen(packed, factor), _widen(scales * 2, factor), _widen(biases * 2, factor))
     return {m + k: mx.concatenate([p, q.astype(p.dtype)], axis=0)
             for k, p, q in zip((".weight", ".scales", ".biases"), base_parts, launch)}
 
@@ -260,28 +268,28 @@ def launch_row_as_held(base_top: dict[str, mx.array], lay: SpliceLayout):
     """The launch rows' shared part [H] as the combined embedding will hold it (a function
     for ``logits.suppression_row``): the base's dtype, rounded to its format if quantized."""
     m = PREFIX + "embed_tokens"
-    if not is_quantized(base_top):
+    fmt = embedding_format(base_top, lay)
+    if fmt is None:
         dtype = base_top[m + ".weight"].dtype
         return lambda row: np.array(mx.array(row.astype(np.float32)).astype(dtype).astype(mx.float32))
-    gs, bits = affine_format(base_top[m + ".weight"], base_top[m + ".scales"], base_top.get(m + ".biases"),
-                             lay.base_hidden, "the embedding")
+    gs, bits = fmt
     dtype = base_top[m + ".scales"].dtype
 
     def held(row: np.ndarray) -> np.ndarray:
-        doubled = mx.array(row.astype(np.float32) * RESIDUAL_SCALE).astype(dtype)[None, :]
-        back = mx.dequantize(*mx.quantize(doubled, group_size=gs, bits=bits), group_size=gs, bits=bits)
+        stored = _quantized_shared_row(mx.array(row.astype(np.float32)), gs, bits, dtype)
+        back = mx.dequantize(*stored, group_size=gs, bits=bits)
         return np.array(back[0].astype(mx.float32)) / RESIDUAL_SCALE
 
     return held
 
 
-def embedding_group(base_top: dict[str, mx.array], lay: SpliceLayout) -> int | None:
-    """The group size of a quantized base embedding, None for a dense one."""
+def embedding_format(base_top: dict[str, mx.array], lay: SpliceLayout) -> tuple[int, int] | None:
+    """(group_size, bits) of a quantized base embedding, None for a dense one."""
     m = PREFIX + "embed_tokens"
     if not is_quantized(base_top):
         return None
     return affine_format(base_top[m + ".weight"], base_top[m + ".scales"], base_top.get(m + ".biases"),
-                         lay.base_hidden, "the embedding")[0]
+                         lay.base_hidden, "the embedding")
 
 
 def embedding_and_norm(base_top: dict[str, mx.array], circuit_embedding: mx.array, circuit_final_norm: mx.array,
@@ -324,7 +332,8 @@ def combined_shards(base: dict[str, mx.array], circuit_parts: Iterable[dict[str,
     circuit_parts = iter(circuit_parts)
     ctop = next(circuit_parts)
     emb = ctop[PREFIX + "embed_tokens.weight"]
-    dims = circuit_dims(lay, emb, embedding_group(top, lay))
+    fmt = embedding_format(top, lay)
+    dims = circuit_dims(lay, emb, fmt[0] if fmt else None)
     yield embedding_and_norm(top, emb, ctop[PREFIX + "norm.weight"], launch_base_row, lay, dims)
     for i in range(lay.base_layers):
         yield {f"{PREFIX}layers.{i}.{k}": v for k, v in base_layer(base_layers[i], lay).items()}
