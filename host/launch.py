@@ -70,11 +70,12 @@ def compile_kernel(source: str | Path, kernel: str | None = None, *, frontend: s
 
 
 def bind(ck: CompiledKernel, args: dict, *, block: int = 4, grid: int = 1,
-         machine: MachineConfig = DEFAULT_MACHINE) -> Program:
+         machine: MachineConfig = DEFAULT_MACHINE, few_tokens: bool = True) -> Program:
     """Lower a compiled kernel for one launch (arguments become memory and immediates)."""
     from .lowering import lower
 
-    return lower(ck.module, ck.kernel, ck.params, args, block_dim=block, grid_dim=grid, machine=machine)
+    return lower(ck.module, ck.kernel, ck.params, args, block_dim=block, grid_dim=grid, machine=machine,
+                 few_tokens=few_tokens)
 
 
 def placeholder_args(ck: CompiledKernel) -> dict:

@@ -35,8 +35,9 @@ from qwengpu_mlx.isa import (
     TermKind,
 )
 from qwengpu_mlx.machine import DEFAULT_MACHINE, SPECIAL_REGISTERS, MachineConfig
+from qwengpu_mlx.vocab import RECORD_TOKENS
 
-from . import cfg, ranges, regalloc, wide_index
+from . import cfg, ifconvert, packing, ranges, regalloc, wide_index
 from .ir import (  # noqa: F401 - the IR's names stay importable from here
     BasicBlock,
     LBarrier,
@@ -885,28 +886,39 @@ def block_fits(instrs: list, slots: int) -> bool:
     return True
 
 
-def form_blocks(bbs: list[BasicBlock], slots: int) -> list[MBlock]:
-    """Cut basic blocks into machine blocks and wire their terminators."""
+def greedy_cut(run: list[LInstr], slots: int) -> list[list[LInstr]]:
+    """Cut a run of instructions wherever the next one no longer fits."""
+    segs: list[list[LInstr]] = [[]]
+    for it in run:
+        if segs[-1] and not block_fits(segs[-1] + [it], slots):
+            segs.append([])
+        segs[-1].append(it)
+    return segs
+
+
+def form_blocks(bbs: list[BasicBlock], slots: int, cut=None) -> list[MBlock]:
+    """Cut basic blocks into machine blocks and wire their terminators.
+
+    ``cut(run)``: how a run of instructions between barriers becomes blocks (default
+    ``greedy_cut``; ``packing.token_cutter`` chooses the cut with fewest launch tokens).
+    """
+    cut = cut or (lambda run: greedy_cut(run, slots))
     label_of: dict[str, int] = {}
     pieces: list[list[MBlock]] = []
     n = 0
     exit_block = None
     for bb in bbs:
         group: list[MBlock] = []
-        cur: list[LInstr] = []
+        runs: list[list[LInstr]] = [[]]
         for it in bb.items:
-            if isinstance(it, LBarrier):
-                group.append(MBlock(n, cur, Terminator(TermKind.BARRIER, target=n + 1)))
+            runs.append([]) if isinstance(it, LBarrier) else runs[-1].append(it)
+        for k, run in enumerate(runs):
+            segs = cut(run) if run else [[]]
+            for s, seg in enumerate(segs):
+                last = s == len(segs) - 1
+                kind = TermKind.BARRIER if last and k < len(runs) - 1 else TermKind.JUMP
+                group.append(MBlock(n, seg, Terminator(kind, target=n + 1)))
                 n += 1
-                cur = []
-            else:
-                if not block_fits(cur + [it], slots):
-                    group.append(MBlock(n, cur, Terminator(TermKind.JUMP, target=n + 1)))
-                    n += 1
-                    cur = []
-                cur.append(it)
-        group.append(MBlock(n, cur, Terminator(TermKind.JUMP, target=n + 1)))
-        n += 1
         group[0].label = bb.label
         if bb.label:
             label_of[bb.label] = group[0].index
@@ -946,6 +958,17 @@ def form_blocks(bbs: list[BasicBlock], slots: int) -> list[MBlock]:
                 last.term = Terminator(TermKind.BRANCH, target=exit_block.index, fallthrough=nxt)
                 last.term_pred = t.guard
     return _simplify(flat, slots, reconverge=False)
+
+
+def _recut(bbs: list[BasicBlock], mblocks: list[MBlock], machine: MachineConfig) -> list[MBlock]:
+    """The blocks cut again without the dead code, where the fewest tokens go back down."""
+    kept = {id(it) for b in mblocks for it in b.instrs}
+    for bb in bbs:
+        bb.items = [it for it in bb.items if isinstance(it, LBarrier) or id(it) in kept]
+    slots = machine.slots_per_block
+    cutter = packing.token_cutter(mblocks, slots, machine.lanes, RECORD_TOKENS,
+                                  lambda instrs: block_fits(instrs, slots))
+    return form_blocks(bbs, slots, cut=cutter)
 
 
 def _retarget(t: Terminator, f) -> Terminator:
@@ -1128,8 +1151,13 @@ def bind_arguments(params: list[KernelParam], args: dict[str, list[int] | int | 
 
 def lower(module: PtxModule, kernel: PtxKernel, params: list[KernelParam],
           args: dict, *, block_dim: int = 4, grid_dim: int = 1,
-          machine: MachineConfig = DEFAULT_MACHINE) -> Program:
-    """Lower one PTX kernel bound to one launch's arguments into a machine program."""
+          machine: MachineConfig = DEFAULT_MACHINE, few_tokens: bool = True) -> Program:
+    """Lower one PTX kernel bound to one launch's arguments into a machine program.
+
+    ``few_tokens``: guard short branches (``ifconvert``) and cut blocks where the fewest
+    launch tokens come back (``packing``); False gives the plain greedy lowering, kept
+    to measure the two against each other.
+    """
     kname = _display_name(kernel.name)
     if not 1 <= block_dim <= machine.max_block_dim:
         raise ResourceError(f"blockDim.x = {block_dim}: the machine runs 1..{machine.max_block_dim} "
@@ -1175,16 +1203,34 @@ def lower(module: PtxModule, kernel: PtxKernel, params: list[KernelParam],
     wide_index.clamp_wide_products(bbs, tr.wide, specials)
     exact_addresses(bbs, tr.wide, specials, 4 * machine.mem_words)
 
-    mblocks = form_blocks(bbs, machine.slots_per_block)
-    regalloc.eliminate_dead_code(mblocks)
-    mblocks = _simplify(mblocks, machine.slots_per_block, rom_blocks=machine.rom_blocks, kernel=kname)
-    blocks, regs_used, preds_used = regalloc.allocate(mblocks, machine, kname)
+    blocks, regs_used, preds_used = _fewest_token_blocks(bbs, machine, kname, grid_dim) if few_tokens \
+        else _machine_blocks(bbs, machine, kname, few_tokens=False)
     program = Program(kernel=kname, blocks=blocks, arrays=layout.arrays,
                    shared=layout.shared, scalars={p.name: values[p.name] for p in params if not p.pointer},
                    memory=layout.image, regs_used=regs_used, preds_used=preds_used,
                    block_dim=block_dim, grid_dim=grid_dim)
     check_program(program, machine)
     return program
+
+
+def _fewest_token_blocks(bbs: list[BasicBlock], machine: MachineConfig, kname: str, grid_dim: int):
+    """Short branches guarded and blocks cut for fewest tokens; the branches kept where
+    the guards would need more registers than the machine has."""
+    try:
+        return _machine_blocks(ifconvert.if_convert(bbs, zero_rows=grid_dim == 1), machine, kname)
+    except ResourceError:
+        return _machine_blocks(bbs, machine, kname)
+
+
+def _machine_blocks(bbs: list[BasicBlock], machine: MachineConfig, kname: str, *, few_tokens: bool = True):
+    """Basic blocks -> allocated machine blocks: cut, dead code out, cut again, merged."""
+    bbs = [replace(b, items=list(b.items)) for b in bbs]
+    mblocks = form_blocks(bbs, machine.slots_per_block)
+    regalloc.eliminate_dead_code(mblocks)
+    if few_tokens:
+        mblocks = _recut(bbs, mblocks, machine)
+    mblocks = _simplify(mblocks, machine.slots_per_block, rom_blocks=machine.rom_blocks, kernel=kname)
+    return regalloc.allocate(mblocks, machine, kname)
 
 
 MAX_PARAMS = 1024

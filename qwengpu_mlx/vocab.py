@@ -36,6 +36,7 @@ from .machine import DEFAULT_MACHINE, MachineConfig
 
 CHUNK_BITS = (11, 11, 10)
 CHUNK_KINDS = ("C0", "C1", "C2")  # the payload chunk tokens, in order
+RECORD_TOKENS = 1 + len(CHUNK_KINDS)  # a record: its header and the payload chunks
 RECORD_KINDS = ("VAL", "MEM", "ENT", "WST", "PROG")  # headers followed by the three chunks
 CHUNK_SHIFT = (0, 11, 22)
 FAULT_CODES = {

@@ -62,15 +62,22 @@ class Segment:
 
 @dataclass
 class _Shadow:
-    """Registers and predicates of the thread block, replayed from the trace."""
+    """Registers and predicates as the model's state rows hold them, replayed from the trace.
+
+    The rows are not cleared between thread blocks (the reference's files are); a
+    correct program never reads a register or predicate its thread block did not write,
+    except through a ``VAL``/``PVAL`` that reports a row as it stands."""
 
     regs: dict = field(default_factory=dict)  # (warp, lane, reg) -> value
     preds: dict = field(default_factory=dict)  # (warp, lane, pred) -> bool
 
-    def apply(self, rec) -> None:
+    def apply(self, rec, preds_return: bool) -> None:
+        """The step's writes as the model's state rows get them: a block's predicate
+        writes come back (``PVAL``) only when it writes a live one, so the model's
+        predicate file keeps its old bits for the dead ones a block wrote otherwise."""
         for lane, reg, value in rec.reg_writes:
             self.regs[(rec.warp, lane, reg)] = value
-        for lane, p, value in rec.pred_writes:
+        for lane, p, value in rec.pred_writes if preds_return else ():
             self.preds[(rec.warp, lane, p)] = value
 
 
@@ -112,7 +119,7 @@ class LaunchExpectation:
         seg = Segment(f"step {rec.step} (thread block {rec.ctaid}, B{rec.block}, warp {rec.warp}, "
                       f"mask {mask_bits(rec.mask, self.m.lanes)})", step=rec.step)
         seg.records.append(self.token("EXEC", block=rec.block, warp=rec.warp, mask=rec.mask))
-        shadow.apply(rec)
+        shadow.apply(rec, self.pemit[rec.block])
         seg.records += self.vals(rec, shadow) + self.pvals(rec, shadow) + self.mems(rec)
         seg.records += self.ents(rec) + self.wsts(rec)
         return seg
@@ -215,11 +222,11 @@ def expected_segments(program: Program, machine: MachineConfig, trace: list, *, 
     """
     ex = LaunchExpectation(program, machine)
     segs: list[Segment] = []
-    shadow = _Shadow()
+    shadow = _Shadow()  # the model's state rows: a thread block finds its warps' rows as the last one left them
     ctaid = None
     for rec in trace:
         if rec.ctaid != ctaid:
-            ctaid, shadow = rec.ctaid, _Shadow()
+            ctaid = rec.ctaid
             segs.append(ex.cta_start(ctaid))
         segs.append(ex.step(rec, shadow))
     if fault is None:

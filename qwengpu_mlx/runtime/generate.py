@@ -19,7 +19,7 @@ import numpy as np
 from qwengpu_mlx.errors import (ExecutionError, LaunchTimeout, StepBudgetExceeded,
                                 TokenBudgetExceeded)
 from qwengpu_mlx.isa import MEM_OPS, Op, Program, TermKind
-from qwengpu_mlx.vocab import CHUNK_KINDS, ENT_ITEMS, FAULT_CODES, Token, vocab_for
+from qwengpu_mlx.vocab import CHUNK_KINDS, ENT_ITEMS, FAULT_CODES, RECORD_TOKENS, Token, vocab_for
 
 from .fault import model_fault
 from .prompt import check_launchable, prompt_tokens
@@ -64,7 +64,6 @@ class Launch:
         return len(self.tokens) / self.generate_seconds if self.generate_seconds > 0 else 0.0
 
 
-RECORD_TOKENS = 1 + len(CHUNK_KINDS)  # a record: its header and the payload chunks
 BOUNDARY_KINDS = ("CTA", "EXEC", "STOP", "FAULT")  # the tokens that start a new segment
 
 
