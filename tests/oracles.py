@@ -953,3 +953,12 @@ def reduce_tree_4warps(spec):
 
 
 TEST_ORACLES["reduce_tree_4warps"] = reduce_tree_4warps
+
+
+def shfl_dot(spec):
+    A = arrays(spec)
+    A["out"][0] = wrap(int(np.dot(A["a"].astype(np.int64), A["b"].astype(np.int64))))
+    return result(A)
+
+
+TEST_ORACLES["shfl_dot"] = shfl_dot

@@ -1,0 +1,84 @@
+"""Fewer launch tokens from the lowering (host/packing.py, host/ifconvert.py), still right.
+
+Each conformance kernel is lowered twice: the plain way (greedy cut, every branch kept)
+and the few-token way (blocks cut again after dead code goes where fewest records come
+back, short branches guarded). Both programs run on the reference interpreter and must
+give the NumPy oracle's outputs; the token counts are those of the complete launch the
+reference implies (``runtime/expect.py``), the same stream the model must write. That
+the model writes it exactly is tested through the model in test_model_backend.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs
+from qwengpu_mlx.isa import Imm, Op, Reg, TermKind
+from qwengpu_mlx.machine import DEFAULT_MACHINE
+from qwengpu_mlx.runtime.check import reference_run
+from qwengpu_mlx.runtime.expect import expected_segments
+
+from clitools import needs_clang
+from oracles import ORACLES, TEST_ORACLES
+
+pytestmark = needs_clang
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "kernels"
+TEST_KERNELS = Path(__file__).resolve().parent / "kernels_machine"
+
+
+def _launch(folder: Path, name: str, few_tokens: bool):
+    """(program, launch tokens, outputs) of one kernel's own launch on the reference."""
+    spec = json.loads((folder / f"{name}.json").read_text())
+    ck = compile_kernel(folder / f"{name}.cu", spec["kernel"])
+    prog = bind(ck, spec["args"], block=spec["block"], grid=spec["grid"], few_tokens=few_tokens)
+    ref = reference_run(prog, DEFAULT_MACHINE, budget=DEFAULT_MACHINE.step_budget)
+    segs = expected_segments(prog, DEFAULT_MACHINE, ref.trace, fault=ref.fault, inside_step=ref.inside_step)
+    return spec, prog, sum(len(s.tokens) for s in segs), read_outputs(prog, ref.memory)
+
+
+@pytest.fixture(scope="module")
+def suite():
+    """name -> (plain tokens, few-token tokens), every conformance kernel checked against its oracle."""
+    out = {}
+    for path in sorted(EXAMPLES.glob("*.json")):
+        counts = []
+        for few in (False, True):
+            spec, _, tokens, outputs = _launch(EXAMPLES, path.stem, few)
+            assert outputs == ORACLES[path.stem](spec), (path.stem, "few-token" if few else "plain")
+            counts.append(tokens)
+        out[path.stem] = tuple(counts)
+    return out
+
+
+def test_the_suite_takes_fewer_tokens_and_no_kernel_many_more(suite):
+    plain = sum(p for p, _ in suite.values())
+    few = sum(f for _, f in suite.values())
+    assert few <= 0.93 * plain, (plain, few)
+    for name, (p, f) in suite.items():
+        assert f <= 1.05 * p, (name, p, f)  # a guarded body runs on every lane: a few records more at worst
+
+
+def test_the_shuffle_dot_in_fewer_than_two_thirds_of_the_tokens():
+    spec, prog, few, outputs = _launch(TEST_KERNELS, "shfl_dot", True)
+    assert outputs == TEST_ORACLES["shfl_dot"](spec)
+    plain = _launch(TEST_KERNELS, "shfl_dot", False)[2]
+    assert few <= 2 * plain / 3, (plain, few)
+    # lane 0's store is guarded, not branched to: no divergence, so no stack entries
+    assert all(b.term.kind is not TermKind.BRANCH for b in prog.blocks)
+    assert any(i.guard is not None for b in prog.blocks for i in b.instrs)
+
+
+def test_a_guarded_write_to_an_unwritten_register_is_given_a_value_in_a_grid():
+    """In a launch of several thread blocks a register row holds what the last block left;
+    a guard that keeps such a register's old value must not expose it (the reference
+    starts every thread block from 0), so the lowering sets it first."""
+    spec, prog, _, outputs = _launch(EXAMPLES, "histogram", True)
+    assert spec["grid"] > 1 and outputs == ORACLES["histogram"](spec)
+    guarded = {i.dst for b in prog.blocks for i in b.instrs if i.guard is not None and i.dst}
+    zeroed = {i.dst for b in prog.blocks for i in b.instrs if i.op is Op.MOV and i.guard is None
+              and (i.srcs[0] == Imm(0) or i.srcs[0] == Reg(0))}
+    assert guarded and guarded <= zeroed
