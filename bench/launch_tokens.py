@@ -10,6 +10,11 @@ gone where fewest records come back, ``host/packing.py``; short branches guarded
 ``host/ifconvert.py``). Prints the totals by token kind, the ratio, and the kernels with
 the most tokens. Counting needs no model; that the model writes these launches exactly
 is ``bench/model_suite.py``'s job.
+
+Then bounds for record formats the circuit does not have yet, counted on the same
+launches (what each would save, before any circuit work): a 2-token ``VAL`` (header and
+one chunk) for values that fit 11 bits, and one record for a slot whose four lanes
+all ran and hold the same value.
 """
 
 from __future__ import annotations
@@ -23,23 +28,54 @@ from qwengpu_mlx.host.launch import bind, compile_kernel
 from qwengpu_mlx.machine import DEFAULT_MACHINE
 from qwengpu_mlx.runtime.check import reference_run
 from qwengpu_mlx.runtime.expect import expected_segments
-from qwengpu_mlx.vocab import vocab_for
+from qwengpu_mlx.vocab import RECORD_TOKENS, chunk_value, vocab_for
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def launch_kinds(folder: Path, name: str, few_tokens: bool) -> tuple[Counter, int]:
-    """(tokens by the kind of their record's header, EXEC steps) of one kernel's launch."""
+def launch_segments(folder: Path, name: str, few_tokens: bool):
+    """(expected segments, EXEC steps) of one kernel's launch."""
     spec = json.loads((folder / f"{name}.json").read_text())
     prog = bind(compile_kernel(folder / f"{name}.cu", spec["kernel"]), spec["args"], block=spec["block"],
                 grid=spec["grid"], few_tokens=few_tokens)
     ref = reference_run(prog, DEFAULT_MACHINE, budget=DEFAULT_MACHINE.step_budget)
+    segs = expected_segments(prog, DEFAULT_MACHINE, ref.trace, fault=ref.fault, inside_step=ref.inside_step)
+    return segs, len(ref.trace)
+
+
+def launch_kinds(folder: Path, name: str, few_tokens: bool) -> tuple[Counter, int]:
+    """(tokens by the kind of their record's header, EXEC steps) of one kernel's launch."""
     v = vocab_for(DEFAULT_MACHINE)
+    segs, steps = launch_segments(folder, name, few_tokens)
     kinds = Counter()
-    for seg in expected_segments(prog, DEFAULT_MACHINE, ref.trace, fault=ref.fault, inside_step=ref.inside_step):
+    for seg in segs:
         for rec in seg.records:
             kinds[v[rec.tokens[0]].kind] += len(rec.tokens)
-    return kinds, len(ref.trace)
+    return kinds, steps
+
+
+def val_savings(segs) -> dict[str, int]:
+    """Tokens the what-if record formats would save on these segments' ``VAL`` records."""
+    v = vocab_for(DEFAULT_MACHINE)
+    lanes = DEFAULT_MACHINE.lanes
+    saved = Counter()
+    for seg in segs:
+        by_slot: dict[int, list[int]] = {}
+        for rec in seg.records:
+            head = v[rec.tokens[0]]
+            if head.kind != "VAL":
+                continue
+            value = chunk_value([v[t] for t in rec.tokens[1:]])
+            by_slot.setdefault(head.get("slot"), []).append(value)
+        for values in by_slot.values():
+            signed = [x - (1 << 32) if x >> 31 else x for x in values]
+            short = sum(2 for x in signed if -1024 <= x < 1024)
+            uniform = len(values) == lanes and len(set(values)) == 1
+            saved["short"] += short
+            saved["uniform"] += (lanes - 1) * RECORD_TOKENS if uniform else 0
+            saved["both"] += (lanes * RECORD_TOKENS - (2 if -1024 <= signed[0] < 1024 else RECORD_TOKENS)
+                              if uniform else short)
+    return saved
 
 
 def main() -> int:
@@ -66,8 +102,17 @@ def main() -> int:
     print("most tokens (few-token, plain):")
     for f, p, name in sorted(per_kernel, reverse=True)[:ns.top]:
         print(f"  {name:24s} {f:5d} {p:5d}")
+    saved, sdot_saved = Counter(), Counter()
+    for path in sorted(folder.glob("*.json")):
+        saved += val_savings(launch_segments(folder, path.stem, True)[0])
+    sdot_saved = val_savings(launch_segments(ROOT / "tests" / "kernels_machine", "shfl_dot", True)[0])
+    print("bounds for record formats the circuit lacks (few-token launches):")
+    for what, label in (("short", "VAL of 2 tokens for values in -1024..1023"),
+                        ("uniform", "one VAL for a slot's 4 equal lanes"), ("both", "both")):
+        print(f"  {label}: suite {few - saved[what]} tokens")
     sdot = [sum(launch_kinds(ROOT / "tests" / "kernels_machine", "shfl_dot", few)[0].values()) for few in (False, True)]
-    print(f"shuffle-reduction dot product: plain {sdot[0]} tokens, few-token {sdot[1]} (ratio {sdot[1] / sdot[0]:.3f})")
+    print(f"shuffle-reduction dot product: plain {sdot[0]} tokens, few-token {sdot[1]} (ratio {sdot[1] / sdot[0]:.3f}); "
+          f"with both record formats {sdot[1] - sdot_saved['both']}")
     return 0
 
 

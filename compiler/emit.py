@@ -137,11 +137,13 @@ class EmitStage:
         n = len(items)
         present = self.alloc("emit.present", n)
         cur = self.alloc("emit.cur", n)
+        self.emit_short = self.alloc("emit.short", 1, value_range=BIT)[0]  # the current C0 ends a short VAL record
         for j, (kind, a, b) in enumerate(items):
             nph = [(ph, -1)]
             if kind == "VAL":
                 self.gate(E1, f"em.pr{j}", [(emit_bits[a], 1), (self.ctx_m[b], 1)] + nph, 2, [(present[j], 1)])
                 self.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx_hdr_val[a * N + b], 1)], 2, [(cur[j], 1)])
+                self.short_val_end(E1, j, a, b, items, cur[j])
             elif kind == "PVAL":
                 self.gate(E1, f"em.pr{j}", [(self.tf["pemit"][0], 1), (self.ctx_m[b], 1)] + nph, 2, [(present[j], 1)])
                 self.gate(E1, f"em.cur{j}", [(t.kind["PVAL"], 1), (t.pval_lane[b], 1)], 2, [(cur[j], 1)])
@@ -164,6 +166,32 @@ class EmitStage:
         self.gate(E1, "em.start_c", [(t.kind["CTA"], 1)], 1, [(start_c, 1)])
         return present, cur, (start_x, start_c)
 
+    def short_val_end(self, E1: int, j: int, s: int, lane: int, items: list, cur_j: int) -> None:
+        """A ``VAL(s, lane)`` record ends at its ``C0`` when the value fits that chunk and a
+        later record of the step follows.
+
+        The register heads write a row where the header is three tokens back, from ``C0``
+        two back, ``C1`` one back and ``C2`` the current token: after ``VAL C0 X Y`` with X
+        no ``C1`` (and so Y no ``C2``), the write at Y takes C0's 11 bits and zeros, the
+        value itself. A later record of the step makes X a header, so Y comes no later
+        than the next ``EXEC``, whose pass writes before it reads: every register read
+        sees the value. One gate: ``C0``, the header, no bus bit above the chunk
+        (``F = 0``) and at least one later record present (``T >= 1``, each term a
+        presence the step's items are made of), as ``32 C0 + 32 hdr - 32 F + T >= 65``.
+        """
+        m, N = self.m, self.m.lanes
+        EN, ST = ent_layout(m), wst_layout(m)
+        later = [(self.ctx_m[k], 1) for k in range(lane + 1, N)]
+        later += [(self.f[k]["emit"][0], 1) for k in range(s + 1, m.slots_per_block)]
+        later += [(self.tf["pemit"][0], 1)]
+        later += [(self.l_mem_meta[(a, b)][MEM_WORD_BITS], 1) for kind, a, b in items if kind == "MEM"]
+        later += [(self.l_ent[k][EN.bits + LEVEL_BITS], 1) for k in range(ENT_ITEMS)]
+        later += [(self.l_wst[w][ST.bits], 1) for w in range(m.max_warps)]
+        big = len(later) + 1
+        high = [(self.l_value[i], -big) for i in range(CHUNK_BITS[0], 32)]
+        self.gate(E1, f"em.short{j}", [(self.t.kind["C0"], big), (self.ctx_hdr_val[s * N + lane], big)] + high + later,
+                  2 * big + 1, [(cur_j, 1), (self.emit_short, 1)])
+
     def emit_pending(self, E2: int, items: list, n_exec: int, present, cur, start) -> tuple:
         """Per item: still to come (present, and the current token is before it, or the step just
         started); where in a record the token is (mid); the step or block start goes on (live)."""
@@ -177,7 +205,7 @@ class EmitStage:
             self.gate(E2, f"em.g{j}", terms, 2, [(g[j], 1)])
         mid = self.alloc("emit.mid", 3)
         self.gate(E2, "em.mid0", [(t.kind[k], 1) for k in ("VAL", "MEM", "ENT", "WST")], 1, [(mid[0], 1)])
-        self.gate(E2, "em.mid1", [(t.kind["C0"], 1)], 1, [(mid[1], 1)])
+        self.gate(E2, "em.mid1", [(t.kind["C0"], 1), (self.emit_short, -1)], 1, [(mid[1], 1)])
         self.gate(E2, "em.mid2", [(t.kind["C1"], 1)], 1, [(mid[2], 1)])
         live_x = self.alloc("emit.live_exec", 1)[0]
         live_c = self.alloc("emit.live_cta", 1)[0]

@@ -2,7 +2,8 @@
 
 One source of truth for host, compiler and dashboard. A token is a kind plus small
 integer fields; ids are dense and fixed by the machine definition. Records (a header
-and up to three 11-bit chunks) carry 32-bit payloads: the causal conv1d of the
+and up to three 11-bit chunks; a ``VAL`` whose value fits 11 bits, header and ``C0``
+only, ``short_val``) carry 32-bit payloads: the causal conv1d of the
 Gated DeltaNet combines a record's tokens into one state-row write (docs/CIRCUIT.md).
 
 =========  ===============================  ============================================
@@ -127,11 +128,40 @@ class Vocab:
         """Printable, unique token strings (the tokenizer's vocabulary)."""
         return [f"<|{t}|>".replace(" ", "") for t in self.tokens]
 
-    def record(self, header_id: int, value: int) -> list[int]:
-        """A header followed by the three chunks of a 32-bit value."""
+    def record(self, header_id: int, value: int, *, short: bool = False) -> list[int]:
+        """A header followed by the three chunks of a 32-bit value; ``short``: by ``C0``
+        alone (a ``VAL`` whose value fits the first chunk, see ``short_val``)."""
         value &= 0xFFFFFFFF
-        return [header_id] + [self.id(f"C{j}", value=(value >> CHUNK_SHIFT[j]) & ((1 << CHUNK_BITS[j]) - 1))
-                              for j in range(3)]
+        chunks = [self.id(f"C{j}", value=(value >> CHUNK_SHIFT[j]) & ((1 << CHUNK_BITS[j]) - 1)) for j in range(3)]
+        if short:
+            if value >> CHUNK_BITS[0]:
+                raise ValueError(f"{value} does not fit a short record's {CHUNK_BITS[0]} bits")
+            return [header_id, chunks[0]]
+        return [header_id] + chunks
+
+
+def short_val(value: int, later_record: bool) -> bool:
+    """Whether a ``VAL`` record is written short: header and ``C0``, no ``C1``/``C2``.
+
+    When its value fits the first chunk (0 .. 2^11-1) and another record of the same
+    step follows it. The register heads write three tokens after the header, from the
+    chunks at their places; a ``C0`` not followed by ``C1`` leaves zeros there, the
+    value's high bits. The record after it keeps that write before the next ``EXEC``
+    reads the registers (docs/CIRCUIT.md, "Token protocol").
+    """
+    return later_record and 0 <= (value & 0xFFFFFFFF) < (1 << CHUNK_BITS[0])
+
+
+def record_end(kinds: list[str], i: int) -> int:
+    """Where the record whose header is ``kinds[i]`` ends (one past its last token).
+
+    A record header takes the three chunks after it, or a ``VAL`` header ``C0`` alone
+    when no ``C1`` follows (a short record); any other token is a record of its own."""
+    if kinds[i] not in RECORD_KINDS:
+        return i + 1
+    if kinds[i] == "VAL" and kinds[i + 1:i + 2] == ["C0"] and kinds[i + 2:i + 3] != ["C1"]:
+        return i + 2
+    return min(len(kinds), i + 1 + len(CHUNK_KINDS))
 
 
 def pieces_per_block(machine: MachineConfig) -> int:
@@ -140,7 +170,7 @@ def pieces_per_block(machine: MachineConfig) -> int:
 
 
 def chunk_value(tokens: list[Token]) -> int:
-    """The 32-bit value carried by three chunk tokens C0, C1, C2."""
+    """The 32-bit value carried by chunk tokens C0, C1, C2 (a short record's C0 alone: its high bits 0)."""
     return sum(t.get("value") << CHUNK_SHIFT[j] for j, t in enumerate(tokens))
 
 

@@ -151,7 +151,12 @@ class LaunchDecoder:
             else:
                 line.meaning = self._pending(self._open_token, line.chunks)
             return "replace", line
-        # anything else closes an unfinished record
+        # anything else ends the open record: a short VAL (its C0 alone) is complete, others unfinished
+        if self._open is not None and self._open_token.kind == "VAL" and len(self._chunks) == 1 \
+                and tok.kind != "C1":
+            value = chunk_value(self._chunks)
+            self._open.value = value
+            self._open.meaning = self._complete(self._open_token, value)
         self._open = self._open_token = None
         self._chunks = []
         if tok.kind in ("EXEC", "CTA"):  # highlights show what the current step wrote

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from qwengpu_mlx.errors import MemoryFault
 from qwengpu_mlx.isa import Program
 from qwengpu_mlx.machine import MachineConfig, to_signed
-from qwengpu_mlx.vocab import CHUNK_KINDS, RECORD_KINDS, Vocab, chunk_value, vocab_for
+from qwengpu_mlx.vocab import CHUNK_KINDS, RECORD_KINDS, Vocab, chunk_value, record_end, vocab_for
 
 from .expect import Segment, expected_segments
 
@@ -73,7 +73,8 @@ def describe_tokens(tokens: list[int], vocab: Vocab) -> str:
     if not tokens:
         return "nothing"
     head = vocab[tokens[0]]
-    if head.kind in RECORD_KINDS and [vocab[t].kind for t in tokens[1:]] == list(CHUNK_KINDS):
+    kinds = [vocab[t].kind for t in tokens[1:]]
+    if head.kind in RECORD_KINDS and (kinds == list(CHUNK_KINDS) or (head.kind == "VAL" and kinds == ["C0"])):
         return f"{head} = {to_signed(chunk_value([vocab[t] for t in tokens[1:]]))}"
     return " ".join(str(vocab[t]) for t in tokens)
 
@@ -82,7 +83,8 @@ def _record_at(tokens: list[int], i: int, vocab: Vocab) -> list[int]:
     """The launch's record starting at ``tokens[i]``, as long as its own header announces."""
     if i >= len(tokens):
         return []
-    return tokens[i:i + 1 + len(CHUNK_KINDS)] if vocab[tokens[i]].kind in RECORD_KINDS else tokens[i:i + 1]
+    kinds = [vocab[t].kind for t in tokens[i:i + 1 + len(CHUNK_KINDS)]]
+    return tokens[i:i + record_end(kinds, 0)]
 
 
 def compare_segment(exp: Segment, got: list[int], vocab: Vocab) -> Mismatch | None:
