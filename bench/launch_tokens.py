@@ -11,10 +11,11 @@ gone where fewest records come back, ``host/packing.py``; short branches guarded
 the most tokens. Counting needs no model; that the model writes these launches exactly
 is ``bench/model_suite.py``'s job.
 
-Then bounds for record formats the circuit does not have yet, counted on the same
-launches (what each would save, before any circuit work): a 2-token ``VAL`` (header and
-one chunk) for values that fit 11 bits, and one record for a slot whose four lanes
-all ran and hold the same value.
+The few-token launches have short ``VAL`` records (header and ``C0``) for values in
+0..2047 with a record after them in the step. Then bounds for record formats the
+circuit does not have yet, counted on the same launches (what each would save, before
+any circuit work): short records for negative 11-bit values and at a step's end too,
+and one record for a slot whose four lanes all ran and hold the same value.
 """
 
 from __future__ import annotations
@@ -28,30 +29,39 @@ from qwengpu_mlx.host.launch import bind, compile_kernel
 from qwengpu_mlx.machine import DEFAULT_MACHINE
 from qwengpu_mlx.runtime.check import reference_run
 from qwengpu_mlx.runtime.expect import expected_segments
-from qwengpu_mlx.vocab import RECORD_TOKENS, chunk_value, vocab_for
+from qwengpu_mlx.vocab import RECORD_TOKENS, SHORT_KINDS, chunk_value, vocab_for
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def launch_segments(folder: Path, name: str, few_tokens: bool):
-    """(expected segments, EXEC steps) of one kernel's launch."""
+def launch_segments(folder: Path, name: str, few_tokens: bool, args: dict | None = None):
+    """(expected segments, EXEC steps) of one kernel's launch (``args``: other arguments)."""
     spec = json.loads((folder / f"{name}.json").read_text())
-    prog = bind(compile_kernel(folder / f"{name}.cu", spec["kernel"]), spec["args"], block=spec["block"],
+    prog = bind(compile_kernel(folder / f"{name}.cu", spec["kernel"]), args or spec["args"], block=spec["block"],
                 grid=spec["grid"], few_tokens=few_tokens)
     ref = reference_run(prog, DEFAULT_MACHINE, budget=DEFAULT_MACHINE.step_budget)
     segs = expected_segments(prog, DEFAULT_MACHINE, ref.trace, fault=ref.fault, inside_step=ref.inside_step)
     return segs, len(ref.trace)
 
 
-def launch_kinds(folder: Path, name: str, few_tokens: bool) -> tuple[Counter, int]:
-    """(tokens by the kind of their record's header, EXEC steps) of one kernel's launch."""
+def launch_kinds(folder: Path, name: str, few_tokens: bool, args: dict | None = None) -> tuple[Counter, int]:
+    """(tokens by the kind of their record's header, EXEC steps) of one kernel's launch.
+
+    ``kinds["SHORTENED"]``: the tokens short records save against full 4-token ones
+    (the record format before them), counted apart from the totals."""
     v = vocab_for(DEFAULT_MACHINE)
-    segs, steps = launch_segments(folder, name, few_tokens)
+    segs, steps = launch_segments(folder, name, few_tokens, args)
     kinds = Counter()
     for seg in segs:
         for rec in seg.records:
-            kinds[v[rec.tokens[0]].kind] += len(rec.tokens)
+            kind = v[rec.tokens[0]].kind
+            kinds[kind] += len(rec.tokens)
+            kinds["SHORTENED"] += RECORD_TOKENS - len(rec.tokens) if kind in SHORT_KINDS else 0
     return kinds, steps
+
+
+def tokens(kinds: Counter) -> int:
+    return sum(n for k, n in kinds.items() if k != "SHORTENED")
 
 
 def val_savings(segs) -> dict[str, int]:
@@ -60,21 +70,19 @@ def val_savings(segs) -> dict[str, int]:
     lanes = DEFAULT_MACHINE.lanes
     saved = Counter()
     for seg in segs:
-        by_slot: dict[int, list[int]] = {}
+        by_slot: dict[int, list[tuple[int, int]]] = {}
         for rec in seg.records:
             head = v[rec.tokens[0]]
-            if head.kind != "VAL":
-                continue
-            value = chunk_value([v[t] for t in rec.tokens[1:]])
-            by_slot.setdefault(head.get("slot"), []).append(value)
-        for values in by_slot.values():
-            signed = [x - (1 << 32) if x >> 31 else x for x in values]
-            short = sum(2 for x in signed if -1024 <= x < 1024)
-            uniform = len(values) == lanes and len(set(values)) == 1
-            saved["short"] += short
-            saved["uniform"] += (lanes - 1) * RECORD_TOKENS if uniform else 0
-            saved["both"] += (lanes * RECORD_TOKENS - (2 if -1024 <= signed[0] < 1024 else RECORD_TOKENS)
-                              if uniform else short)
+            if head.kind == "VAL":
+                value = chunk_value([v[t] for t in rec.tokens[1:]])
+                by_slot.setdefault(head.get("slot"), []).append((value, len(rec.tokens)))
+        for group in by_slot.values():
+            signed_short = sum(2 for value, n in group if n == RECORD_TOKENS
+                               and -1024 <= (value - (1 << 32) if value >> 31 else value) < 1024)
+            uniform = len(group) == lanes and len({value for value, _ in group}) == 1
+            saved["signed"] += signed_short
+            saved["uniform"] += sum(n for _, n in group[1:]) if uniform else 0
+            saved["both"] += sum(n for _, n in group[1:]) + min(signed_short, 2) if uniform else signed_short
     return saved
 
 
@@ -92,12 +100,14 @@ def main() -> int:
             kinds, n = launch_kinds(folder, path.stem, few)
             totals[few] += kinds
             steps[few] += n
-            row.append(sum(kinds.values()))
+            row.append(tokens(kinds))
         per_kernel.append((row[1], row[0], path.stem))
-    plain, few = sum(totals[False].values()), sum(totals[True].values())
-    print(f"conformance suite (78 kernels): plain {plain} tokens, {steps[False]} steps; "
-          f"few-token {few} tokens, {steps[True]} steps; ratio {few / plain:.3f}")
-    for kind in sorted(totals[False], key=lambda k: -totals[False][k]):
+    plain, few = tokens(totals[False]), tokens(totals[True])
+    before = plain + totals[False]["SHORTENED"]
+    print(f"conformance suite (78 kernels): plain lowering with 4-token records {before} tokens; "
+          f"plain {plain} tokens, {steps[False]} steps; few-token {few} tokens, {steps[True]} steps; "
+          f"ratio {few / plain:.3f} (against 4-token records {few / before:.3f})")
+    for kind in sorted(set(totals[False]) - {'SHORTENED'}, key=lambda k: -totals[False][k]):
         print(f"  {kind:5s} {totals[False][kind]:6d} -> {totals[True][kind]:6d}")
     print("most tokens (few-token, plain):")
     for f, p, name in sorted(per_kernel, reverse=True)[:ns.top]:
@@ -107,12 +117,18 @@ def main() -> int:
         saved += val_savings(launch_segments(folder, path.stem, True)[0])
     sdot_saved = val_savings(launch_segments(ROOT / "tests" / "kernels_machine", "shfl_dot", True)[0])
     print("bounds for record formats the circuit lacks (few-token launches):")
-    for what, label in (("short", "VAL of 2 tokens for values in -1024..1023"),
+    for what, label in (("signed", "short VAL for negative 11-bit values and at a step's end too"),
                         ("uniform", "one VAL for a slot's 4 equal lanes"), ("both", "both")):
         print(f"  {label}: suite {few - saved[what]} tokens")
-    sdot = [sum(launch_kinds(ROOT / "tests" / "kernels_machine", "shfl_dot", few)[0].values()) for few in (False, True)]
-    print(f"shuffle-reduction dot product: plain {sdot[0]} tokens, few-token {sdot[1]} (ratio {sdot[1] / sdot[0]:.3f}); "
+    tests = ROOT / "tests" / "kernels_machine"
+    sdot = [tokens(launch_kinds(tests, "shfl_dot", few)[0]) for few in (False, True)]
+    print(f"shuffle-reduction dot product (its test arguments, products up to 11,000 and negative): "
+          f"plain {sdot[0]} tokens, few-token {sdot[1]} (ratio {sdot[1] / sdot[0]:.3f}); "
           f"with both record formats {sdot[1] - sdot_saved['both']}")
+    small = {"a": [1, 2, 3, 4], "b": [5, 6, 7, 8], "out": [0]}
+    plain4 = launch_kinds(tests, "shfl_dot", False, small)[0]
+    print(f"  with a = 1,2,3,4 and b = 5,6,7,8: plain lowering with 4-token records "
+          f"{tokens(plain4) + plain4['SHORTENED']}, few-token {tokens(launch_kinds(tests, 'shfl_dot', True, small)[0])}")
     return 0
 
 

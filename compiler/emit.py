@@ -137,13 +137,13 @@ class EmitStage:
         n = len(items)
         present = self.alloc("emit.present", n)
         cur = self.alloc("emit.cur", n)
-        self.emit_short = self.alloc("emit.short", 1, value_range=BIT)[0]  # the current C0 ends a short VAL record
+        self.emit_short = self.alloc("emit.short", 1, value_range=BIT)[0]  # the current C0 ends a short record
         for j, (kind, a, b) in enumerate(items):
             nph = [(ph, -1)]
             if kind == "VAL":
                 self.gate(E1, f"em.pr{j}", [(emit_bits[a], 1), (self.ctx_m[b], 1)] + nph, 2, [(present[j], 1)])
                 self.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx_hdr_val[a * N + b], 1)], 2, [(cur[j], 1)])
-                self.short_val_end(E1, j, a, b, items, cur[j])
+                self.short_record_end(E1, j, self.ctx_hdr_val[a * N + b], self.later_records(items, j), cur[j])
             elif kind == "PVAL":
                 self.gate(E1, f"em.pr{j}", [(self.tf["pemit"][0], 1), (self.ctx_m[b], 1)] + nph, 2, [(present[j], 1)])
                 self.gate(E1, f"em.cur{j}", [(t.kind["PVAL"], 1), (t.pval_lane[b], 1)], 2, [(cur[j], 1)])
@@ -151,6 +151,7 @@ class EmitStage:
                 meta = self.l_mem_meta[(a, b)]
                 self.gate(E1, f"em.pr{j}", [(meta[MEM_WORD_BITS], 1)] + nph, 1, [(present[j], 1)])
                 self.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx_hdr_mem[a * N + b], 1)], 2, [(cur[j], 1)])
+                self.short_record_end(E1, j, self.ctx_hdr_mem[a * N + b], self.later_records(items, j), cur[j])
             elif kind == "ENT":
                 self.gate(E1, f"em.pr{j}", [(self.l_ent[a][EN.bits + LEVEL_BITS], 1)] + nph, 1, [(present[j], 1)])
                 self.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx_hdr_ent[a], 1)], 2, [(cur[j], 1)])
@@ -166,30 +167,43 @@ class EmitStage:
         self.gate(E1, "em.start_c", [(t.kind["CTA"], 1)], 1, [(start_c, 1)])
         return present, cur, (start_x, start_c)
 
-    def short_val_end(self, E1: int, j: int, s: int, lane: int, items: list, cur_j: int) -> None:
-        """A ``VAL(s, lane)`` record ends at its ``C0`` when the value fits that chunk and a
-        later record of the step follows.
+    def later_records(self, items: list, j: int) -> list:
+        """Terms, each 0 or 1, at least one of them 1 when a record of the step comes after item ``j``.
 
-        The register heads write a row where the header is three tokens back, from ``C0``
-        two back, ``C1`` one back and ``C2`` the current token: after ``VAL C0 X Y`` with X
-        no ``C1`` (and so Y no ``C2``), the write at Y takes C0's 11 bits and zeros, the
-        value itself. A later record of the step makes X a header, so Y comes no later
-        than the next ``EXEC``, whose pass writes before it reads: every register read
-        sees the value. One gate: ``C0``, the header, no bus bit above the chunk
-        (``F = 0``) and at least one later record present (``T >= 1``, each term a
-        presence the step's items are made of), as ``32 C0 + 32 hdr - 32 F + T >= 65``.
+        Item j is a ``VAL(s, lane)`` (its slot emits, so a later active lane of the slot
+        or a later slot that emits has records) or a ``MEM`` item; after them come the
+        ``PVAL`` tokens, the other ``MEM`` items, the ``ENT`` and ``WST`` records.
         """
         m, N = self.m, self.m.lanes
         EN, ST = ent_layout(m), wst_layout(m)
-        later = [(self.ctx_m[k], 1) for k in range(lane + 1, N)]
-        later += [(self.f[k]["emit"][0], 1) for k in range(s + 1, m.slots_per_block)]
-        later += [(self.tf["pemit"][0], 1)]
-        later += [(self.l_mem_meta[(a, b)][MEM_WORD_BITS], 1) for kind, a, b in items if kind == "MEM"]
+        kind, s, lane = items[j]
+        later = []
+        if kind == "VAL":
+            later += [(self.ctx_m[k], 1) for k in range(lane + 1, N)]
+            later += [(self.f[k]["emit"][0], 1) for k in range(s + 1, m.slots_per_block)]
+            later += [(self.tf["pemit"][0], 1)]
+        later += [(self.l_mem_meta[(a, b)][MEM_WORD_BITS], 1) for k, (kd, a, b) in enumerate(items)
+                  if kd == "MEM" and k > j]
         later += [(self.l_ent[k][EN.bits + LEVEL_BITS], 1) for k in range(ENT_ITEMS)]
         later += [(self.l_wst[w][ST.bits], 1) for w in range(m.max_warps)]
+        return later
+
+    def short_record_end(self, E1: int, j: int, header: int, later: list, cur_j: int) -> None:
+        """A ``VAL`` or ``MEM`` record (item ``j``, its header's context dim ``header``) ends
+        at its ``C0`` when the value fits that chunk and a later record of the step follows.
+
+        The register and memory heads write a row where the header is three tokens back,
+        from ``C0`` two back, ``C1`` one back and ``C2`` the current token: after
+        ``HDR C0 X Y`` with X no ``C1`` (and so Y no ``C2``), the write at Y takes C0's 11
+        bits and zeros, the value itself. A later record of the step makes X a header, so
+        Y comes no later than the next ``EXEC``, whose pass writes before it reads: every
+        read sees the value. One gate: ``C0``, the header, no bus bit above the chunk
+        (``F = 0``) and at least one later record (``T >= 1``, ``later_records``), as
+        ``B C0 + B hdr - B F + T >= 2 B + 1`` with ``B`` above any ``T``.
+        """
         big = len(later) + 1
         high = [(self.l_value[i], -big) for i in range(CHUNK_BITS[0], 32)]
-        self.gate(E1, f"em.short{j}", [(self.t.kind["C0"], big), (self.ctx_hdr_val[s * N + lane], big)] + high + later,
+        self.gate(E1, f"em.short{j}", [(self.t.kind["C0"], big), (header, big)] + high + later,
                   2 * big + 1, [(cur_j, 1), (self.emit_short, 1)])
 
     def emit_pending(self, E2: int, items: list, n_exec: int, present, cur, start) -> tuple:

@@ -2,8 +2,8 @@
 
 One source of truth for host, compiler and dashboard. A token is a kind plus small
 integer fields; ids are dense and fixed by the machine definition. Records (a header
-and up to three 11-bit chunks; a ``VAL`` whose value fits 11 bits, header and ``C0``
-only, ``short_val``) carry 32-bit payloads: the causal conv1d of the
+and up to three 11-bit chunks; a ``VAL`` or ``MEM`` the model writes whose value fits
+11 bits, header and ``C0`` only, ``short_record``) carry 32-bit payloads: the causal conv1d of the
 Gated DeltaNet combines a record's tokens into one state-row write (docs/CIRCUIT.md).
 
 =========  ===============================  ============================================
@@ -39,6 +39,7 @@ CHUNK_BITS = (11, 11, 10)
 CHUNK_KINDS = ("C0", "C1", "C2")  # the payload chunk tokens, in order
 RECORD_TOKENS = 1 + len(CHUNK_KINDS)  # a record: its header and the payload chunks
 RECORD_KINDS = ("VAL", "MEM", "ENT", "WST", "PROG")  # headers followed by the three chunks
+SHORT_KINDS = ("VAL", "MEM")  # records the model may end at C0 (``short_record``)
 CHUNK_SHIFT = (0, 11, 22)
 FAULT_CODES = {
     0: "SIMT stack overflow (branches nested too deep for the model's stack)",
@@ -130,7 +131,7 @@ class Vocab:
 
     def record(self, header_id: int, value: int, *, short: bool = False) -> list[int]:
         """A header followed by the three chunks of a 32-bit value; ``short``: by ``C0``
-        alone (a ``VAL`` whose value fits the first chunk, see ``short_val``)."""
+        alone (a value that fits the first chunk, see ``short_record``)."""
         value &= 0xFFFFFFFF
         chunks = [self.id(f"C{j}", value=(value >> CHUNK_SHIFT[j]) & ((1 << CHUNK_BITS[j]) - 1)) for j in range(3)]
         if short:
@@ -140,26 +141,26 @@ class Vocab:
         return [header_id] + chunks
 
 
-def short_val(value: int, later_record: bool) -> bool:
-    """Whether a ``VAL`` record is written short: header and ``C0``, no ``C1``/``C2``.
+def short_record(kind: str, value: int, later_record: bool) -> bool:
+    """Whether a record the model writes is short: header and ``C0``, no ``C1``/``C2``.
 
-    When its value fits the first chunk (0 .. 2^11-1) and another record of the same
-    step follows it. The register heads write three tokens after the header, from the
-    chunks at their places; a ``C0`` not followed by ``C1`` leaves zeros there, the
-    value's high bits. The record after it keeps that write before the next ``EXEC``
-    reads the registers (docs/CIRCUIT.md, "Token protocol").
+    A ``VAL`` or ``MEM`` record, when its value fits the first chunk (0 .. 2^11-1) and
+    another record of the same step follows it. The register and memory heads write
+    three tokens after the header, from the chunks at their places; a ``C0`` not
+    followed by ``C1`` leaves zeros there, the value's high bits. The record after it
+    keeps that write before the next ``EXEC`` reads (docs/CIRCUIT.md, "Token protocol").
     """
-    return later_record and 0 <= (value & 0xFFFFFFFF) < (1 << CHUNK_BITS[0])
+    return kind in SHORT_KINDS and later_record and 0 <= (value & 0xFFFFFFFF) < (1 << CHUNK_BITS[0])
 
 
 def record_end(kinds: list[str], i: int) -> int:
     """Where the record whose header is ``kinds[i]`` ends (one past its last token).
 
-    A record header takes the three chunks after it, or a ``VAL`` header ``C0`` alone
+    A record header takes the three chunks after it, or a ``VAL``/``MEM`` header ``C0`` alone
     when no ``C1`` follows (a short record); any other token is a record of its own."""
     if kinds[i] not in RECORD_KINDS:
         return i + 1
-    if kinds[i] == "VAL" and kinds[i + 1:i + 2] == ["C0"] and kinds[i + 2:i + 3] != ["C1"]:
+    if kinds[i] in SHORT_KINDS and kinds[i + 1:i + 2] == ["C0"] and kinds[i + 2:i + 3] != ["C1"]:
         return i + 2
     return min(len(kinds), i + 1 + len(CHUNK_KINDS))
 

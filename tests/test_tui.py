@@ -21,7 +21,7 @@ import pytest
 
 pytest.importorskip("textual")
 
-from qwengpu_mlx.vocab import chunk_value  # noqa: E402
+from qwengpu_mlx.vocab import chunk_value, record_end  # noqa: E402
 from qwengpu_mlx.tui.app import DashboardApp  # noqa: E402
 from qwengpu_mlx.tui.chat import NEEDS_CHECKPOINT, ChatBackend, NoChat, chat_backend  # noqa: E402
 from qwengpu_mlx.tui.commands import CommandError, parse  # noqa: E402
@@ -208,9 +208,10 @@ def _registers_from_vals(decoded, program) -> dict:
     for i, t in enumerate(decoded):
         if t.kind == "EXEC":
             block, warp = t.get("block"), t.get("warp")
-        elif t.kind == "VAL":
+        elif t.kind == "VAL":  # a full record has three chunks, a short one C0 alone
             dst = program.blocks[block].instrs[t.get("slot")].dst
-            regs[(warp, t.get("lane"), dst)] = chunk_value(decoded[i + 1:i + 4])
+            end = record_end([d.kind for d in decoded], i)
+            regs[(warp, t.get("lane"), dst)] = chunk_value(decoded[i + 1:end])
     return regs
 
 
@@ -230,7 +231,7 @@ def test_dot_launch_streams_tokens_and_machine_state():
             assert "EXEC(0, 0, 15)" in text and "B0 w0 mask 1111 (lanes 0,1,2,3)" in text
             assert "STOP" in text.splitlines()[-1]
             kinds = screen.decoder.kinds
-            assert kinds["EXEC"] >= 4 and kinds["VAL"] >= 3 and kinds["MEM"] >= 1 and kinds["STOP"] == 1
+            assert kinds["EXEC"] >= 2 and kinds["VAL"] >= 3 and kinds["MEM"] >= 1 and kinds["STOP"] == 1
             assert "mem[6] out[0]" in text and "= 32" in text  # a MEM record, joined from its chunks
             # long lines wrap inside the pane (none is cut at its right edge), their text whole
             stream = screen.launch_pane.stream
@@ -250,7 +251,8 @@ def test_dot_launch_streams_tokens_and_machine_state():
             # the registers agree with the VAL records of the launch, decoded here on their own
             expect = _registers_from_vals(out.launch.decoded, out.program)
             assert expect and st.regs == expect
-            assert all(lane != 3 for (_, lane, _) in st.regs)  # lane 3 is masked off by i < n
+            # lane 3 has no element (i < n fails): its guarded load keeps the register's old value, 0
+            assert [v for (_, lane, _), v in st.regs.items() if lane == 3] == [0]
             last_exec = [t for t in out.launch.decoded if t.kind == "EXEC"][-1]
             assert st.mask == last_exec.get("mask")
             regs_text = screen.machine_pane.registers_text()

@@ -25,7 +25,7 @@ from qwengpu_mlx import records
 from qwengpu_mlx.isa import Program
 from qwengpu_mlx.machine import DEFAULT_MACHINE, MachineConfig, to_signed
 from qwengpu_mlx.records import mask_bits  # noqa: F401 - re-exported for the panes
-from qwengpu_mlx.vocab import CHUNK_KINDS, FAULT_CODES, RECORD_KINDS, Token, chunk_value, vocab_for
+from qwengpu_mlx.vocab import CHUNK_KINDS, FAULT_CODES, RECORD_KINDS, SHORT_KINDS, Token, chunk_value, vocab_for
 
 def lane_list(mask: int, lanes: int = 4) -> str:
     return ",".join(str(lane) for lane in range(lanes) if mask >> lane & 1) or "none"
@@ -99,6 +99,7 @@ class LaunchDecoder:
         self.state = MachineState(program, machine)
         self.lines: list[Line] = []
         self.count = 0  # generated tokens seen
+        self.closed: Line | None = None  # the short record the last token ended, if any
         self.kinds: dict[str, int] = {}
         self._open: Line | None = None  # record awaiting chunks
         self._open_token: Token | None = None
@@ -132,9 +133,13 @@ class LaunchDecoder:
 
     # ------------------------------------------------------------------ tokens
     def feed(self, token_id: int, tok: Token) -> tuple[str, Line | None]:
-        """One generated token -> ("new", line), ("replace", line) or ("none", None)."""
+        """One generated token -> ("new", line), ("replace", line) or ("none", None).
+
+        A token after a short ``VAL``/``MEM`` record (header and ``C0``) completes it as well:
+        ``closed`` is then that record's line, to be redrawn."""
         idx = self.count
         self.count += 1
+        self.closed = None  # a short record this token ended (its line changed too)
         self.kinds[tok.kind] = self.kinds.get(tok.kind, 0) + 1
         st = self.state
         lanes = self.machine.lanes
@@ -151,12 +156,12 @@ class LaunchDecoder:
             else:
                 line.meaning = self._pending(self._open_token, line.chunks)
             return "replace", line
-        # anything else ends the open record: a short VAL (its C0 alone) is complete, others unfinished
-        if self._open is not None and self._open_token.kind == "VAL" and len(self._chunks) == 1 \
-                and tok.kind != "C1":
+        # anything else ends the open record: a short one (its C0 alone) is complete, others unfinished
+        if self._open is not None and self._open_token.kind in SHORT_KINDS and len(self._chunks) == 1:
             value = chunk_value(self._chunks)
             self._open.value = value
             self._open.meaning = self._complete(self._open_token, value)
+            self.closed = self._open
         self._open = self._open_token = None
         self._chunks = []
         if tok.kind in ("EXEC", "CTA"):  # highlights show what the current step wrote

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from qwengpu_mlx.errors import MemoryFault
 from qwengpu_mlx.isa import Program
 from qwengpu_mlx.machine import MachineConfig, to_signed
-from qwengpu_mlx.vocab import CHUNK_KINDS, RECORD_KINDS, Vocab, chunk_value, record_end, vocab_for
+from qwengpu_mlx.vocab import CHUNK_KINDS, RECORD_KINDS, SHORT_KINDS, Vocab, chunk_value, record_end, vocab_for
 
 from .expect import Segment, expected_segments
 
@@ -74,7 +74,7 @@ def describe_tokens(tokens: list[int], vocab: Vocab) -> str:
         return "nothing"
     head = vocab[tokens[0]]
     kinds = [vocab[t].kind for t in tokens[1:]]
-    if head.kind in RECORD_KINDS and (kinds == list(CHUNK_KINDS) or (head.kind == "VAL" and kinds == ["C0"])):
+    if head.kind in RECORD_KINDS and (kinds == list(CHUNK_KINDS) or (head.kind in SHORT_KINDS and kinds == ["C0"])):
         return f"{head} = {to_signed(chunk_value([vocab[t] for t in tokens[1:]]))}"
     return " ".join(str(vocab[t]) for t in tokens)
 

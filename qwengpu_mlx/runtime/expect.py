@@ -31,7 +31,7 @@ from qwengpu_mlx.host.reference import EXIT_PC
 from qwengpu_mlx.isa import Program
 from qwengpu_mlx.machine import MachineConfig, to_signed
 from qwengpu_mlx.records import describe_ent, describe_wst, ent_payload, mask_bits, wst_payload
-from qwengpu_mlx.vocab import FAULT_CODES, ENT_ITEMS, chunk_value, short_val, vocab_for
+from qwengpu_mlx.vocab import FAULT_CODES, ENT_ITEMS, chunk_value, short_record, vocab_for
 
 ENT_ROLES = ("reconverge", "other", "taken")  # ENT item k carries the entry of role k
 assert len(ENT_ROLES) == ENT_ITEMS
@@ -122,16 +122,16 @@ class LaunchExpectation:
         shadow.apply(rec, self.pemit[rec.block])
         seg.records += self.vals(rec, shadow) + self.pvals(rec, shadow) + self.mems(rec)
         seg.records += self.ents(rec) + self.wsts(rec)
-        self.shorten_vals(seg)
+        self.shorten(seg)
         return seg
 
-    def shorten_vals(self, seg: Segment) -> None:
-        """``VAL`` records whose value fits one chunk, with another record after them, end at ``C0``."""
+    def shorten(self, seg: Segment) -> None:
+        """``VAL``/``MEM`` records whose value fits one chunk, with another record after them, end at ``C0``."""
         for k, rec in enumerate(seg.records):
             head = self.v[rec.tokens[0]]
-            if head.kind == "VAL":
+            if len(rec.tokens) > 1:
                 value = chunk_value([self.v[t] for t in rec.tokens[1:]])
-                if short_val(value, later_record=k + 1 < len(seg.records)):
+                if short_record(head.kind, value, later_record=k + 1 < len(seg.records)):
                     rec.tokens = self.v.record(rec.tokens[0], value, short=True)
 
     def vals(self, rec, shadow: _Shadow) -> list[ExpectedRecord]:

@@ -257,7 +257,9 @@ class MainScreen(Screen):
                 self.launch_pane.add(line)
             else:
                 self.launch_pane.update(line)
-        if tok.kind not in ("C0", "C1") and tok.kind not in ("VAL", "MEM", "ENT", "WST"):
+        if dec.closed is not None:
+            self.launch_pane.update(dec.closed)
+        if dec.closed is not None or (tok.kind not in ("C0", "C1") and tok.kind not in ("VAL", "MEM", "ENT", "WST")):
             self.machine_pane.refresh_state()  # records update the machine on their last chunk
         elapsed = time.perf_counter() - self._t_begin
         self.status_bar.set(tokens=dec.count, steps=dec.kinds.get("EXEC", 0),
