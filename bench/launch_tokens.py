@@ -47,8 +47,8 @@ def launch_segments(folder: Path, name: str, few_tokens: bool, args: dict | None
 def launch_kinds(folder: Path, name: str, few_tokens: bool, args: dict | None = None) -> tuple[Counter, int]:
     """(tokens by the kind of their record's header, EXEC steps) of one kernel's launch.
 
-    ``kinds["SHORTENED"]``: the tokens short records save against full 4-token ones
-    (the record format before them), counted apart from the totals."""
+    ``kinds["SHORTENED"]``: the tokens short and ``VALU`` records save against a full
+    4-token record per lane (the record format before them), counted apart from the totals."""
     v = vocab_for(DEFAULT_MACHINE)
     segs, steps = launch_segments(folder, name, few_tokens, args)
     kinds = Counter()
@@ -56,7 +56,8 @@ def launch_kinds(folder: Path, name: str, few_tokens: bool, args: dict | None = 
         for rec in seg.records:
             kind = v[rec.tokens[0]].kind
             kinds[kind] += len(rec.tokens)
-            kinds["SHORTENED"] += RECORD_TOKENS - len(rec.tokens) if kind in SHORT_KINDS else 0
+            full = DEFAULT_MACHINE.lanes * RECORD_TOKENS if kind == "VALU" else RECORD_TOKENS
+            kinds["SHORTENED"] += full - len(rec.tokens) if kind in SHORT_KINDS else 0
     return kinds, steps
 
 

@@ -36,12 +36,14 @@ class EmitStage:
         L = self.linear_at_or_after(L)
         self.l_value = self.alloc("latch.value", 32, value_range=BIT)  # the bus of register and memory values
         self.l_mem_meta = {}
+        self.l_uniform = [self.slot_uniform(s, io) for s, io in enumerate(slots)]
         for s, io in enumerate(slots):
             self.latch_slot_values(s, io)
             for lane in range(N):
                 self.l_mem_meta[(s, lane)], L = self.single_row_latch(
                     L, f"latch.memm.s{s}l{lane}", list(io.mem_word[lane].dims) + [io.mem_present[lane]])
         self.l_pfin, L = self.single_row_latch(L, "latch.pfin", [d for lane in range(N) for d in self.pfin[lane].dims])
+        self.l_uniform, L = self.single_row_latch(L, "latch.uniform", self.l_uniform)
         next_bits = list(ctl.nb.dims) + list(ctl.nw.dims) + list(ctl.nm.dims) + [ctl.nk[k] for k in NEXT_KINDS]
         assert len(next_bits) == next_layout(m).bits  # the latch holds the next token as ``records`` lays it out
         self.l_next, L = self.single_row_latch(L, "latch.next", next_bits)
@@ -56,6 +58,34 @@ class EmitStage:
                                            + [ctl.ent_present[k]])
             self.l_ent.append(out)
         return L + 1
+
+    def slot_uniform(self, s: int, io) -> int:
+        """A dim that is 1 where slot ``s`` ran on two lanes or more and left the same value in each.
+
+        Per pair of lanes and byte k, two gates test ``byte_k(res_a) - byte_k(res_b)`` for
+        >= 0 and <= 0 (exact integer sums of bits) into the pair's count, 8 only when
+        every byte is equal; a pair of active lanes with a smaller count is a mismatch
+        (``9 m_a + 9 m_b - count >= 11``). Then one gate: no mismatch and two active
+        lanes, ``sum(mask) - 5 sum(mismatch) >= 2``.
+        """
+        N, res, L = self.m.lanes, io.res, self.slot_end[s]
+        mismatches = []
+        for a in range(N):
+            for b in range(a + 1, N):
+                count = self.alloc(f"uniform.count.s{s}.{a}{b}", 1, value_range=(0.0, 8.0))[0]
+                for k in range(4):
+                    diff = [(res[a][8 * k + i], 2 ** i) for i in range(8)] + \
+                           [(res[b][8 * k + i], -(2 ** i)) for i in range(8)]
+                    self.gate(L, f"uniform.ge.s{s}.{a}{b}k{k}", diff, 0, [(count, 1)])
+                    self.gate(L, f"uniform.le.s{s}.{a}{b}k{k}", [(d, -w) for d, w in diff], 0, [(count, 1)])
+                bad = self.alloc(f"uniform.mismatch.s{s}.{a}{b}", 1, value_range=BIT)[0]
+                self.gate(L + 1, f"uniform.mismatch.s{s}.{a}{b}",
+                          [(self.ctx_m[a], 9), (self.ctx_m[b], 9), (count, -1)], 11, [(bad, 1)])
+                mismatches.append(bad)
+        uniform = self.alloc(f"uniform.s{s}", 1, value_range=BIT)[0]
+        self.gate(L + 2, f"uniform.s{s}", [(self.ctx_m[lane], 1) for lane in range(N)]
+                  + [(bad, -5) for bad in mismatches], 2, [(uniform, 1)])
+        return uniform
 
     def single_row_latch(self, L: int, name: str, sources: list) -> tuple:
         """A head at the first linear layer from ``L`` with room that holds ``sources`` from the
@@ -88,7 +118,11 @@ class EmitStage:
                 for i, d in enumerate(src.dims):
                     h.value_bit(i, d, CURRENT)
                     h.read_bit(i, self.l_value[i])
-                self.decoded_query(h, 0, [(hdr, 1)], 1)
+                # a VALU(s) record carries the first active lane's value, the same in every active lane
+                if kind == "res":
+                    self.decoded_query(h, 0, [(hdr, 2), (self.ctx_hdr_valu[s], 1), (self.ctx_first[lane], 1)], 2)
+                else:
+                    self.decoded_query(h, 0, [(hdr, 1)], 1)
 
     # ------------------------------------------------------------------ emit
 
@@ -112,10 +146,13 @@ class EmitStage:
         return E4 + 1
 
     def record_items(self) -> tuple[list, int]:
-        """(the records an EXEC step may emit, in order, then a block start's; how many are the step's)."""
+        """(the records an EXEC step may emit, in order, then a block start's; how many are the step's).
+
+        A slot's results: one ``VALU`` when two lanes or more ran and hold the same
+        value, else a ``VAL`` per active lane."""
         m = self.m
         N, S, W = m.lanes, m.slots_per_block, m.max_warps
-        items = [("VAL", s, lane) for s in range(S) for lane in range(N)]
+        items = [it for s in range(S) for it in [("VALU", s, None)] + [("VAL", s, lane) for lane in range(N)]]
         items += [("PVAL", None, lane) for lane in range(N)]
         items += [("MEM", s, lane) for s in range(S) for lane in range(N)]
         items += [("ENT", k, None) for k in range(ENT_ITEMS)]
@@ -140,8 +177,13 @@ class EmitStage:
         self.emit_short = self.alloc("emit.short", 1, value_range=BIT)[0]  # the current C0 ends a short record
         for j, (kind, a, b) in enumerate(items):
             nph = [(ph, -1)]
-            if kind == "VAL":
-                self.gate(E1, f"em.pr{j}", [(emit_bits[a], 1), (self.ctx_m[b], 1)] + nph, 2, [(present[j], 1)])
+            if kind == "VALU":  # one record for the slot's value, the same in every lane
+                self.gate(E1, f"em.pr{j}", [(emit_bits[a], 1), (self.l_uniform[a], 1)] + nph, 2, [(present[j], 1)])
+                self.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx_hdr_valu[a], 1)], 2, [(cur[j], 1)])
+                self.short_record_end(E1, j, self.ctx_hdr_valu[a], self.later_records(items, j), cur[j])
+            elif kind == "VAL":
+                self.gate(E1, f"em.pr{j}", [(emit_bits[a], 1), (self.ctx_m[b], 1), (self.l_uniform[a], -1)] + nph, 2,
+                          [(present[j], 1)])
                 self.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx_hdr_val[a * N + b], 1)], 2, [(cur[j], 1)])
                 self.short_record_end(E1, j, self.ctx_hdr_val[a * N + b], self.later_records(items, j), cur[j])
             elif kind == "PVAL":
@@ -178,8 +220,8 @@ class EmitStage:
         EN, ST = ent_layout(m), wst_layout(m)
         kind, s, lane = items[j]
         later = []
-        if kind == "VAL":
-            later += [(self.ctx_m[k], 1) for k in range(lane + 1, N)]
+        if kind in ("VAL", "VALU"):
+            later += [(self.ctx_m[k], 1) for k in range(lane + 1, N)] if kind == "VAL" else []
             later += [(self.f[k]["emit"][0], 1) for k in range(s + 1, m.slots_per_block)]
             later += [(self.tf["pemit"][0], 1)]
         later += [(self.l_mem_meta[(a, b)][MEM_WORD_BITS], 1) for k, (kd, a, b) in enumerate(items)
@@ -218,7 +260,7 @@ class EmitStage:
             terms = [(present[j], 1), (begin, 1)] + [(cur[k], 1) for k in range(lo, j)]
             self.gate(E2, f"em.g{j}", terms, 2, [(g[j], 1)])
         mid = self.alloc("emit.mid", 3)
-        self.gate(E2, "em.mid0", [(t.kind[k], 1) for k in ("VAL", "MEM", "ENT", "WST")], 1, [(mid[0], 1)])
+        self.gate(E2, "em.mid0", [(t.kind[k], 1) for k in ("VAL", "VALU", "MEM", "ENT", "WST")], 1, [(mid[0], 1)])
         self.gate(E2, "em.mid1", [(t.kind["C0"], 1), (self.emit_short, -1)], 1, [(mid[1], 1)])
         self.gate(E2, "em.mid2", [(t.kind["C1"], 1)], 1, [(mid[2], 1)])
         live_x = self.alloc("emit.live_exec", 1)[0]
@@ -271,7 +313,10 @@ class EmitStage:
         m, N = self.m, self.m.lanes
         for j, (kind, a, b) in enumerate(items):
             o = f"em.o{j}"
-            if kind == "VAL":
+            if kind == "VALU":
+                self.emit_class(E4, o, "VALU", [(sel[j], 1)], 1)
+                self.const_field_bits(E4, o, "VALU", "slot", a, sel[j])
+            elif kind == "VAL":
                 self.emit_class(E4, o, "VAL", [(sel[j], 1)], 1)
                 self.const_field_bits(E4, o, "VAL", "slot", a, sel[j])
                 self.const_field_bits(E4, o, "VAL", "lane", b, sel[j])

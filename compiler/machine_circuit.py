@@ -206,11 +206,12 @@ class MachineCircuit(SlotStage, EmitStage):
         self.ctx_hdr_vl = self.alloc("ctx.hdr.val.lane", N)
         self.ctx_hdr_ent = self.alloc("ctx.hdr.ent", ENT_ITEMS)
         self.ctx_hdr_wst = self.alloc("ctx.hdr.wst", m.max_warps)
-        single("ctx.hdr", [t.kind["VAL"], t.kind["MEM"], t.kind["ENT"], t.kind["WST"]],
+        self.ctx_hdr_vu = self.alloc("ctx.hdr.valu", 1)  # the last header was a VALU (its slot: ctx_hdr_vs)
+        single("ctx.hdr", [t.kind["VAL"], t.kind["VALU"], t.kind["MEM"], t.kind["ENT"], t.kind["WST"]],
                list(t.val_slot.dims) + list(t.val_lane.dims) + list(t.mem_item.dims) + list(t.ent_item.dims)
-               + list(t.wst_w.dims),
+               + list(t.wst_w.dims) + [t.kind["VALU"]],
                list(self.ctx_hdr_vs.dims) + list(self.ctx_hdr_vl.dims) + list(self.ctx_hdr_mem.dims)
-               + list(self.ctx_hdr_ent.dims) + list(self.ctx_hdr_wst.dims))
+               + list(self.ctx_hdr_ent.dims) + list(self.ctx_hdr_wst.dims) + list(self.ctx_hdr_vu.dims))
 
     def read_rom(self, L: int, name: str, pieces: dict[int, list[int]]) -> dict[int, int]:
         """ROM heads at layer ``L`` (query: ctx.block), one per piece, reading the listed bits.
@@ -352,11 +353,24 @@ class MachineCircuit(SlotStage, EmitStage):
             for w in range(m.max_warps):
                 self.gate(L, f"pkey.l{lane}w{w}", [(t.pval_lane[lane], 1), (self.ctx_w[w], 1)], 2,
                           [(self.pkey[lane][w], 1)])
-        # VAL(s, l) header currently open (for emission): slot x lane one-hot
+        # register-write lanes: VAL(s, l) writes lane l; VALU(s) every lane the last EXEC ran
+        self.val_wlane = self.alloc("val.wlane", m.lanes)
+        for lane in range(m.lanes):
+            self.gate(L, f"val.wlane{lane}", [(t.val_lane[lane], 2), (t.kind["VALU"], 1), (self.ctx_m[lane], 1)], 2,
+                      [(self.val_wlane[lane], 1)])
+        # VAL(s, l) header currently open (for emission): slot x lane one-hot; VALU(s): slot one-hot
         for s in range(S):
             for lane in range(m.lanes):
                 self.gate(L, f"hdr.val.s{s}l{lane}", [(self.ctx_hdr_vs[s], 1), (self.ctx_hdr_vl[lane], 1)], 2,
                           [(self.ctx_hdr_val[s * m.lanes + lane], 1)])
+        self.ctx_first = self.alloc("ctx.mask.first", m.lanes)  # the first lane of the last EXEC's mask
+        for lane in range(m.lanes):
+            self.gate(L, f"mask.first{lane}", [(self.ctx_m[lane], lane + 1)] + [(self.ctx_m[k], -1) for k in range(lane)],
+                      lane + 1, [(self.ctx_first[lane], 1)])
+        self.ctx_hdr_valu = self.alloc("ctx.hdr.valu.slot", S)
+        for s in range(S):
+            self.gate(L, f"hdr.valu.s{s}", [(self.ctx_hdr_vs[s], 1), (self.ctx_hdr_vu[0], 1)], 2,
+                      [(self.ctx_hdr_valu[s], 1)])
         # predicate file reads (layer L+1 mixer)
         Lp = self.linear_at_or_after(L + 1)
         self.pfile = []

@@ -80,7 +80,7 @@ class SlotStage:
                 for w in range(m.max_warps):
                     for r in range(1, R):  # row 0 reads 0: never written, never read
                         terms, th = eq_terms(self.val_dst.dims, r)
-                        self.decoded_key(h, w * R + r, terms + [(t.val_lane[lane], 1), (self.ctx_w[w], 1)],
+                        self.decoded_key(h, w * R + r, terms + [(self.val_wlane[lane], 1), (self.ctx_w[w], 1)],
                                          th + 2, tap=0)
                         terms, th = eq_terms(self.f[s][f"src_{X}"], r)
                         self.decoded_query(h, w * R + r, terms + [(self.ctx_w[w], 1)], th + 1)

@@ -17,7 +17,7 @@ from qwengpu_mlx.vocab import CHUNK_BITS, ENT_ITEMS, MAX_GRID, STACK_LEVELS, Voc
 from .residual import ResidualLayout
 
 KINDS = ["PROG", "MEM", "C0", "C1", "C2", "DIMS", "GRID", "GO", "CTA", "EXEC", "VAL", "PVAL", "ENT", "WST",
-         "STOP", "FAULT"]
+         "STOP", "FAULT", "VALU"]
 OUT_GAIN = 64.0
 
 
@@ -74,6 +74,7 @@ class TokenDims:
             "WST": [("warp", _bits(m.max_warps))],
             "EXEC": [("block", _bits(m.rom_blocks)), ("warp", _bits(m.max_warps)), ("mask", m.lanes)],
             "VAL": [("slot", _bits(m.slots_per_block)), ("lane", _bits(m.lanes))],
+            "VALU": [("slot", _bits(m.slots_per_block))],
             "PVAL": [("lane", _bits(m.lanes)), ("bits", m.preds)],
             "FAULT": [("code", 2)],
         }
@@ -110,6 +111,8 @@ class TokenDims:
             elif tok.kind == "VAL":
                 x[self.val_slot[f["slot"]]] = 1.0
                 x[self.val_lane[f["lane"]]] = 1.0
+            elif tok.kind == "VALU":  # the slot one-hot as VAL's; no lane: every lane
+                x[self.val_slot[f["slot"]]] = 1.0
             elif tok.kind == "PVAL":
                 x[self.pval_lane[f["lane"]]] = 1.0
                 _set_bits(x, self.pval_bits, f["bits"])

@@ -25,6 +25,8 @@ WST        warp                             header: warp status (state, depth, e
                                             lanes, resume block and mask)
 STOP       -                                end of the launch
 FAULT      code                             the launch stopped: see FAULT_CODES
+VALU       slot                             header: slot's register result, the same in
+                                            every lane the last EXEC ran
 =========  ===============================  ============================================
 """
 
@@ -38,8 +40,8 @@ from .machine import DEFAULT_MACHINE, MachineConfig
 CHUNK_BITS = (11, 11, 10)
 CHUNK_KINDS = ("C0", "C1", "C2")  # the payload chunk tokens, in order
 RECORD_TOKENS = 1 + len(CHUNK_KINDS)  # a record: its header and the payload chunks
-RECORD_KINDS = ("VAL", "MEM", "ENT", "WST", "PROG")  # headers followed by the three chunks
-SHORT_KINDS = ("VAL", "MEM")  # records the model may end at C0 (``short_record``)
+RECORD_KINDS = ("VAL", "VALU", "MEM", "ENT", "WST", "PROG")  # headers followed by the three chunks
+SHORT_KINDS = ("VAL", "VALU", "MEM")  # records the model may end at C0 (``short_record``)
 CHUNK_SHIFT = (0, 11, 22)
 FAULT_CODES = {
     0: "SIMT stack overflow (branches nested too deep for the model's stack)",
@@ -113,6 +115,8 @@ class Vocab:
         add("STOP")
         for code in FAULT_CODES:
             add("FAULT", code=code)
+        for s in range(m.slots_per_block):  # last, so that the ids before them stay as they were
+            add("VALU", slot=s)
         self.tokens = toks
         self.ids = {t: i for i, t in enumerate(toks)}
 
@@ -144,7 +148,7 @@ class Vocab:
 def short_record(kind: str, value: int, later_record: bool) -> bool:
     """Whether a record the model writes is short: header and ``C0``, no ``C1``/``C2``.
 
-    A ``VAL`` or ``MEM`` record, when its value fits the first chunk (0 .. 2^11-1) and
+    A ``VAL``, ``VALU`` or ``MEM`` record, when its value fits the first chunk (0 .. 2^11-1) and
     another record of the same step follows it. The register and memory heads write
     three tokens after the header, from the chunks at their places; a ``C0`` not
     followed by ``C1`` leaves zeros there, the value's high bits. The record after it

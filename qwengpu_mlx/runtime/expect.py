@@ -8,7 +8,9 @@ then per step its ``EXEC`` token and the records that go back down:
 
 * ``VAL(s, l)`` for every active lane ``l`` and every slot ``s`` that is the block's
   last write of a live-out register (the value after the step: a lane whose guard
-  failed keeps the old value);
+  failed keeps the old value); one ``VALU(s)`` instead when two lanes or more ran and
+  all hold the same value; a ``VAL``/``VALU``/``MEM`` whose value fits 11 bits is
+  header and ``C0`` when a later record of the step follows (``vocab.short_record``);
 * ``PVAL(l, bits)`` for every active lane when the block writes a live-out predicate;
 * ``MEM(item, addr)`` for each store of each lane, and once per atomically updated word
   (from the last lane that added to it), slot by slot;
@@ -135,10 +137,17 @@ class LaunchExpectation:
                     rec.tokens = self.v.record(rec.tokens[0], value, short=True)
 
     def vals(self, rec, shadow: _Shadow) -> list[ExpectedRecord]:
+        """Per returned register: one ``VALU`` when two lanes or more ran and hold the same
+        value (the model's register heads write it into every active lane), else a ``VAL`` per lane."""
         out = []
         for s, r in self.returned[rec.block]:
-            for lane in self._lanes(rec.mask):
-                value = shadow.regs.get((rec.warp, lane, r), 0)
+            values = {lane: shadow.regs.get((rec.warp, lane, r), 0) for lane in self._lanes(rec.mask)}
+            if len(values) >= 2 and len(set(values.values())) == 1:
+                value = next(iter(values.values()))
+                out.append(self.record(self.v.id("VALU", slot=s), value,
+                                       f"VALU({s}): r{r} = {to_signed(value)} in lanes {mask_bits(rec.mask, self.m.lanes)}"))
+                continue
+            for lane, value in values.items():
                 out.append(self.record(self.v.id("VAL", slot=s, lane=lane), value,
                                        f"VAL({s}, {lane}): lane {lane} r{r} = {to_signed(value)}", lane))
         return out
