@@ -11,11 +11,12 @@ gone where fewest records come back, ``host/packing.py``; short branches guarded
 the most tokens. Counting needs no model; that the model writes these launches exactly
 is ``bench/model_suite.py``'s job.
 
-The few-token launches have short ``VAL`` records (header and ``C0``) for values in
-0..2047 with a record after them in the step. Then bounds for record formats the
-circuit does not have yet, counted on the same launches (what each would save, before
-any circuit work): short records for negative 11-bit values and at a step's end too,
-and one record for a slot whose four lanes all ran and hold the same value.
+Both count today's record formats: short ``VAL``/``VALU``/``MEM`` records (header and
+``C0``) for values in 0..2047 with a record after them in the step, and one ``VALU``
+for a slot whose active lanes hold the same value; the first line also says what the
+plain lowering took with a full 4-token record per lane (the format before them). Then
+a bound for a format the circuit does not have: short records for negative 11-bit
+values and at a step's end too, counted on the same launches.
 """
 
 from __future__ import annotations
@@ -53,10 +54,12 @@ def launch_kinds(folder: Path, name: str, few_tokens: bool, args: dict | None = 
     segs, steps = launch_segments(folder, name, few_tokens, args)
     kinds = Counter()
     for seg in segs:
+        head = v[seg.records[0].tokens[0]]
+        lanes = bin(head.get("mask")).count("1") if head.kind == "EXEC" else 1
         for rec in seg.records:
             kind = v[rec.tokens[0]].kind
             kinds[kind] += len(rec.tokens)
-            full = DEFAULT_MACHINE.lanes * RECORD_TOKENS if kind == "VALU" else RECORD_TOKENS
+            full = lanes * RECORD_TOKENS if kind == "VALU" else RECORD_TOKENS
             kinds["SHORTENED"] += full - len(rec.tokens) if kind in SHORT_KINDS else 0
     return kinds, steps
 
@@ -65,25 +68,16 @@ def tokens(kinds: Counter) -> int:
     return sum(n for k, n in kinds.items() if k != "SHORTENED")
 
 
-def val_savings(segs) -> dict[str, int]:
-    """Tokens the what-if record formats would save on these segments' ``VAL`` records."""
+def signed_short_savings(segs) -> int:
+    """Tokens a short form for every 11-bit signed value (negative ones, and at a step's
+    end too) would save on these segments' full ``VAL``/``VALU``/``MEM`` records."""
     v = vocab_for(DEFAULT_MACHINE)
-    lanes = DEFAULT_MACHINE.lanes
-    saved = Counter()
+    saved = 0
     for seg in segs:
-        by_slot: dict[int, list[tuple[int, int]]] = {}
         for rec in seg.records:
-            head = v[rec.tokens[0]]
-            if head.kind == "VAL":
+            if v[rec.tokens[0]].kind in SHORT_KINDS and len(rec.tokens) == RECORD_TOKENS:
                 value = chunk_value([v[t] for t in rec.tokens[1:]])
-                by_slot.setdefault(head.get("slot"), []).append((value, len(rec.tokens)))
-        for group in by_slot.values():
-            signed_short = sum(2 for value, n in group if n == RECORD_TOKENS
-                               and -1024 <= (value - (1 << 32) if value >> 31 else value) < 1024)
-            uniform = len(group) == lanes and len({value for value, _ in group}) == 1
-            saved["signed"] += signed_short
-            saved["uniform"] += sum(n for _, n in group[1:]) if uniform else 0
-            saved["both"] += sum(n for _, n in group[1:]) + min(signed_short, 2) if uniform else signed_short
+                saved += 2 if -1024 <= (value - (1 << 32) if value >> 31 else value) < 1024 else 0
     return saved
 
 
@@ -113,19 +107,13 @@ def main() -> int:
     print("most tokens (few-token, plain):")
     for f, p, name in sorted(per_kernel, reverse=True)[:ns.top]:
         print(f"  {name:24s} {f:5d} {p:5d}")
-    saved, sdot_saved = Counter(), Counter()
-    for path in sorted(folder.glob("*.json")):
-        saved += val_savings(launch_segments(folder, path.stem, True)[0])
-    sdot_saved = val_savings(launch_segments(ROOT / "tests" / "kernels_machine", "shfl_dot", True)[0])
-    print("bounds for record formats the circuit lacks (few-token launches):")
-    for what, label in (("signed", "short VAL for negative 11-bit values and at a step's end too"),
-                        ("uniform", "one VAL for a slot's 4 equal lanes"), ("both", "both")):
-        print(f"  {label}: suite {few - saved[what]} tokens")
+    saved = sum(signed_short_savings(launch_segments(folder, p.stem, True)[0]) for p in sorted(folder.glob("*.json")))
+    print(f"bound for a record format the circuit lacks: short records for negative 11-bit values and at a "
+          f"step's end too: suite {few - saved} tokens")
     tests = ROOT / "tests" / "kernels_machine"
     sdot = [tokens(launch_kinds(tests, "shfl_dot", few)[0]) for few in (False, True)]
     print(f"shuffle-reduction dot product (its test arguments, products up to 11,000 and negative): "
-          f"plain {sdot[0]} tokens, few-token {sdot[1]} (ratio {sdot[1] / sdot[0]:.3f}); "
-          f"with both record formats {sdot[1] - sdot_saved['both']}")
+          f"plain {sdot[0]} tokens, few-token {sdot[1]} (ratio {sdot[1] / sdot[0]:.3f})")
     small = {"a": [1, 2, 3, 4], "b": [5, 6, 7, 8], "out": [0]}
     plain4 = launch_kinds(tests, "shfl_dot", False, small)[0]
     print(f"  with a = 1,2,3,4 and b = 5,6,7,8: plain lowering with 4-token records "

@@ -22,13 +22,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from itertools import islice
 
-from qwengpu_mlx.isa import Op
+from qwengpu_mlx.isa import Op, Special
 
 from .ir import LInstr, MBlock
 from .regalloc import _data_defs, _data_uses, _liveness, _pred_defs, _pred_uses, _term_pred
 
 Cutter = Callable[[Sequence[LInstr]], list[list[LInstr]]]
 MEMORY_OPS = (Op.LD, Op.ST, Op.ATOM_ADD)
+LANE_SPECIALS = ("tid.x", "laneid", "tid.x*4")  # the special registers that differ between lanes
 REORDER_UP_TO = 7
 """Runs of at most this many instructions try every order their dependencies allow."""
 MAX_ORDERS = 2000
@@ -43,6 +44,41 @@ def run_ends(blocks: list[MBlock]) -> dict[int, tuple[frozenset, frozenset, froz
     pout = _liveness(blocks, _pred_uses, _pred_defs, _term_pred)
     return {id(b.instrs[-1]): (frozenset(dout[b.index]), frozenset(pout[b.index]), frozenset(_term_pred(b)))
             for b in blocks if b.instrs}
+
+
+def uniform_values(blocks: list[MBlock]) -> set[str]:
+    """Virtual registers whose every definition gives each lane of a warp the same value.
+
+    Computed from immediates, the warp's uniform special registers and other such
+    registers by an unguarded instruction that is not a shuffle or an atomic: their
+    ``VAL`` records come back as one ``VALU`` (an estimate for the cost model: a lane
+    that missed a definition under divergence may hold another value, which costs tokens,
+    never correctness)."""
+    defs: dict[str, list[LInstr]] = {}
+    for b in blocks:
+        for it in b.instrs:
+            for d in _data_defs(it):
+                defs.setdefault(d, []).append(it)
+    uniform = set(defs)
+    changed = True
+    while changed:
+        changed = False
+        for name in sorted(uniform):
+            if not all(_uniform_def(it, uniform) for it in defs[name]):
+                uniform.discard(name)
+                changed = True
+    return uniform
+
+
+def _uniform_def(it: LInstr, uniform: set[str]) -> bool:
+    if it.guard is not None or it.op in (Op.SHFL, Op.ATOM_ADD) or it.psrcs:
+        return False
+    for src in it.srcs:
+        if isinstance(src, Special) and src.name in LANE_SPECIALS:
+            return False
+        if hasattr(src, "name") and not isinstance(src, Special) and src.name not in uniform:
+            return False
+    return True
 
 
 def _live_after(order: Sequence[LInstr], end: tuple) -> list[tuple[set, set]]:
@@ -102,6 +138,7 @@ def token_cutter(blocks: list[MBlock], slots: int, lanes: int, record_tokens: in
     hold these instruction objects); ``fits(instrs)``: whether they may share a block.
     """
     ends = run_ends(blocks)
+    uniform = uniform_values(blocks)
 
     def best_cut(order: list[LInstr], live: list) -> tuple[int, list[list[LInstr]]]:
         n = len(order)
@@ -114,7 +151,8 @@ def token_cutter(blocks: list[MBlock], slots: int, lanes: int, record_tokens: in
                     continue
                 regs = set().union(*(_data_defs(it) for it in seg)) & dlive
                 preds = set().union(*(_pred_defs(it) for it in seg)) & plive
-                cost = best[i][0] + 1 + lanes * (record_tokens * len(regs) + (1 if preds else 0))
+                records = len(regs & uniform) + lanes * len(regs - uniform)  # a VALU for a uniform value
+                cost = best[i][0] + 1 + record_tokens * records + (lanes if preds else 0)
                 if best[j] is None or cost < best[j][0]:
                     best[j] = (cost, i)
         segs, j = [], n

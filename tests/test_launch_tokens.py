@@ -11,6 +11,7 @@ the model writes it exactly is tested through the model in test_model_backend.py
 from __future__ import annotations
 
 import json
+from itertools import accumulate
 from pathlib import Path
 
 import pytest
@@ -57,9 +58,11 @@ def suite():
 def test_the_suite_takes_fewer_tokens_and_no_kernel_many_more(suite):
     plain = sum(p for p, _ in suite.values())
     few = sum(f for _, f in suite.values())
-    assert few <= 0.93 * plain, (plain, few)
+    assert few <= 0.92 * plain, (plain, few)
     for name, (p, f) in suite.items():
-        assert f <= 1.05 * p, (name, p, f)  # a guarded body runs on every lane: a few records more at worst
+        # a guarded body runs on every lane, and a block's values are costed before their
+        # records are known to be short or uniform: a few records more at worst
+        assert f <= 1.10 * p, (name, p, f)
 
 
 def test_the_shuffle_dot_in_fewer_than_two_thirds_of_the_tokens():
@@ -82,3 +85,50 @@ def test_a_guarded_write_to_an_unwritten_register_is_given_a_value_in_a_grid():
     zeroed = {i.dst for b in prog.blocks for i in b.instrs if i.op is Op.MOV and i.guard is None
               and (i.srcs[0] == Imm(0) or i.srcs[0] == Reg(0))}
     assert guarded and guarded <= zeroed
+
+
+def test_the_suite_and_the_shuffle_dot_within_the_goals(suite):
+    """Issue 13's goals on the complete launches: the suite in at most 22,000 tokens
+    (37,539 with the plain lowering and a 4-token record per lane) and the shuffle
+    dot product over small values in at most 47 (112 before)."""
+    assert sum(f for _, f in suite.values()) <= 22_000
+    small = {"a": [1, 2, 3, 4], "b": [5, 6, 7, 8], "out": [0]}
+    spec = json.loads((TEST_KERNELS / "shfl_dot.json").read_text())
+    prog = bind(compile_kernel(TEST_KERNELS / "shfl_dot.cu", spec["kernel"]), small, block=4, grid=1)
+    ref = reference_run(prog, DEFAULT_MACHINE, budget=DEFAULT_MACHINE.step_budget)
+    assert read_outputs(prog, ref.memory)["out"] == [1 * 5 + 2 * 6 + 3 * 7 + 4 * 8]
+    segs = expected_segments(prog, DEFAULT_MACHINE, ref.trace)
+    assert sum(len(s.tokens) for s in segs) <= 47
+
+
+def test_short_and_uniform_records_where_the_rule_allows_only():
+    """In every conformance launch a record ends at C0 only with a value under 2^11 and a
+    record after it in its step; a VALU stands for two active lanes or more."""
+    from qwengpu_mlx.vocab import record_end, vocab_for
+
+    v = vocab_for(DEFAULT_MACHINE)
+    shorts = uniforms = 0
+    for path in sorted(EXAMPLES.glob("*.json")):
+        spec = json.loads(path.read_text())
+        prog = bind(compile_kernel(EXAMPLES / f"{path.stem}.cu", spec["kernel"]), spec["args"], block=spec["block"],
+                    grid=spec["grid"])
+        ref = reference_run(prog, DEFAULT_MACHINE, budget=DEFAULT_MACHINE.step_budget)
+        for seg in expected_segments(prog, DEFAULT_MACHINE, ref.trace, fault=ref.fault, inside_step=ref.inside_step):
+            kinds = [v[t].kind for t in seg.tokens]
+            head = v[seg.tokens[0]]
+            for k, rec in enumerate(seg.records):
+                kind = v[rec.tokens[0]].kind
+                if len(rec.tokens) == 2:
+                    shorts += 1
+                    assert kind in ("VAL", "VALU", "MEM") and v[rec.tokens[1]].get("value") < 2048
+                    assert k + 1 < len(seg.records), (path.stem, seg.where)
+                if kind == "VALU":
+                    uniforms += 1
+                    assert head.kind == "EXEC" and bin(head.get("mask")).count("1") >= 2
+            # the stream parses back into the same records
+            i, ends = 0, []
+            while i < len(kinds):
+                i = record_end(kinds, i)
+                ends.append(i)
+            assert ends == list(accumulate(len(r.tokens) for r in seg.records))
+    assert shorts > 1000 and uniforms > 100

@@ -221,6 +221,11 @@ class LaunchDecoder:
             slot, lane = tok.get("slot"), tok.get("lane")
             reg = self._val_reg(slot)
             return f"slot {slot} lane {lane}: r{reg if reg is not None else '?'} of w{w}"
+        if tok.kind == "VALU":
+            slot = tok.get("slot")
+            reg = self._val_reg(slot)
+            lanes = lane_list(st.mask, self.machine.lanes)
+            return f"slot {slot} lanes {lanes}: r{reg if reg is not None else '?'} of w{w}, the same in each"
         if tok.kind == "MEM":
             addr, item = tok.get("addr"), tok.get("item")
             who = "input" if item == self.vocab.input_item else \
@@ -249,12 +254,14 @@ class LaunchDecoder:
         st = self.state
         head = self._header_meaning(tok)
         joined = f"= {to_signed(value)}" + (f" (0x{value:08x})" if value > 0xFFFF else "")
-        if tok.kind == "VAL":
+        if tok.kind in ("VAL", "VALU"):
             reg = self._val_reg(tok.get("slot"))
             w = st.warp if st.warp is not None else 0
-            if reg is not None:
-                st.regs[(w, tok.get("lane"), reg)] = value
-                st.changed_regs.add((w, tok.get("lane"), reg))
+            lanes = [tok.get("lane")] if tok.kind == "VAL" else \
+                [lane for lane in range(self.machine.lanes) if st.mask >> lane & 1]
+            for lane in lanes if reg is not None else ():
+                st.regs[(w, lane, reg)] = value
+                st.changed_regs.add((w, lane, reg))
             return f"{head} {joined}"
         if tok.kind == "MEM":
             addr = tok.get("addr")
