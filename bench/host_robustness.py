@@ -117,7 +117,7 @@ def main() -> int:
     if "--2b" in args:  # the folded plan leaves few free dims: a narrower host
         args.remove("--2b")
         runner, free = folded_2b(store)
-        host_dims = 64
+        host_dims = min(64, len(free))  # 49 free dims since the VALU and short-record gates
     else:
         mc = store.machine_circuit(DEFAULT_MACHINE)
         runner = CircuitRunner(store.compact(DEFAULT_MACHINE), DEFAULT_MACHINE)
