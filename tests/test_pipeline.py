@@ -15,14 +15,15 @@ from qwengpu_mlx.compiler.sizing import QWEN35_2B, DoesNotFit, Misfit
 from qwengpu_mlx.machine import DEFAULT_MACHINE, ONE_SLOT_MACHINE
 
 BEFORE_REFACTOR = {
-    "default": "30328f00ec897210a898dce911edcff9cd2d2b444cef3c9bcf9f7a0319b35d6a",
-    "one-slot": "6c964729a2b9c3d950b8d020e6281e9e161630c92b6d3faa1961efafe53f8846",
+    "default": "bc70bcc065813017b7b15ad6f95bcfb5298e1c9e309ccc3eb8dbb71b4f1704d3",
+    "one-slot": "a2ac3627082236cd4c94f2f14c6c2ae16992d49bd2473069197a81dbadc12e7f",
 }
-"""The compact circuits' fingerprints before the runtime/compiler refactor (issue 10). A
-change meant to change the weights (a new circuit feature, fewer tokens per launch)
+"""The compact circuits' fingerprints (since the refactor of issue 10: updated for issue
+13's short records and ``VALU``, which change the emission and register-write weights).
+A change meant to change the weights (a new circuit feature, fewer tokens per launch)
 updates them in the same commit and says so; a refactor never does."""
 
-FOLDED_ONE_SLOT = "74325ea73f0879b39feb74102216409dffe7dbf9860e6355abcb8cd0a088b431"
+FOLDED_ONE_SLOT = "7c3bcfd998a160090c11cef0255ff8b72715bb83a0975d55f6a294fc539b4985"
 """The one-slot machine folded onto Qwen3.5-2B's shape, before the pipeline (``dense_plan``)."""
 
 
