@@ -27,7 +27,7 @@ from dataclasses import replace
 from qwengpu_mlx.isa import Imm, Op
 
 from .ir import BasicBlock, LInstr, VPred
-from .regalloc import PURE_OPS, _data_defs, _data_uses, _pred_defs, _pred_uses
+from .regalloc import PURE_OPS, _data_defs, _pred_defs, live_before
 
 MAX_BODY = 9
 """Instructions a converted body may have: every lane runs them, taken or not."""
@@ -151,13 +151,8 @@ def _live_in(bbs: list[BasicBlock]) -> dict[int, tuple[set, set]]:
             if t is not None and t.guard is not None:
                 pl.add(t.guard.name)
             for it in reversed(bbs[j].items):
-                if not isinstance(it, LInstr):
-                    continue
-                if it.guard is None:
-                    dl -= _data_defs(it)
-                    pl -= _pred_defs(it)
-                dl |= _data_uses(it)
-                pl |= _pred_uses(it)
+                if isinstance(it, LInstr):
+                    live_before(it, dl, pl)
             if (dl, pl) != live[j]:
                 live[j], changed = (dl, pl), True
     return live

@@ -24,8 +24,8 @@ from itertools import islice
 
 from qwengpu_mlx.isa import Op, Special
 
-from .ir import LInstr, MBlock
-from .regalloc import _data_defs, _data_uses, _liveness, _pred_defs, _pred_uses, _term_pred
+from .ir import LInstr, MBlock, VReg
+from .regalloc import _data_defs, _data_uses, _liveness, _pred_defs, _pred_uses, _term_pred, live_before
 
 Cutter = Callable[[Sequence[LInstr]], list[list[LInstr]]]
 MEMORY_OPS = (Op.LD, Op.ST, Op.ATOM_ADD)
@@ -76,7 +76,7 @@ def _uniform_def(it: LInstr, uniform: set[str]) -> bool:
     for src in it.srcs:
         if isinstance(src, Special) and src.name in LANE_SPECIALS:
             return False
-        if hasattr(src, "name") and not isinstance(src, Special) and src.name not in uniform:
+        if isinstance(src, VReg) and src.name not in uniform:
             return False
     return True
 
@@ -89,12 +89,7 @@ def _live_after(order: Sequence[LInstr], end: tuple) -> list[tuple[set, set]]:
         out[k] = (set(dl), set(pl))
         if k == len(order) - 1:
             pl |= end[2]
-        it = order[k]
-        if it.guard is None:
-            dl -= _data_defs(it)
-            pl -= _pred_defs(it)
-        dl |= _data_uses(it)
-        pl |= _pred_uses(it)
+        live_before(order[k], dl, pl)
     return out
 
 

@@ -50,6 +50,16 @@ def _pred_defs(it: LInstr) -> set[str]:
     return d
 
 
+def live_before(it: LInstr, data: set, preds: set) -> None:
+    """Turn the data and predicate names live after ``it`` into those live before it, in
+    place (a guarded write keeps the old value: it kills nothing)."""
+    if it.guard is None:
+        data -= _data_defs(it)
+        preds -= _pred_defs(it)
+    data |= _data_uses(it)
+    preds |= _pred_uses(it)
+
+
 def _succ(b: MBlock) -> list[int]:
     return successors(b.term)
 
@@ -94,11 +104,7 @@ def eliminate_dead_code(blocks: list[MBlock]) -> None:
                     continue
                 if it.op is Op.ATOM_ADD and it.dst is not None and it.dst not in dl:
                     it.dst = None
-                if it.guard is None:
-                    dl -= dd
-                    pl -= pd
-                dl |= _data_uses(it)
-                pl |= _pred_uses(it)
+                live_before(it, dl, pl)
                 keep.append(it)
             b.instrs = keep[::-1]
         if not removed:

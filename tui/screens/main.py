@@ -15,6 +15,7 @@ from textual.worker import Worker
 
 from qwengpu_mlx.machine import DEFAULT_MACHINE
 from qwengpu_mlx.runtime import CircuitStore, LaunchCancelled
+from qwengpu_mlx.vocab import RECORD_KINDS
 
 from .. import commands
 from ..chat import ChatBackend
@@ -259,7 +260,7 @@ class MainScreen(Screen):
                 self.launch_pane.update(line)
         if dec.closed is not None:
             self.launch_pane.update(dec.closed)
-        if dec.closed is not None or (tok.kind not in ("C0", "C1") and tok.kind not in ("VAL", "MEM", "ENT", "WST")):
+        if dec.closed is not None or tok.kind not in ("C0", "C1") + RECORD_KINDS:
             self.machine_pane.refresh_state()  # records update the machine on their last chunk
         elapsed = time.perf_counter() - self._t_begin
         self.status_bar.set(tokens=dec.count, steps=dec.kinds.get("EXEC", 0),
