@@ -85,11 +85,30 @@ def _save_verdict(path: Path, verdict: Verdict) -> None:
     write_atomically(path, lambda name: Path(name).write_text(json.dumps(verdicts, indent=1)))
 
 
-def probe(cc, machine, kernel: Recurrence) -> tuple[bool, str]:
-    """The probe launch with ``kernel``, with the ops path and on the reference interpreter.
+def cached_verdict(path: Path, key: str, run_probe: Callable[[], tuple[bool, str]]) -> Verdict:
+    """The verdict cached in ``path`` under ``key``, else ``run_probe()``'s, saved."""
+    cached = _read_verdicts(path).get(key)
+    if isinstance(cached, dict) and isinstance(cached.get("trusted"), bool):
+        return Verdict(key, cached["trusted"], str(cached.get("detail", "")))
+    verdict = Verdict(key, *run_probe())
+    _save_verdict(path, verdict)
+    return verdict
 
-    The kernel's launch is stopped at its first token that differs from the ops path's (a
-    wrong launch could otherwise run to its step budget)."""
+
+def probe(cc, machine, kernel: Recurrence) -> tuple[bool, str]:
+    """The probe launch with ``kernel``, with the ops path and on the reference interpreter."""
+    from .runner import CircuitRunner
+
+    return probe_runner(cc, machine, CircuitRunner(cc, machine, recurrence=kernel))
+
+
+def probe_runner(cc, machine, candidate) -> tuple[bool, str]:
+    """The probe launch on the ``candidate`` runner, on the MLX-ops runner and on the
+    reference interpreter: trusted when the candidate writes the ops path's tokens and
+    both leave the reference's memory.
+
+    The candidate's launch is stopped at its first token that differs from the ops path's
+    (a wrong launch could otherwise run to its step budget)."""
     import threading
 
     from .host.reference import run_program
@@ -109,10 +128,10 @@ def probe(cc, machine, kernel: Recurrence) -> tuple[bool, str]:
             differs.set()
 
     try:
-        tried = run_launch(program, CircuitRunner(cc, machine, recurrence=kernel), on_token=compare, cancel=differs)
+        tried = run_launch(program, candidate, on_token=compare, cancel=differs)
     except LaunchCancelled:
         return False, f"its probe launch wrote another token than the ops path at token {len(written)}"
-    except Exception as err:  # a broken kernel may fail any way at all: that is the verdict
+    except Exception as err:  # a broken path may fail any way at all: that is the verdict
         return False, f"the probe launch failed ({type(err).__name__}: {err})"
     if tried.tokens != ops.tokens:
         return False, f"its probe launch ended after {len(tried.tokens)} tokens, the ops path's after {len(ops.tokens)}"
@@ -128,14 +147,7 @@ def choose_recurrence(cc, machine, *, kernel: Recurrence | None = None, kernel_n
     kernel = kernel or mlx_lm_kernel()
     if kernel is None:
         return gated_delta_ops
-    path = _verdicts_path(directory)
-    key = device_key(kernel_name)
-    cached = _read_verdicts(path).get(key)
-    if isinstance(cached, dict) and isinstance(cached.get("trusted"), bool):
-        verdict = Verdict(key, cached["trusted"], str(cached.get("detail", "")))
-    else:
-        verdict = Verdict(key, *probe(cc, machine, kernel))
-        _save_verdict(path, verdict)
+    verdict = cached_verdict(_verdicts_path(directory), device_key(kernel_name), lambda: probe(cc, machine, kernel))
     if verdict.trusted:
         return kernel
     (warn or _stderr)(f"warning: not using the GPU recurrence ({kernel_name}): {verdict.detail}; "

@@ -19,7 +19,10 @@ margins make the tokens identical, and ``tests/test_fast_runner.py`` compares th
 path with the wide one, token for token and margin for margin.
 
 ``recurrence``: the Gated DeltaNet step (``recurrent.Recurrence``), the MLX-ops path
-unless a caller passes a kernel it has checked (``gpu_trust``).
+unless a caller passes a kernel it has checked (``gpu_trust``). ``native``: the built
+native step module (``native``), which a caller passes only once it passed the probe
+(``native_trust``); then every token runs as one MLX primitive (``native_step``) over
+this runner's own arrays, and the MLX-ops layers below stay the reference.
 """
 
 from __future__ import annotations
@@ -126,7 +129,8 @@ class CircuitRunner:
 
     Implements the launch runtime's runner interface (``runtime/runner.py``)."""
 
-    def __init__(self, cc, machine: MachineConfig = DEFAULT_MACHINE, recurrence: Recurrence | None = None):
+    def __init__(self, cc, machine: MachineConfig = DEFAULT_MACHINE, recurrence: Recurrence | None = None,
+                 native=None):
         self.machine = machine
         self.hidden = cc.hidden
         self.eps = cc.eps
@@ -151,11 +155,17 @@ class CircuitRunner:
         self.recurrence = recurrence or gated_delta_ops
         self.track_margins = False
         self._compiled = {}
+        self.native = None
+        if native is not None:
+            from .native_step import NativeStep
+
+            self.native = NativeStep(self, native)
         self.reset()
 
     def reset(self) -> None:
         self.conv_state = [None] * len(self.mixers)
         self.state = [None] * len(self.mixers)
+        self._packed = None  # the native step's (conv, state), when it runs
         self.min_margin = float("inf")  # smallest gate margin seen, in bits (0.5 is ideal)
 
     # -- one layer (pure functions of their inputs: the compiled step traces them)
@@ -281,6 +291,8 @@ class CircuitRunner:
 
     def step(self, tokens: list[int]) -> mx.array:
         """Feed tokens (prefill or one step); logits of the last one."""
+        if self.native is not None:
+            return self._native_steps(tokens)
         x = self.embed(tokens)
         track = self.track_margins
         started = all(s is not None for s, m in zip(self.state, self.mixers) if m is not None)
@@ -299,6 +311,20 @@ class CircuitRunner:
             self.min_margin = min(self.min_margin, min(float(v) for v in margins))
         return lg[0]
 
+    def _native_steps(self, tokens: list[int]) -> mx.array:
+        """The tokens one by one on the native step, evaluated together."""
+        conv, state = self._packed if self._packed is not None else self.native.zeros()
+        self._packed = None
+        margins = []
+        for t in tokens:
+            lg, conv, state, margin = self.native(self.embed([t]), conv, state, self.track_margins)
+            margins.append(margin)
+        self._packed = (conv, state)
+        mx.eval(lg, conv, state, *margins)
+        if self.track_margins:
+            self.min_margin = min(self.min_margin, min(m.item() for m in margins))
+        return lg[0]
+
     def weights(self) -> list[mx.array]:
         """Every weight array the runner holds (memory accounting; tests check none changes)."""
         found = [self.embedding, self.final_norm, self.emb_out] + [w for pair in self.norm_w for w in pair]
@@ -311,14 +337,17 @@ class CircuitRunner:
         return found
 
     def nbytes(self) -> int:
-        """Bytes of the runner's weights (what it adds to a process beyond its states)."""
-        return sum(a.nbytes for a in self.weights())
+        """Bytes of the runner's weights (what it adds to a process beyond its states),
+        the native step's copy by row included."""
+        return sum(a.nbytes for a in self.weights()) + (self.native.nbytes() if self.native else 0)
 
     def recurrent_state(self, layer: int, head: int) -> np.ndarray:
         """The state [Dv, Dk] of dense head index ``head`` in ``layer`` (float32)."""
         mz = self.mixers[layer]
         i = mz.heads.index(head)
         st = self.state[layer]
+        if self.native is not None:
+            st = None if self._packed is None else self.native.unpack(*self._packed)[layer][1]
         if st is None:
             return np.zeros((mz.Dv, mz.Dk), np.float32)
         return np.array(st[0, i])

@@ -12,6 +12,10 @@ def pytest_configure(config):
     if "QWENGPU_MLX_CACHE" not in os.environ:
         _OWN_CACHE = tempfile.mkdtemp(prefix="qwengpu-mlx-test-cache-")
         os.environ["QWENGPU_MLX_CACHE"] = _OWN_CACHE
+    # the native token step is built once, here, so no test's output shows the build line
+    from qwengpu_mlx import native
+
+    native.load(log=lambda line: None)
 
 
 def pytest_unconfigure(config):

@@ -19,11 +19,12 @@ class CircuitStore:
     """Compiled circuits and their runners, per machine, built on first use."""
 
     def __init__(self, directory: Path | None = None, log: Callable[[str], None] | None = None,
-                 kernel=None, warn: Callable[[str], None] | None = None):
+                 kernel=None, warn: Callable[[str], None] | None = None, native=None):
         self.directory = directory  # None: circuit_cache.cache_dir()
         self.log = log
         self.kernel = kernel  # a GPU recurrence to try (default: mlx-lm's on Metal); see gpu_trust
         self.warn = warn  # where a refused kernel's one-line warning goes (default stderr)
+        self.native = native  # None: the built native step once it passed its probe; False: never; else a stand-in
         self._compiled: dict = {}  # (machine, shape) -> compiler.pipeline.CompiledMachine
         self._runners: dict = {}  # machine -> CircuitRunner
 
@@ -57,12 +58,17 @@ class CircuitStore:
 
     def runner_over(self, cc, machine: MachineConfig):
         """A new runner over the compact circuit ``cc`` (e.g. one folded for a base's
-        shape), on the recurrence this device has proven (``gpu_trust``)."""
+        shape), on the recurrence this device has proven (``gpu_trust``) and, on the CPU,
+        on the native token step once it passed its probe (``native_trust``)."""
         from qwengpu_mlx.gpu_trust import choose_recurrence
         from qwengpu_mlx.runner import CircuitRunner
 
+        from qwengpu_mlx.native_trust import choose_native
+
         recurrence = choose_recurrence(cc, machine, kernel=self.kernel, directory=self.directory, warn=self.warn)
-        return CircuitRunner(cc, machine, recurrence=recurrence)
+        native = choose_native(cc, machine, directory=self.directory, warn=self.warn, log=self.log,
+                               module=self.native) if self.native is not False else None
+        return CircuitRunner(cc, machine, recurrence=recurrence, native=native)
 
     def has_runner(self, machine: MachineConfig) -> bool:
         """Whether :meth:`runner` returns at once (no build, no cache read)."""
