@@ -64,10 +64,13 @@ class CircuitStore:
         from qwengpu_mlx.runner import CircuitRunner
 
         from qwengpu_mlx.native_trust import choose_native
+        from qwengpu_mlx.recurrent import gated_delta_ops
 
         recurrence = choose_recurrence(cc, machine, kernel=self.kernel, directory=self.directory, warn=self.warn)
-        native = choose_native(cc, machine, directory=self.directory, warn=self.warn, log=self.log,
-                               module=self.native) if self.native is not False else None
+        native = None  # a trusted GPU recurrence means the GPU path; the native step is the CPU's
+        if self.native is not False and recurrence is gated_delta_ops:
+            native = choose_native(cc, machine, directory=self.directory, warn=self.warn, log=self.log,
+                                   module=self.native)
         return CircuitRunner(cc, machine, recurrence=recurrence, native=native)
 
     def has_runner(self, machine: MachineConfig) -> bool:
