@@ -1,15 +1,18 @@
-"""Where a launch token's time goes, and the fast runner against the wide one, in one run.
+"""Where a launch token's time goes, and the three runners against each other, in one run.
 
     .venv/bin/python bench/profile_step.py [--subset] [--repeat N] [--shape narrow|qwen3.5-2b]
 
 1. One decode token of the dot product's launch, stage by stage and layer by layer, on
-   the fast runner (``qwengpu_mlx/runner.py``): every stage evaluated on its own, so the
-   times add up to more than a compiled token (which fuses across stages).
-2. A whole decode token and the 91-token prefill on the wide runner (the previous path,
-   ``runner_wide.py``) and the fast one, interleaved, medians: the ratios.
-3. ``--subset``: the representative ten kernels (divergence, loops, a shared-memory
-   reduction with barriers, atomics, every shuffle mode, a grid) on both runners: the
-   same tokens, the same smallest gate margin, exact against the reference.
+   the MLX-ops runner (``qwengpu_mlx/runner.py``): every stage evaluated on its own, so
+   the times add up to more than a compiled token (which fuses across stages).
+2. The same token on the native step (``native_step.py``): its stages timed inside the
+   one primitive (``native/circuit_step.cpp``, a profiling plan).
+3. A whole decode token and the dot's prefill on the wide runner (``runner_wide.py``),
+   the MLX-ops runner and the native step, interleaved, medians: the ratios.
+4. ``--subset``: the representative ten kernels (divergence, loops, a shared-memory
+   reduction with barriers, atomics, every shuffle mode, a grid) on the MLX-ops runner
+   and the native step: the same tokens, the same smallest gate margin, exact against
+   the reference and the oracle.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import mlx.core as mx  # noqa: E402
 
+from qwengpu_mlx import native  # noqa: E402
 from qwengpu_mlx.machine import DEFAULT_MACHINE  # noqa: E402
 from qwengpu_mlx.runner import CircuitRunner, live_dims  # noqa: E402
 from qwengpu_mlx.runner_wide import WideCircuitRunner  # noqa: E402
@@ -88,9 +92,22 @@ def print_profile(med: dict) -> None:
                                           for (s, L), t in sorted(med.items(), key=lambda kv: -kv[1])[:6]))
 
 
-def step_ratio(cc, prompt: list[int], repeat: int) -> None:
-    """Decode-token and prefill medians, wide and fast interleaved (the machine is noisy)."""
-    runners = {"wide": WideCircuitRunner(cc, DEFAULT_MACHINE), "fast": CircuitRunner(cc, DEFAULT_MACHINE)}
+def print_native_profile(r: CircuitRunner, prompt: list[int]) -> None:
+    """The native step's stages, timed inside the primitive over 200 decode tokens."""
+    r.step(prompt)
+    conv, state = r._packed
+    r._packed = None
+    stages = r.native.profiled(r.embed([5]), conv, state, 200)
+    total = sum(stages.values())
+    print(f"the same token on the native step, stage by stage (inside the one primitive): {total * 1e3:.2f} ms")
+    for stage, t in sorted(stages.items(), key=lambda kv: -kv[1]):
+        print(f"  {stage:46s} {t * 1e3:7.3f} ms  {t / total:5.1%}")
+
+
+def step_ratio(cc, prompt: list[int], repeat: int, module) -> None:
+    """Decode-token and prefill medians, the runners interleaved (the machine is noisy)."""
+    runners = {"wide": WideCircuitRunner(cc, DEFAULT_MACHINE), "ops": CircuitRunner(cc, DEFAULT_MACHINE),
+               "native": CircuitRunner(cc, DEFAULT_MACHINE, native=module)}
     token, prefill = defaultdict(list), defaultdict(list)
     for _ in range(max(1, repeat // 3)):
         for name, r in runners.items():
@@ -99,13 +116,17 @@ def step_ratio(cc, prompt: list[int], repeat: int) -> None:
             r.step([5])
     for _ in range(repeat):
         for name, r in runners.items():
-            token[name].append(_timed(r.step, [5])[1])
-    tw, tf = statistics.median(token["wide"]), statistics.median(token["fast"])
-    pw, pf = statistics.median(prefill["wide"]), statistics.median(prefill["fast"])
-    print(f"decode token: wide {tw * 1e3:.1f} ms, fast {tf * 1e3:.1f} ms: {tw / tf:.2f}x "
-          f"({1 / tf:.1f} tokens/s)")
-    print(f"prefill of {len(prompt)} tokens: wide {pw:.2f} s, fast {pf:.2f} s: {pw / pf:.2f}x")
-    print(f"weights held: wide {_wide_bytes(runners['wide']) / 1e6:.0f} MB, fast {runners['fast'].nbytes() / 1e6:.0f} MB")
+            for _ in range(1 if name == "wide" else 5):  # the fast ones several times: their times are short
+                token[name].append(_timed(r.step, [5])[1])
+    t = {k: statistics.median(v) for k, v in token.items()}
+    p = {k: statistics.median(v) for k, v in prefill.items()}
+    print(f"decode token: wide {t['wide'] * 1e3:.1f} ms, MLX ops {t['ops'] * 1e3:.1f} ms, native "
+          f"{t['native'] * 1e3:.2f} ms: native/ops {t['ops'] / t['native']:.1f}x, native/wide "
+          f"{t['wide'] / t['native']:.1f}x ({1 / t['native']:.0f} tokens/s)")
+    print(f"prefill of {len(prompt)} tokens: wide {p['wide']:.2f} s, MLX ops {p['ops']:.2f} s, native "
+          f"{p['native']:.3f} s: native/ops {p['ops'] / p['native']:.1f}x")
+    print(f"weights held: wide {_wide_bytes(runners['wide']) / 1e6:.0f} MB, MLX ops {runners['ops'].nbytes() / 1e6:.0f} MB"
+          f" (+ its copy by row for the native step: {runners['native'].native.nbytes() / 1e6:.0f} MB)")
 
 
 def _wide_bytes(r: WideCircuitRunner) -> int:
@@ -116,20 +137,28 @@ def _wide_bytes(r: WideCircuitRunner) -> int:
     return sum(a.nbytes for a in arrays)
 
 
-def subset(cc) -> int:
-    """The representative ten on both runners: same tokens and margins, exact."""
+def subset(cc, module) -> int:
+    """The representative ten on the MLX-ops runner and the native step: same tokens and
+    margins, exact; the launch tokens/s of each."""
     from qwengpu_mlx.host.launch import read_outputs
 
     bad = 0
-    runners = (WideCircuitRunner(cc, DEFAULT_MACHINE), CircuitRunner(cc, DEFAULT_MACHINE))
+    runners = (CircuitRunner(cc, DEFAULT_MACHINE), CircuitRunner(cc, DEFAULT_MACHINE, native=module))
+    speed = defaultdict(list)
     for name in SUBSET:
         spec, prog = program(name)
-        wide, fast = (run_launch(prog, r, check=True) for r in runners)
-        same = wide.tokens == fast.tokens and wide.min_margin == fast.min_margin
-        exact = fast.check.exact and read_outputs(prog, fast.memory) == ORACLES[name](spec)
+        ops, nat = (run_launch(prog, r, check=True) for r in runners)
+        speed["ops"].append((len(ops.tokens), ops.generate_seconds))
+        speed["native"].append((len(nat.tokens), nat.generate_seconds))
+        same = ops.tokens == nat.tokens and abs(ops.min_margin - nat.min_margin) <= 1e-6
+        exact = nat.check.exact and read_outputs(prog, nat.memory) == ORACLES[name](spec)
         bad += not (same and exact)
-        print(f"  {name:22s} {len(fast.tokens):5d} tokens, same tokens {wide.tokens == fast.tokens}, "
-              f"margins {wide.min_margin:.6f} / {fast.min_margin:.6f}, {'exact' if exact else 'WRONG'}")
+        print(f"  {name:22s} {len(nat.tokens):5d} tokens, same tokens {ops.tokens == nat.tokens}, "
+              f"margins {ops.min_margin:.6f} / {nat.min_margin:.6f}, {'exact' if exact else 'WRONG'}, "
+              f"{ops.tokens_per_s:5.1f} / {nat.tokens_per_s:5.1f} tokens/s")
+    rate = {k: sum(n for n, _ in v) / sum(s for _, s in v) for k, v in speed.items()}
+    print(f"  all ten: {sum(n for n, _ in speed['native'])} tokens; decode {rate['ops']:.1f} tokens/s on MLX ops, "
+          f"{rate['native']:.1f} on the native step: {rate['native'] / rate['ops']:.1f}x")
     return bad
 
 
@@ -150,13 +179,18 @@ def main(argv: list[str]) -> int:
     print(f"circuit at the {ns.shape} shape: {cc.hidden} residual dims, {len(live_dims(cc))} live")
     spec, prog = program("dot")
     prompt = prompt_tokens(prog, DEFAULT_MACHINE)
-    fast = CircuitRunner(cc, DEFAULT_MACHINE)
-    fast.step(prompt)
-    fast.step([5])
-    print_profile(stage_profile(fast, ns.repeat))
-    step_ratio(cc, prompt, ns.repeat)
+    found = native.load()
+    if found.module is None:
+        print(f"no native step here: {found.reason}")
+        return 1
+    ops = CircuitRunner(cc, DEFAULT_MACHINE)
+    ops.step(prompt)
+    ops.step([5])
+    print_profile(stage_profile(ops, ns.repeat))
+    print_native_profile(CircuitRunner(cc, DEFAULT_MACHINE, native=found.module), prompt)
+    step_ratio(cc, prompt, ns.repeat, found.module)
     if ns.subset:
-        return 1 if subset(cc) else 0
+        return 1 if subset(cc, found.module) else 0
     return 0
 
 

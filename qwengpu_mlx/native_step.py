@@ -140,6 +140,15 @@ class NativeStep:
         lg, conv, state, margin, _ = self.module.step(self._plans[track], [x, conv, state, self.floats, self.ints])
         return lg, conv, state, margin
 
+    def profiled(self, x: mx.array, conv: mx.array, state: mx.array, tokens: int) -> dict[str, float]:
+        """Seconds per token in each stage of the step, over ``tokens`` decode tokens of ``x``."""
+        plan = self.module.plan(self._program, self._consts, self.V, -1, True)
+        for _ in range(tokens):
+            _, conv, state, _, _ = self.module.step(plan, [x, conv, state, self.floats, self.ints])
+            mx.eval(conv, state)
+        seconds, ran = self.module.profile(plan)
+        return {stage: t / ran for stage, t in zip(self.module.STAGES, seconds)}
+
     def residual(self, x: mx.array, conv: mx.array, state: mx.array, blocks: int) -> mx.array:
         """The residual after the first ``blocks`` layer blocks (mixers and MLPs), for tests."""
         plan = self.module.plan(self._program, self._consts, self.V, blocks)

@@ -23,6 +23,7 @@
 // smallest gate margin [1], residual after the last block [1, W]]: conv and state are
 // every mixer's conv and recurrent states packed in one float32 array each.
 
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -30,7 +31,9 @@
 #include <vector>
 
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include "mlx/backend/cpu/binary_ops.h"
@@ -54,11 +57,29 @@ inline float exp_mlx(float v) { return exp_lane(v); }
 inline float softplus(float v) { return mx::detail::LogAddExp{}(v, 0.0f); }
 inline float rsqrt(float v) { return mx::detail::Rsqrt{}(v); }
 
+// Where a profiling plan's time goes (bench/profile_step.py prints it).
+enum Stage : int { MIX_IN, MIX_CONV, MIX_HEADS, MIX_OUT, MLP_GATE, MLP_ACT, MLP_DOWN, LOGITS, N_STAGES };
+
 struct Plan {
   std::vector<int> program;
   std::vector<float> consts;
   int V = 0;
   int blocks = 0;  // how many layer blocks to run (all of them but in tests)
+  bool profile = false;
+  mutable std::vector<double> seconds = std::vector<double>(N_STAGES, 0.0);
+  mutable long tokens = 0;
+};
+
+// Adds the time since the last mark to a stage, when the plan profiles.
+struct Clock {
+  const Plan& plan;
+  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+  void mark(Stage s) {
+    if (!plan.profile) return;
+    auto now = std::chrono::steady_clock::now();
+    plan.seconds[s] += std::chrono::duration<double>(now - last).count();
+    last = now;
+  }
 };
 
 void silu_all(float* __restrict v, int n) {
@@ -170,8 +191,8 @@ void head_step(const float* s0, float* s, const float* __restrict q,
 }
 
 // A Gated DeltaNet layer added into the residual x.
-void mixer(Cursor& c, const Blobs& b, const Consts& k, float* x, int W, const float* conv_in, float* conv_out,
-           const float* state_in, float* state_out) {
+void mixer(Cursor& c, const Blobs& b, const Consts& k, Clock& clock, float* x, int W, const float* conv_in,
+           float* conv_out, const float* state_in, float* state_out) {
   const float* nw = b.f + c.next();
   const int* inputs = b.i + c.next();
   int n_in = c.next();
@@ -193,6 +214,7 @@ void mixer(Cursor& c, const Blobs& b, const Consts& k, float* x, int W, const fl
   const float* z = qkv + C;
   const float* beta_in = z + H * Dv;
   const float* a = beta_in + H;
+  clock.mark(MIX_IN);
 
   // conv over [prev0, prev1, prev2, now]; the new conv state is [prev1, prev2, now]
   const float* prev = conv_in + conv_off;
@@ -207,6 +229,7 @@ void mixer(Cursor& c, const Blobs& b, const Consts& k, float* x, int W, const fl
     next[2 * C + j] = c3;
   }
   silu_all(conv.data(), C);
+  clock.mark(MIX_CONV);
 
   std::vector<float> q(Dk), kk(Dk), y(Dv), o(H * Dv);
   for (int h = 0; h < H; h++) {
@@ -223,11 +246,13 @@ void mixer(Cursor& c, const Blobs& b, const Consts& k, float* x, int W, const fl
     rms_norm(y.data(), Dv, k.eps, gnorm, o.data() + h * Dv);
     for (int e = 0; e < Dv; e++) o[h * Dv + e] = silu(z[h * Dv + e]) * o[h * Dv + e];
   }
+  clock.mark(MIX_HEADS);
   o_proj.add_into(o.data(), x);
+  clock.mark(MIX_OUT);
 }
 
 // A SwiGLU MLP added into the residual x; returns its smallest gate margin (or +inf).
-float mlp(Cursor& c, const Blobs& b, const Consts& k, float* x, int W, int one_pos, bool track) {
+float mlp(Cursor& c, const Blobs& b, const Consts& k, Clock& clock, float* x, int W, int one_pos, bool track) {
   const float* nw = b.f + c.next();
   const int* inputs = b.i + c.next();
   int n_in = c.next();
@@ -268,6 +293,7 @@ float mlp(Cursor& c, const Blobs& b, const Consts& k, float* x, int W, int one_p
     float rr = ((x[one_pos] * r) * nw[one_pos]) / k.K;
     for (int j = 0; j < U; j += 2) margin = std::fmin(margin, std::fabs((g[j] - k.delta * rr / 2) / (k.gain * rr)));
   }
+  clock.mark(MLP_GATE);
   if (up_single) {
     float uv = hi[up_col] * up_val[0];
     for (int j = 0; j < U; j++) u[j] = uv;
@@ -275,7 +301,9 @@ float mlp(Cursor& c, const Blobs& b, const Consts& k, float* x, int W, int one_p
     up.apply(hi.data(), u.data());
   }
   for (int j = 0; j < U; j++) g[j] = silu(g[j]) * u[j];
+  clock.mark(MLP_ACT);
   down.add_into(g.data(), x);
+  clock.mark(MLP_DOWN);
   return margin;
 }
 
@@ -299,12 +327,13 @@ void run(const Plan& plan, const std::vector<mx::array>& in, std::vector<mx::arr
   float* conv_out = out[1].data<float>();
   float* state_out = out[2].data<float>();
   float margin = std::numeric_limits<float>::infinity();
+  Clock clock{plan};
   for (int blk = 0; blk < n_blocks; blk++) {
     int op = c.next();
     if (op == MIXER)
-      mixer(c, b, k, x.data(), W, conv_in, conv_out, state_in, state_out);
+      mixer(c, b, k, clock, x.data(), W, conv_in, conv_out, state_in, state_out);
     else if (op == MLP)
-      margin = std::fmin(margin, mlp(c, b, k, x.data(), W, one_pos, track != 0));
+      margin = std::fmin(margin, mlp(c, b, k, clock, x.data(), W, one_pos, track != 0));
     else
       throw std::runtime_error("circuit_step: unknown layer record");
   }
@@ -313,6 +342,8 @@ void run(const Plan& plan, const std::vector<mx::array>& in, std::vector<mx::arr
   std::vector<float> hn(n_out);
   for (int i = 0; i < n_out; i++) hn[i] = (x[out_pos[i]] * r) * final_norm[i];
   logits_of.apply(hn.data(), logits);
+  clock.mark(LOGITS);
+  plan.tokens += 1;
   out[3].data<float>()[0] = margin;
   std::copy(x.begin(), x.end(), out[4].data<float>());
 }
@@ -350,13 +381,14 @@ class CircuitStep : public mx::Primitive {
   std::shared_ptr<const Plan> plan_;
 };
 
-std::shared_ptr<Plan> make_plan(std::vector<int> program, std::vector<float> consts, int V, int blocks) {
+std::shared_ptr<Plan> make_plan(std::vector<int> program, std::vector<float> consts, int V, int blocks, bool profile) {
   if (consts.size() != 8) throw std::invalid_argument("circuit_step: a plan takes 8 constants");
   auto p = std::make_shared<Plan>();
   p->program = std::move(program);
   p->consts = std::move(consts);
   p->V = V;
   p->blocks = blocks;
+  p->profile = profile;
   return p;
 }
 
@@ -393,7 +425,12 @@ long math_mismatches(long stride) {
 NB_MODULE(_circuit_step, m) {
   m.doc() = "One decode token of a compiled circuit as one MLX CPU primitive";
   nb::class_<Plan>(m, "Plan");
-  m.def("plan", &make_plan, nb::arg("program"), nb::arg("consts"), nb::arg("V"), nb::arg("blocks") = -1);
+  m.def("plan", &make_plan, nb::arg("program"), nb::arg("consts"), nb::arg("V"), nb::arg("blocks") = -1,
+        nb::arg("profile") = false);
+  // seconds per stage (the Stage order) and tokens run, of a profiling plan
+  m.def("profile", [](const std::shared_ptr<Plan>& p) { return std::make_pair(p->seconds, p->tokens); });
+  m.attr("STAGES") = std::vector<std::string>{"mixer: norm+projection", "mixer: conv", "mixer: normalize+gates+recurrence+gated norm",
+                                              "mixer: out", "mlp: norm+gate", "mlp: activation", "mlp: down", "final norm+logits"};
   m.def("step", &step, nb::arg("plan"), nb::arg("inputs"));
   m.def("math_mismatches", &math_mismatches, nb::arg("stride"));
 }
