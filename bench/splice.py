@@ -158,6 +158,20 @@ def main() -> int:
           f"{'exact' if launch.check.exact and launch.outputs == want else 'WRONG'}, margin {launch.min_margin:.4f}; "
           f"launch tokens/s over base text tokens/s: {launch.tokens_per_s / base_tps:.1f}")
 
+    from qwengpu_mlx import native
+
+    found = native.load()
+    if found.module is not None:  # the same launch on the native step over the same circuit
+        fast = CombinedModel(base, combined.layout, sup.row, CircuitRunner(compiled.compact(), DEFAULT_MACHINE,
+                                                                           native=found.module))
+        quick = launch_program(prog, None, DEFAULT_MACHINE, check=True, runner=fast.circuit)
+        print(f"launch on the native step: {quick.tokens_per_s:.1f} tokens/s, "
+              f"{'the same tokens' if quick.tokens == launch.tokens else 'OTHER TOKENS'}, "
+              f"{'exact' if quick.check.exact and quick.outputs == want else 'WRONG'}, margin {quick.min_margin:.4f}; "
+              f"native / MLX ops {quick.tokens_per_s / launch.tokens_per_s:.1f}x")
+    else:
+        print(f"no native step here: {found.reason}")
+
     top, gap = launch_logit_margins(circuit, launch.prompt, len(launch.tokens))
     text_bound = best_text_logit_bound(combined)
     print(f"launch logits: the emitted token's logit >= {top:.1f}, >= {gap:.1f} above the next launch token; "

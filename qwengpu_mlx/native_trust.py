@@ -4,7 +4,7 @@ The native step (``native_step``, ``native/circuit_step.cpp``) is our own code c
 the circuit's layers, so like a GPU kernel (``gpu_trust``) it is used only after the
 **probe launch** ran on it, on the MLX-ops runner and on the reference interpreter,
 with the ops path's tokens and the reference's memory. The verdict is cached per build
-key (source, MLX, nanobind, Python, platform) next to the GPU verdicts. It is for the
+key (source, MLX, nanobind, Python, platform) beside the built modules. It is for the
 CPU: on a Metal GPU, launches keep the GPU path (``gpu_trust``).
 
 A step that fails the probe is never used: launches run on the MLX-ops path, and one
@@ -19,14 +19,16 @@ from typing import Callable
 
 import mlx.core as mx
 
-from .gpu_trust import _verdicts_path, cached_verdict, probe_runner
+from .gpu_trust import VERDICTS_FILE, _verdicts_path, cached_verdict, probe_runner
 
 
 def choose_native(cc, machine, *, directory: Path | None = None, warn: Callable[[str], None] | None = None,
                   log: Callable[[str], None] | None = None, module=None):
     """The native module launches on ``cc`` should use (built on first use), or None.
 
-    ``module``: a stand-in to judge instead of the built one (tests inject faulty ones)."""
+    ``directory``: where the verdict is cached (default: beside the built modules, so every
+    store of this cache directory shares one probe). ``module``: a stand-in to judge
+    instead of the built one (tests inject faulty ones)."""
     from . import native
     from .runner import CircuitRunner
 
@@ -42,7 +44,8 @@ def choose_native(cc, machine, *, directory: Path | None = None, warn: Callable[
         module, key = found.module, found.key
     else:
         key = f"injected {getattr(module, '__name__', type(module).__name__)}"
-    verdict = cached_verdict(_verdicts_path(directory), f"native circuit step {key}",
+    verdicts = _verdicts_path(directory) if directory is not None else native.native_dir() / VERDICTS_FILE
+    verdict = cached_verdict(verdicts, f"native circuit step {key}",
                              lambda: probe_runner(cc, machine, CircuitRunner(cc, machine, native=module)))
     if verdict.trusted:
         return module

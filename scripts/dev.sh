@@ -51,9 +51,18 @@ ensure_venv() {
   fi
 }
 
+# The native token step (qwengpu_mlx/native) is built with CMake on first use; without it
+# launches still run, on the slower MLX-ops path.
+ensure_cmake() {
+  if command -v cmake >/dev/null 2>&1 || [ -x "$VENV/bin/cmake" ]; then return; fi
+  echo "setup: no cmake on PATH, installing it into $VENV" >&2
+  "$VENV/bin/pip" install -q "cmake>=3.24,<5"
+}
+
 cmd="${1:-demo}"; shift || true
 ensure_clang
 ensure_venv
+ensure_cmake
 case "$cmd" in
   demo)
     exec "$VENV/bin/qwengpu-mlx" run examples/kernels/dot.cu --check \

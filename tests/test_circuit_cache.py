@@ -126,6 +126,7 @@ def test_cli_run_rebuilds_a_corrupt_cache(store, tmp_path):
     key = cache.circuit_key(DEFAULT_MACHINE, NARROW, DEFAULT_LEVELS)
     for suffix in ("safetensors", "json"):
         shutil.copy(cache.cache_dir() / f"circuit-{key[:16]}.{suffix}", tmp_path)
+    shutil.copytree(cache.cache_dir() / "native", tmp_path / "native")  # the built native step: not rebuilt
     env = {**__import__("os").environ, "QWENGPU_MLX_CACHE": str(tmp_path)}
     argv = [sys.executable, "-m", "qwengpu_mlx.cli", "run", str(ROOT / "examples/kernels/dot.cu"),
             "--arg", "a=1,2,3", "--arg", "b=4,5,6", "--arg", "out=0", "--arg", "n=3", "--json"]

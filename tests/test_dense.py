@@ -23,7 +23,6 @@ from qwengpu_mlx.compiler.pipeline import compile_machine
 from qwengpu_mlx.runtime import run_launch
 from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs
 from qwengpu_mlx.machine import DEFAULT_MACHINE, MACHINES, ONE_SLOT_MACHINE
-from qwengpu_mlx.runner import CircuitRunner
 
 from clitools import cli
 from plans import two_token_plan
@@ -125,7 +124,7 @@ def test_the_machine_at_the_2b_shape_runs_the_same_launch(store, example_launch,
         assert embedded.check.exact
     else:
         embedded = run_launch(prog, store.runner(machine))  # the logical plan, compact path
-    folded_runner = CircuitRunner(mc.compact(), machine)  # the folded plan's weights
+    folded_runner = store.runner_over(mc.compact(), machine)  # the folded plan's weights, as the product runs them
     run = run_launch(prog, folded_runner, check=True)
     assert run.tokens == embedded.tokens
     outputs = read_outputs(prog, run.memory)

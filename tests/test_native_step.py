@@ -23,8 +23,9 @@ from qwengpu_mlx.runtime import CircuitStore, run_launch
 from oracles import ORACLES
 
 KERNELS = Path(__file__).resolve().parents[1] / "examples" / "kernels"
-# divergence, atomics, a broadcast shuffle, a down-shuffle reduction, a grid
-SUBSET = ["early_return", "atomic_contention", "shfl_broadcast", "shfl_down_reduce", "grid_index"]
+# divergence, atomics, a shuffle (the representative ten, with loops, barriers and the
+# other shuffle modes, run on both paths in bench/profile_step.py --subset)
+SUBSET = ["early_return", "atomic_contention", "shfl_broadcast"]
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +77,18 @@ def test_launch_tokens_and_margins_equal_the_ops_path(cc, module, name):
     assert got.min_margin == pytest.approx(want.min_margin, abs=1e-6)
     assert got.min_state_margin == pytest.approx(want.min_state_margin, abs=1e-6)
     assert got.check.problems == [] and got.outputs == ORACLES[name](spec)
+
+
+TEN = ["nested_branches", "early_return", "lane_while", "reduce_shared_tree", "atomic_contention",
+       "shfl_xor_allreduce", "shfl_down_reduce", "shfl_up_scan", "shfl_broadcast", "grid_index"]
+
+
+@pytest.mark.benchmark
+@pytest.mark.parametrize("name", TEN)
+def test_the_representative_ten_equal_the_ops_path(cc, module, name):
+    """The whole representative subset (loops, barriers, every shuffle mode too): about
+    two minutes on the MLX-ops path, so a benchmark (``-m benchmark``)."""
+    test_launch_tokens_and_margins_equal_the_ops_path(cc, module, name)
 
 
 def test_states_and_logits_equal_the_ops_path_over_a_prefill(cc, module):
@@ -131,21 +144,24 @@ def test_a_faulty_step_is_refused_once_and_launches_run_on_the_ops_path(cc, modu
     assert chosen is None and len(warnings) == 1 and "native circuit step" in warnings[0]
     verdicts = json.loads((tmp_path / "gpu-trust.json").read_text())
     assert [v["trusted"] for v in verdicts.values()] == [False]
-    store = CircuitStore(directory=tmp_path, native=_Faulty(module, fault), warn=warnings.append)
-    runner = store.runner_over(cc, DEFAULT_MACHINE)
-    assert runner.native is None and len(warnings) == 2  # the cached verdict, said again
+    again = choose_native(cc, DEFAULT_MACHINE, directory=tmp_path, warn=warnings.append,
+                          module=_Faulty(module, fault))
+    assert again is None and len(warnings) == 2  # the cached verdict (no second probe), said again
 
 
 def test_the_built_step_is_trusted_and_the_store_runs_on_it(cc, module, tmp_path):
-    runner = CircuitStore(directory=tmp_path).runner_over(cc, DEFAULT_MACHINE)
-    assert runner.native is not None and runner.native.module is module
+    assert choose_native(cc, DEFAULT_MACHINE, directory=tmp_path) is module  # probed afresh here
     verdicts = json.loads((tmp_path / "gpu-trust.json").read_text())
     assert [v["trusted"] for v in verdicts.values()] == [True]
+    runner = CircuitStore(directory=tmp_path).runner_over(cc, DEFAULT_MACHINE)
+    assert runner.native is not None and runner.native.module is module
+    shared = json.loads((native.native_dir() / "gpu-trust.json").read_text())  # the stores' verdicts
+    assert shared[f"native circuit step {native.build_key()}"]["trusted"] is True
 
 
 def test_without_cmake_launches_run_on_the_ops_path_quietly(cc, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("QWENGPU_MLX_CACHE", str(tmp_path / "cache"))  # no module built there
-    monkeypatch.setenv("PATH", str(tmp_path))  # and no cmake
+    monkeypatch.setenv("QWENGPU_MLX_CMAKE", str(tmp_path / "no-cmake"))  # and no cmake
     found = native.load()
     assert found.module is None and "cmake" in found.reason
     runner = CircuitStore(directory=tmp_path).runner_over(cc, DEFAULT_MACHINE)

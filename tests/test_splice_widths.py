@@ -22,7 +22,6 @@ import mlx.core as mx
 from qwengpu_mlx.compiler.sizing import QWEN35_2B
 from qwengpu_mlx.host.launch import bind, compile_kernel
 from qwengpu_mlx.machine import DEFAULT_MACHINE
-from qwengpu_mlx.runner import CircuitRunner
 from qwengpu_mlx.runtime import launch_program
 from qwengpu_mlx.splice.layout import SpliceLayout, splice_misfits
 from qwengpu_mlx.splice.logits import launch_mass_from_logits, suppression_row
@@ -45,7 +44,7 @@ def folded(store):
     return store.compiled(DEFAULT_MACHINE, QWEN35_2B)
 
 
-def _combined(cfg: dict, dtype, folded) -> CombinedModel:
+def _combined(cfg: dict, dtype, folded, store) -> CombinedModel:
     model = base_model_from_config(cfg)
     model.load_weights(list(qwen_like_weights(cfg, seed=7, dtype=dtype).items()), strict=True)
     mx.eval(model.parameters())
@@ -53,7 +52,7 @@ def _combined(cfg: dict, dtype, folded) -> CombinedModel:
     calibration = np.random.default_rng(3).integers(0, cfg["vocab_size"], 96).tolist()
     sup = suppression_row(model, calibration, len(plan.vocab))
     lay = SpliceLayout(cfg, plan.config(), len(plan.vocab))
-    return CombinedModel(model, lay, sup.row, CircuitRunner(folded.compact(), DEFAULT_MACHINE))
+    return CombinedModel(model, lay, sup.row, store.runner_over(folded.compact(), DEFAULT_MACHINE))
 
 
 def test_the_machine_fits_2b_and_4b_and_not_08b(folded):
@@ -65,9 +64,9 @@ def test_the_machine_fits_2b_and_4b_and_not_08b(folded):
 
 
 @pytest.mark.parametrize("width", ["2b", "4b"])
-def test_text_keeps_the_launch_tokens_out_at_real_width(width, folded):
+def test_text_keeps_the_launch_tokens_out_at_real_width(width, folded, store):
     cfg, dtype = (qwen_like_config(), mx.float32) if width == "2b" else (qwen4b_like_config(), mx.bfloat16)
-    combined = _combined(cfg, dtype, folded)
+    combined = _combined(cfg, dtype, folded, store)
     assert launch_rms_share(combined.launch_row) < 2.0 ** -30
     held_out = np.random.default_rng(11).integers(0, cfg["vocab_size"], 64).tolist()
     logits = combined.text_logits(held_out)
@@ -81,11 +80,11 @@ def test_text_keeps_the_launch_tokens_out_at_real_width(width, folded):
     assert float(mx.max(mx.abs(h))) > 1e3
 
 
-def test_a_launch_runs_in_the_combined_vocabulary(folded):
+def test_a_launch_runs_in_the_combined_vocabulary(folded, store):
     """The combined model's launch runs on the circuit runner (the same at both widths)."""
     plan = folded.plan
     lay = SpliceLayout(qwen_like_config(), plan.config(), len(plan.vocab))
-    combined = CombinedModel(None, lay, np.zeros(2048, np.float32), CircuitRunner(folded.compact(), DEFAULT_MACHINE))
+    combined = CombinedModel(None, lay, np.zeros(2048, np.float32), store.runner_over(folded.compact(), DEFAULT_MACHINE))
     V = lay.base_rows
     spec = {"kernel": "dot", "block": 4, "grid": 1, "args": {"a": [7, 1, 9, 2], "b": [3, 8, 5, 6], "out": [5], "n": 4}}
     prog = bind(compile_kernel(KERNELS / "dot.cu", "dot"), spec["args"], block=4, grid=1, machine=DEFAULT_MACHINE)

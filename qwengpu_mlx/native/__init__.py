@@ -80,10 +80,20 @@ def _import(folder: Path) -> ModuleType | None:
     return module
 
 
+def find_cmake() -> str | None:
+    """``$QWENGPU_MLX_CMAKE``, else CMake on PATH, else the one pip puts beside this Python
+    (``scripts/dev.sh`` installs it there when the machine has none)."""
+    named = os.environ.get("QWENGPU_MLX_CMAKE")
+    if named:
+        return named if Path(named).is_file() else None
+    beside = Path(sys.executable).parent / "cmake"
+    return shutil.which("cmake") or (str(beside) if beside.is_file() else None)
+
+
 def missing_tools() -> str | None:
     """What the build needs and this machine lacks (checked at once, never cached)."""
-    if shutil.which("cmake") is None:
-        return "no cmake on PATH"
+    if find_cmake() is None:
+        return "no cmake (on PATH, beside Python, or named by $QWENGPU_MLX_CMAKE)"
     if importlib.util.find_spec("nanobind") is None:
         return "nanobind is not installed"
     return None
@@ -92,7 +102,7 @@ def missing_tools() -> str | None:
 def _build(target: Path, log: Callable[[str], None]) -> str | None:
     """Configure and build into a temporary folder, then rename it to ``target``; the
     reason it failed, or None."""
-    cmake = shutil.which("cmake")
+    cmake = find_cmake()
     log("building the native circuit step (once for this MLX; about 30 s)")
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(dir=target.parent, prefix=".build-"))

@@ -69,8 +69,7 @@ class CircuitStore:
         recurrence = choose_recurrence(cc, machine, kernel=self.kernel, directory=self.directory, warn=self.warn)
         native = None  # a trusted GPU recurrence means the GPU path; the native step is the CPU's
         if self.native is not False and recurrence is gated_delta_ops:
-            native = choose_native(cc, machine, directory=self.directory, warn=self.warn, log=self.log,
-                                   module=self.native)
+            native = choose_native(cc, machine, warn=self.warn, log=self.log, module=self.native)
         return CircuitRunner(cc, machine, recurrence=recurrence, native=native)
 
     def has_runner(self, machine: MachineConfig) -> bool:
