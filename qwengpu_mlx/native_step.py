@@ -74,19 +74,19 @@ class NativeStep:
 
     ``module``: the built extension (``native.load``). Holds its own copy of the weights,
     by row (:meth:`nbytes`); conv and recurrent states are one float32 array each,
-    every mixer at its offset (:meth:`unpack` gives the runner's per-layer arrays)."""
+    every mixer at its offset (:meth:`layer_states` gives one layer's)."""
 
     def __init__(self, runner, module):
         self.module = module
         blobs = _Blobs()
-        self.layout = []  # (layer, conv shape, conv offset, state shape, state offset)
+        self.layout = {}  # mixer layer -> (conv shape, conv offset, state shape, state offset)
         conv_at = state_at = 0
         body, blocks = [], 0
         for L, (mz, ml) in enumerate(zip(runner.mixers, runner.mlps)):
             w_in, w_post = runner.norm_w[L]
             if mz is not None:
                 C = mz.H * (2 * mz.Dk + mz.Dv)
-                self.layout.append((L, (3, C), conv_at, (1, mz.H, mz.Dv, mz.Dk), state_at))
+                self.layout[L] = ((3, C), conv_at, (1, mz.H, mz.Dv, mz.Dk), state_at)
                 body += [MIXER, blobs.f(w_in), blobs.i(mz.inputs), mz.inputs.size, *blobs.product(mz.w_in),
                          C, mz.H, mz.Dk, mz.Dv, blobs.f(mz.conv), blobs.f(mz.dt_bias), blobs.f(mz.A_log),
                          blobs.f(mz.norm), *blobs.product(mz.out), conv_at, state_at]
@@ -101,13 +101,16 @@ class NativeStep:
         header = [runner.width, self.V, blocks, 0, runner.one_pos, runner.out_pos.size,
                   blobs.i(runner.out_pos), blobs.f(runner.final_norm),
                   *blobs.product(Product(np.array(runner.emb_out).T))]  # the tied rows, [V, |out|]
-        inv = runner.mixers[self.layout[0][0]].Dk ** -0.5 if self.layout else 1.0
+        key_dims = {runner.mixers[L].Dk for L in self.layout}
+        if len(key_dims) > 1:  # the q/k scales below are one pair of constants for every mixer
+            raise ValueError(f"the native step needs one key width in every mixer, not {sorted(key_dims)}")
+        inv = key_dims.pop() ** -0.5 if key_dims else 1.0
         consts = [1.0 / runner.hidden, runner.eps, runner.K, runner.gain, runner.delta, inv ** 2, inv,
                   1e-6 * inv ** 2]
         self.floats, self.ints = blobs.arrays()
         mx.eval(self.floats, self.ints)
         program = {track: header[:3] + [int(track)] + header[4:] + body for track in (False, True)}
-        self._plans = {track: module.plan(p, consts, self.V) for track, p in program.items()}
+        self._plans = {track: module.plan(p, consts) for track, p in program.items()}
         self._program, self._consts = program[False], consts
 
     @staticmethod
@@ -142,7 +145,7 @@ class NativeStep:
 
     def profiled(self, x: mx.array, conv: mx.array, state: mx.array, tokens: int) -> dict[str, float]:
         """Seconds per token in each stage of the step, over ``tokens`` decode tokens of ``x``."""
-        plan = self.module.plan(self._program, self._consts, self.V, -1, True)
+        plan = self.module.plan(self._program, self._consts, profile=True)
         for _ in range(tokens):
             _, conv, state, _, _ = self.module.step(plan, [x, conv, state, self.floats, self.ints])
             mx.eval(conv, state)
@@ -151,15 +154,13 @@ class NativeStep:
 
     def residual(self, x: mx.array, conv: mx.array, state: mx.array, blocks: int) -> mx.array:
         """The residual after the first ``blocks`` layer blocks (mixers and MLPs), for tests."""
-        plan = self.module.plan(self._program, self._consts, self.V, blocks)
+        plan = self.module.plan(self._program, self._consts, blocks)
         return self.module.step(plan, [x, conv, state, self.floats, self.ints])[-1]
 
-    def unpack(self, conv: mx.array, state: mx.array) -> dict:
-        """``{layer: (conv state [3, C], recurrent state [1, H, Dv, Dk])}`` of packed states."""
-        out = {}
-        for L, cs, co, ss, so in self.layout:
-            out[L] = (conv[co:co + int(np.prod(cs))].reshape(cs), state[so:so + int(np.prod(ss))].reshape(ss))
-        return out
+    def layer_states(self, conv: mx.array, state: mx.array, layer: int) -> tuple[mx.array, mx.array]:
+        """Mixer ``layer``'s conv state [3, C] and recurrent state [1, H, Dv, Dk], of packed states."""
+        cs, co, ss, so = self.layout[layer]
+        return conv[co:co + int(np.prod(cs))].reshape(cs), state[so:so + int(np.prod(ss))].reshape(ss)
 
     def nbytes(self) -> int:
         """Bytes of the weights this step holds beyond the runner's."""

@@ -124,8 +124,8 @@ def _build(target: Path, log: Callable[[str], None]) -> str | None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def load(log: Callable[[str], None] | None = None, *, build: bool = True) -> Native:
-    """The native module for this MLX, built first when ``build`` and it is missing."""
+def load(log: Callable[[str], None] | None = None) -> Native:
+    """The native module for this MLX, built first when it is missing."""
     key = build_key()
     if os.environ.get("QWENGPU_MLX_NATIVE", "1") == "0":
         return Native(None, "switched off (QWENGPU_MLX_NATIVE=0)", key)
@@ -136,7 +136,7 @@ def load(log: Callable[[str], None] | None = None, *, build: bool = True) -> Nat
         module = _import(target) if target.is_dir() else None
         if module is None and failed_note.is_file():
             return Native(None, failed_note.read_text().strip(), key)
-        if module is None and build:
+        if module is None:
             lacking = missing_tools()
             if lacking:
                 return Native(None, lacking, key)
@@ -148,5 +148,5 @@ def load(log: Callable[[str], None] | None = None, *, build: bool = True) -> Nat
     except (OSError, ImportError) as err:
         return Native(None, f"it does not load ({type(err).__name__}: {err})", key)
     if module is None:
-        return Native(None, "not built", key)
+        return Native(None, f"the build left no module in {target}", key)
     return Native(module, f"built at {target}", key)

@@ -63,7 +63,7 @@ enum Stage : int { MIX_IN, MIX_CONV, MIX_HEADS, MIX_OUT, MLP_GATE, MLP_ACT, MLP_
 struct Plan {
   std::vector<int> program;
   std::vector<float> consts;
-  int V = 0;
+  int V = 0;  // logits: program[1]
   int blocks = 0;  // how many layer blocks to run (all of them but in tests)
   bool profile = false;
   mutable std::vector<double> seconds = std::vector<double>(N_STAGES, 0.0);
@@ -319,7 +319,6 @@ void run(const Plan& plan, const std::vector<mx::array>& in, std::vector<mx::arr
   const auto& kc = plan.consts;
   Consts k{kc[0], kc[1], kc[2], kc[3], kc[4], kc[5], kc[6], kc[7]};
   if (plan.blocks >= 0) n_blocks = plan.blocks;
-  if (V != plan.V) throw std::runtime_error("circuit_step: the program and the plan disagree on V");
 
   std::vector<float> x(in[X].data<float>(), in[X].data<float>() + W);
   const float* conv_in = in[CONV].data<float>();
@@ -381,12 +380,13 @@ class CircuitStep : public mx::Primitive {
   std::shared_ptr<const Plan> plan_;
 };
 
-std::shared_ptr<Plan> make_plan(std::vector<int> program, std::vector<float> consts, int V, int blocks, bool profile) {
+std::shared_ptr<Plan> make_plan(std::vector<int> program, std::vector<float> consts, int blocks, bool profile) {
   if (consts.size() != 8) throw std::invalid_argument("circuit_step: a plan takes 8 constants");
+  if (program.size() < 2) throw std::invalid_argument("circuit_step: a program starts with W and V");
   auto p = std::make_shared<Plan>();
+  p->V = program[1];  // the program's header: W, V, ...
   p->program = std::move(program);
   p->consts = std::move(consts);
-  p->V = V;
   p->blocks = blocks;
   p->profile = profile;
   return p;
@@ -425,7 +425,7 @@ long math_mismatches(long stride) {
 NB_MODULE(_circuit_step, m) {
   m.doc() = "One decode token of a compiled circuit as one MLX CPU primitive";
   nb::class_<Plan>(m, "Plan");
-  m.def("plan", &make_plan, nb::arg("program"), nb::arg("consts"), nb::arg("V"), nb::arg("blocks") = -1,
+  m.def("plan", &make_plan, nb::arg("program"), nb::arg("consts"), nb::arg("blocks") = -1,
         nb::arg("profile") = false);
   // seconds per stage (the Stage order) and tokens run, of a profiling plan
   m.def("profile", [](const std::shared_ptr<Plan>& p) { return std::make_pair(p->seconds, p->tokens); });

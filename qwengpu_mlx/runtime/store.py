@@ -61,10 +61,9 @@ class CircuitStore:
         shape), on the recurrence this device has proven (``gpu_trust``) and, on the CPU,
         on the native token step once it passed its probe (``native_trust``)."""
         from qwengpu_mlx.gpu_trust import choose_recurrence
-        from qwengpu_mlx.runner import CircuitRunner
-
         from qwengpu_mlx.native_trust import choose_native
         from qwengpu_mlx.recurrent import gated_delta_ops
+        from qwengpu_mlx.runner import CircuitRunner
 
         recurrence = choose_recurrence(cc, machine, kernel=self.kernel, directory=self.directory, warn=self.warn)
         native = None  # a trusted GPU recurrence means the GPU path; the native step is the CPU's
