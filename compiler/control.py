@@ -23,7 +23,7 @@ mask is not all its live lanes.
 
 from __future__ import annotations
 
-from qwengpu_mlx.encoding import PSRC_FILE, PSRC_FWD, TERM_FIELDS
+from qwengpu_mlx.encoding import PSRC_FILE, PSRC_FWD, term_fields
 from qwengpu_mlx.isa import TermKind
 from qwengpu_mlx.records import NEXT_KINDS, ent_layout, next_layout, pc_bits, wst_layout
 from qwengpu_mlx.vocab import CHUNK_BITS, CHUNK_SHIFT, ENT_ITEMS, MAX_GRID, STACK_LEVELS
@@ -43,9 +43,9 @@ class Control:
         # record bit layouts (``qwengpu_mlx.records``): the status row, a stack entry, the next token
         self.ST, self.EN, self.NX = wst_layout(self.m), ent_layout(self.m), next_layout(self.m)
         self.P = pc_bits(self.m)  # bits of a pc
-        if self.P > TERM_FIELDS["target"][1]:
+        if self.P > term_fields(self.m)["target"][1]:
             raise ValueError(f"{self.m.rom_blocks} ROM blocks need {self.P}-bit pcs; "
-                             f"the terminator encodes {TERM_FIELDS['target'][1]}")
+                             f"the terminator encodes {term_fields(self.m)['target'][1]}")
 
     # small helpers
     def g(self, L, name, terms, theta, outputs):

@@ -21,7 +21,7 @@ registers and memory, so the other passes' datapath values are harmless.
 from __future__ import annotations
 
 from qwengpu_mlx.encoding import (
-    CMPS, MODES, OPCODES, PSRC_FWD, SLOT_BITS, SLOT_FIELDS, SRC_SCALED, TERM_FIELDS, TERM_KINDS, pfinal_piece,
+    CMPS, MODES, OPCODES, PSRC_FWD, SLOT_BITS, SLOT_FIELDS, SRC_SCALED, TERM_KINDS, pfinal_piece, term_fields,
     term_piece,
 )
 from qwengpu_mlx.machine import DEFAULT_MACHINE, SCALED_SPECIALS, MachineConfig
@@ -173,20 +173,24 @@ class MachineCircuit(SlotStage, EmitStage):
         self.ctx_b = self.alloc("ctx.block", m.rom_blocks)
         self.ctx_w = self.alloc("ctx.warp", m.max_warps)
         self.ctx_m = self.alloc("ctx.mask", m.lanes)
-        self.ctx_ntid = self.alloc("ctx.ntid", 5)
+        self.ctx_ntid = self.alloc("ctx.ntid", t.dims_ntid.width)
         self.ctx_mask0 = self.alloc("ctx.mask0", m.lanes)
         S, N = m.slots_per_block, m.lanes
         self.ctx_hdr_val = self.alloc("ctx.hdr.val", S * N)  # VAL(s, l) one-hot
         self.ctx_hdr_mem = self.alloc("ctx.hdr.mem", self.vocab.input_item + 1)  # MEM item one-hot
 
         def single(name, key_dims, sources, out):
-            h = self.head(L, name, 1, len(sources))
-            for d in key_dims:
-                h.key(0, d, CURRENT)
-            for i, d in enumerate(sources):
-                h.value_bit(i, d, CURRENT)
-                h.read_bit(i, out[i])
-            self.one_row_reader(h)
+            """One single-row head per value dim's worth of bits (a 128-block one-hot needs two)."""
+            width = self.plan.mixer(L).Dv // 2
+            for part, start in enumerate(range(0, len(sources), width)):
+                chunk = sources[start:start + width]
+                h = self.head(L, name if part == 0 else f"{name}.{part}", 1, len(chunk))
+                for d in key_dims:
+                    h.key(0, d, CURRENT)
+                for i, d in enumerate(chunk):
+                    h.value_bit(i, d, CURRENT)
+                    h.read_bit(i, out[start + i])
+                self.one_row_reader(h)
 
         single("ctx.exec.block", [t.kind["EXEC"]], list(t.exec_b.dims), self.ctx_b)
         self.ctx_cta = self.alloc("ctx.ctaid", t.cta_c.width)  # binary
@@ -318,7 +322,7 @@ class MachineCircuit(SlotStage, EmitStage):
             early[p] = list(range(32))
         rom = self.read_rom(L, "rom", {p: sorted(set(b)) for p, b in sorted(early.items())})
         self.f = [self.slot_fields(0, rom)] + [self.slot_fields(s, rom, ("dst",)) for s in range(1, S)]
-        self.tf = {name: [rom[tb * 32 + off + i] for i in range(w)] for name, (off, w) in TERM_FIELDS.items()}
+        self.tf = {name: [rom[tb * 32 + off + i] for i in range(w)] for name, (off, w) in term_fields(m).items()}
         self.pfinal = [[rom[pb * 32 + 4 * p + i] for i in range(4)] for p in range(m.preds)]
         self.op, self.src, self.psrc = [None] * S, [None] * S, [None] * S
         self.decode_slot(0, L)

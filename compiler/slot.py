@@ -107,7 +107,7 @@ class SlotStage:
         if name == "tid.x*4":
             return self.special_bit("tid.x", lane, bit - 2) if bit >= 2 else []
         if name == "ntid.x":
-            return [(self.ctx_ntid[bit], 1)] if bit < 5 else []
+            return [(self.ctx_ntid[bit], 1)] if bit < self.ctx_ntid.width else []
         if name == "nctaid.x":
             return [(self.ctx_grid[bit], 1)] if bit < self.ctx_grid.width else []
         if name == "ctaid.x":

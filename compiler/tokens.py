@@ -25,6 +25,11 @@ def _bits(n: int) -> int:
     return max(1, (n - 1).bit_length())
 
 
+def ntid_bits(m: MachineConfig) -> int:
+    """Binary digits of blockDim.x (1..max_block_dim): 5 up to 31 threads, 6 for 32."""
+    return m.max_block_dim.bit_length()
+
+
 def _set_bits(x: dict, space, value: int) -> None:
     """Write ``value`` in binary into ``space`` (bit i in its dim i) of the row ``x``."""
     for i in range(space.width):
@@ -45,7 +50,7 @@ class TokenDims:
         self.mem_addr = lay.alloc("tok.mem.addr", _bits(m.mem_words))
         self.mem_item = lay.alloc("tok.mem.item", vocab.input_item + 1)
         self.chunk = [lay.alloc(f"tok.c{j}.bits", CHUNK_BITS[j]) for j in range(3)]
-        self.dims_ntid = lay.alloc("tok.dims.ntid", 5)
+        self.dims_ntid = lay.alloc("tok.dims.ntid", ntid_bits(m))
         self.dims_mask0 = lay.alloc("tok.dims.mask0", m.lanes)
         self.exec_b = lay.alloc("tok.exec.block", m.rom_blocks)
         self.exec_w = lay.alloc("tok.exec.warp", m.max_warps)
@@ -67,7 +72,7 @@ class TokenDims:
             "PROG": [("block", _bits(m.rom_blocks)), ("piece", _bits(P))],
             "MEM": [("item", _bits(vocab.input_item + 1)), ("addr", _bits(m.mem_words))],
             "C0": [("value", CHUNK_BITS[0])], "C1": [("value", CHUNK_BITS[1])], "C2": [("value", CHUNK_BITS[2])],
-            "DIMS": [("ntid", 5)],
+            "DIMS": [("ntid", ntid_bits(m))],
             "GRID": [("nctaid", _bits(MAX_GRID + 1))],
             "CTA": [("ctaid", _bits(MAX_GRID))],
             "ENT": [("item", _bits(ENT_ITEMS)), ("warp", _bits(m.max_warps)), ("level", _bits(STACK_LEVELS))],

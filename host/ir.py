@@ -57,6 +57,7 @@ class LInstr:
     line: int = 0
     text: str = ""
     src: object = None  # the .cu line (``srcloc.SourceLoc``) of the PTX instruction, if known
+    trap: str | None = None  # what a fault of this instruction means (a division's zero divisor)
 
     @property
     def writes_pred(self) -> bool:
@@ -76,6 +77,13 @@ class LTerm:
     target: str | None = None
     guard: VPred | None = None
     line: int = 0
+
+
+@dataclass
+class LLabel:
+    """A label inside one PTX instruction's expansion (a division's loops): a basic block starts here."""
+
+    name: str
 
 
 @dataclass

@@ -34,15 +34,16 @@ from qwengpu_mlx.isa import (
     Terminator,
     TermKind,
 )
-from qwengpu_mlx.machine import DEFAULT_MACHINE, SPECIAL_REGISTERS, MachineConfig
+from qwengpu_mlx.machine import DEFAULT_MACHINE, LARGE_MACHINE, SPECIAL_REGISTERS, MachineConfig
 from qwengpu_mlx.vocab import RECORD_TOKENS
 
-from . import cfg, ifconvert, packing, ranges, regalloc, wide_index
+from . import cfg, division, ifconvert, packing, ranges, regalloc, wide_index
 from .ir import (  # noqa: F401 - the IR's names stay importable from here
     BasicBlock,
     LBarrier,
     LConst,
     LInstr,
+    LLabel,
     LParamLoad,
     LTerm,
     MBlock,
@@ -139,9 +140,15 @@ class Translator:
             if cur.term is not None:
                 cur = BasicBlock(None)
                 blocks.append(cur)
-            out = self.instr(item)
-            for x in out:
-                if isinstance(x, LTerm):
+            for x in self.instr(item):
+                if isinstance(x, LLabel):  # a routine's own block (a division's loop)
+                    cur = BasicBlock(x.name)
+                    blocks.append(cur)
+                elif cur.term is not None:  # a routine's branch ended the block it was in
+                    cur = BasicBlock(None)
+                    blocks.append(cur)
+                    cur.items.append(x)
+                elif isinstance(x, LTerm):
                     cur.term = x
                 else:
                     cur.items.append(x)
@@ -447,9 +454,26 @@ class Translator:
             raise _unsupported(ins, "sub with carry or saturation is not supported")
         return self._alu(ins, Op.SUB, 2, allow_wide=True)
 
+    def emitter(self, ins) -> division.Emitter:
+        return division.Emitter(ins.line, ins.src, ins.text, self.fresh)
+
+    def _int32_operands(self, ins, what: str):
+        """``(dst, srcs, pre)`` of a 32-bit two-operand instruction the lowering expands."""
+        t = self.typ(ins)
+        if t not in INT_TYPES32:
+            raise _unsupported(ins, f"{what}.{t} is not supported (32-bit integers only)")
+        pre: list = []
+        srcs = tuple(self.value(ins, o, pre) for o in ins.operands[1:3])
+        return self.dst(ins, ins.operands[0]), srcs, pre
+
     def op_mul(self, ins):
         if "hi" in ins.mods:
-            raise _unsupported(ins, "mul.hi (high half of a product) is not supported; clang emits it for division by a constant that is not a power of two")
+            if ins.guard:
+                raise _unsupported(ins, "a predicated mul.hi is not supported")
+            d, (a, b), pre = self._int32_operands(ins, "mul.hi")
+            if isinstance(a, Imm) and not isinstance(b, Imm):
+                a, b = b, a
+            return pre + division.mul_hi(self.emitter(ins), d, a, b, signed=self.typ(ins) == "s32")
         if "wide" in ins.mods:
             d = self.dst(ins, ins.operands[0])
             self.wide.add(d)
@@ -503,9 +527,19 @@ class Translator:
         return self._alu(ins, Op.SHR, 2)
 
     def op_div(self, ins):
-        raise _unsupported(ins, "general integer division is not supported (division and remainder by a constant power of two are)")
+        return self._divide(ins, remainder=False)
 
-    op_rem = op_div
+    def op_rem(self, ins):
+        return self._divide(ins, remainder=True)
+
+    def _divide(self, ins, remainder: bool):
+        """``div``/``rem`` as the shift-and-subtract routine the model runs (``division.py``)."""
+        what = "rem" if remainder else "div"
+        d, (n, dv), pre = self._int32_operands(ins, what)
+        where = str(ins.src) if ins.src is not None else f"PTX line {ins.line}"
+        trap = f"division by zero at {where} (`{ins.text.strip()}`)"
+        return pre + division.divide(self.emitter(ins), d, n, dv, signed=self.typ(ins) == "s32",
+                                     remainder=remainder, trap=trap, guard=self.guard_of(ins))
 
     def op_setp(self, ins):
         cmp_mod = next((m for m in ins.mods if m in CMP_NAMES), None)
@@ -1050,7 +1084,14 @@ def check_rom(mblocks: list[MBlock], rom_blocks: int, slots: int, kernel: str) -
         ninstr = sum(len(b.instrs) for b in mblocks)
         raise ResourceError(
             f"kernel `{kernel}` needs {len(mblocks)} machine blocks ({ninstr} instructions) "
-            f"but the program ROM holds {rom_blocks} blocks of {slots}")
+            f"but the program ROM holds {rom_blocks} blocks of {slots}{_larger_machine_hint(rom_blocks, len(mblocks))}")
+
+
+def _larger_machine_hint(rom_blocks: int, needed: int) -> str:
+    """Where the large machine's ROM would hold the program, say so."""
+    if rom_blocks < LARGE_MACHINE.rom_blocks and needed <= LARGE_MACHINE.rom_blocks:
+        return f"; the large machine's holds {LARGE_MACHINE.rom_blocks} (--machine large)"
+    return ""
 
 
 def _reachable(by: dict[int, MBlock], entry: int) -> set[int]:
@@ -1161,7 +1202,9 @@ def lower(module: PtxModule, kernel: PtxKernel, params: list[KernelParam],
     kname = _display_name(kernel.name)
     if not 1 <= block_dim <= machine.max_block_dim:
         raise ResourceError(f"blockDim.x = {block_dim}: the machine runs 1..{machine.max_block_dim} "
-                            f"threads per block ({machine.max_warps} warps of {machine.lanes})")
+                            f"threads per block ({machine.max_warps} warps of {machine.lanes})"
+                            + (f"; the large machine runs up to {LARGE_MACHINE.max_block_dim} (--machine large)"
+                               if machine.max_block_dim < block_dim <= LARGE_MACHINE.max_block_dim else ""))
     if grid_dim < 1:
         raise ResourceError(f"gridDim.x = {grid_dim}: must be at least 1")
     if len(params) != len(kernel.params):

@@ -31,6 +31,7 @@ from typing import Callable
 from qwengpu_mlx import isa
 from qwengpu_mlx.errors import (
     BarrierDeadlock,
+    DivisionByZero,
     ExecutionError,
     MemoryFault,
     ResourceError,
@@ -437,6 +438,11 @@ class _Launch:
     def address(self, ins: Instr, rec: StepRecord, warp: int, lane: int) -> int:
         addr = (self.value(ins.srcs[0], warp, lane) + ins.offset) & self.M
         limit = 4 * self.m.mem_words
+        if (addr >= limit or addr % 4) and ins.trap:
+            raise self.fail(DivisionByZero(
+                f"{ins.trap}: the divisor is 0 on lane {lane} of warp {warp} (thread {warp * self.m.lanes + lane} "
+                f"of thread block {rec.ctaid}), at step {rec.step}; a real GPU returns an undefined value, "
+                f"this machine stops the launch"))
         if addr >= limit or addr % 4:
             why = (
                 f"is outside the memory (bytes 0..{limit - 1}, {self.m.mem_words} words)"

@@ -197,7 +197,8 @@ def allocate(blocks: list[MBlock], machine: MachineConfig, kernel: str):
             instrs.append(Instr(op=it.op, dst=dst, srcs=srcs,
                                 psrcs=tuple(pred(p) for p in it.psrcs), guard=pred(it.guard),
                                 signed=it.signed, cmp=it.cmp, mode=it.mode, offset=it.offset,
-                                space=it.space, pdst=None if it.pdst is None else pmap[it.pdst]))
+                                space=it.space, pdst=None if it.pdst is None else pmap[it.pdst],
+                                trap=it.trap))
         term = b.term
         if b.term_pred is not None:
             from dataclasses import replace

@@ -14,7 +14,7 @@ import os
 import sys
 
 from . import cli_args, progress
-from .cli_common import combined_record, errors_as, machine_for, program_for, splice_errors
+from .cli_common import combined_record, errors_as, machine_for, named_machine, program_for, splice_errors
 from .cli_help import DESCRIPTION, EPILOG, add_examples
 from .errors import LaunchError, QwenGpuError
 from .machine import DEFAULT_MACHINE, MACHINES
@@ -71,12 +71,14 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--block", type=int, default=None,
                         help="blockDim.x (default the launch file's, else 4; at most %d)" % DEFAULT_MACHINE.max_block_dim)
         sp.add_argument("--grid", type=int, default=None, help="gridDim.x (default the launch file's, else 1)")
-        machine_option(sp)
+        machine_option(sp, default=None)
 
-    def machine_option(sp):
-        sp.add_argument("--machine", choices=sorted(MACHINES), default="default",
-                        help="default: the published machine; one-slot: the same with one instruction per "
-                             "block (25 layers instead of 45; both fit Qwen3.5-2B's shape)")
+    def machine_option(sp, default="default"):
+        sp.add_argument("--machine", choices=sorted(MACHINES), default=default,
+                        help="default (or published): the published machine; large: 128 ROM blocks and 8 "
+                             "warps (blockDim.x up to 32); one-slot: the published one with one instruction "
+                             "per block (25 layers instead of 45; both fit Qwen3.5-2B's shape). Without it, "
+                             "the launch file's \"machine\", else default")
 
     c = sub.add_parser("compile", help="show a kernel's PTX, machine blocks, launch prompt, or the circuit layout")
     common(c, optional=True)
@@ -171,7 +173,7 @@ def cmd_compile(ns) -> int:
         from .runtime import CircuitStore
 
         with progress.phase(ns, "compiling the circuit"):
-            compiled = CircuitStore().compiled(MACHINES[ns.machine])
+            compiled = CircuitStore().compiled(named_machine(ns))
         print(layout_report(compiled))
         return 0
     if ns.source is None:
@@ -181,7 +183,7 @@ def cmd_compile(ns) -> int:
     if ns.emit == "tokens":
         from .runtime import prompt_tokens
 
-        machine = MACHINES[ns.machine]
+        machine = named_machine(ns, la)
         layout = None
         if ns.model:
             machine, layout = combined_record(ns.model)
@@ -199,7 +201,7 @@ def cmd_compile(ns) -> int:
         note = "; placeholder arguments (pass --arg to bind a real launch)"
     else:
         cli_args.check_complete(ck, la)
-    prog = bind(ck, args, block=la.block, grid=la.grid, machine=MACHINES[ns.machine])
+    prog = bind(ck, args, block=la.block, grid=la.grid, machine=named_machine(ns, la))
     print(f"// kernel {prog.kernel}: {len(prog.blocks)} blocks, {prog.regs_used} registers, "
           f"{prog.preds_used} predicates{note}")
     for a in prog.arrays:

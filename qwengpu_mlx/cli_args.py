@@ -32,6 +32,7 @@ class LaunchArgs:
     grid: int
     kernel: str | None
     spec: Path | None  # the launch file read, None when every value came from --arg
+    machine: str | None = None  # the machine the launch file names, if any
 
 
 def parse_arg(text: str) -> tuple[str, str]:
@@ -68,7 +69,7 @@ def resolve(ns) -> LaunchArgs:
     args = {**spec.get("args", {}), **explicit}
     pick = lambda mine, key, default: mine if mine is not None else spec.get(key, default)  # noqa: E731
     return LaunchArgs(args, pick(ns.block, "block", DEFAULT_BLOCK), pick(ns.grid, "grid", DEFAULT_GRID),
-                      pick(ns.kernel, "kernel", None), path)
+                      pick(ns.kernel, "kernel", None), path, spec.get("machine"))
 
 
 def _example(param) -> str:

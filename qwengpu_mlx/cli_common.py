@@ -35,11 +35,19 @@ def combined_record(path: str):
         return recorded_machine(path)
 
 
+def named_machine(ns, launch: cli_args.LaunchArgs | None = None):
+    """``--machine``, else the machine the launch file names, else the default (published) one."""
+    name = getattr(ns, "machine", None) or (launch.machine if launch is not None else None) or "default"
+    return MACHINES[name]
+
+
 def machine_for(ns):
-    """``--machine``, or the machine a combined checkpoint (``--model``) was built with."""
+    """``--machine`` (or the launch file's), or the machine a combined checkpoint (``--model``) was built with."""
     if getattr(ns, "model", None):
         return combined_record(ns.model)[0]
-    return MACHINES[ns.machine]
+    if getattr(ns, "machine", None) or getattr(ns, "source", None) is None:
+        return named_machine(ns)
+    return named_machine(ns, cli_args.resolve(ns))
 
 
 def program_for(ns, machine):

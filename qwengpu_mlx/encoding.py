@@ -9,8 +9,11 @@ the compiler reads the same table to wire the decoder. One table, both sides.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from .isa import Block, Imm, Op, Pred, Program, Reg, Special, TermKind
 from .machine import DEFAULT_MACHINE, SCALED_SPECIALS, SPECIAL_REGISTERS, MachineConfig
+from .records import pc_bits
 from .vocab import pieces_per_block
 
 # opcode numbers (0 = empty slot)
@@ -45,14 +48,34 @@ for _name, _w in [("op", 5), ("signed", 1), ("cmp", 3), ("mode", 2), ("dst", 4),
 SLOT_BITS = 128
 assert _off <= SLOT_BITS
 
+class EncodeError(ValueError):
+    pass
+
+
 TERM_KINDS = [TermKind.EXIT, TermKind.JUMP, TermKind.BRANCH, TermKind.BARRIER]
-TERM_FIELDS: dict[str, tuple[int, int]] = {}
-_off = 0
-for _name, _w in [("kind", 2), ("target", 5), ("fallthrough", 5), ("pred", 4), ("pred_neg", 1),
-                  ("reconv", 5), ("reconv_valid", 1), ("pemit", 1)]:
-    TERM_FIELDS[_name] = (_off, _w)
-    _off += _w
-assert _off <= 32
+TERM_BLOCK_BITS = 5  # a block number in the terminator piece, for ROMs of up to 32 blocks
+
+
+@lru_cache(maxsize=8)
+def term_fields(machine: MachineConfig = DEFAULT_MACHINE) -> dict[str, tuple[int, int]]:
+    """The terminator piece's fields: name -> (bit offset, width).
+
+    Block numbers take ``TERM_BLOCK_BITS``, or the machine's pc width when its ROM is
+    larger (7 bits for 128 blocks: 30 bits in all), so the published machine's layout,
+    and with it its weights, stay as they were."""
+    blk = max(TERM_BLOCK_BITS, pc_bits(machine))
+    fields, off = {}, 0
+    for name, w in [("kind", 2), ("target", blk), ("fallthrough", blk), ("pred", 4), ("pred_neg", 1),
+                    ("reconv", blk), ("reconv_valid", 1), ("pemit", 1)]:
+        fields[name] = (off, w)
+        off += w
+    if off > 32:
+        raise EncodeError(f"{machine.rom_blocks} ROM blocks need {blk}-bit block numbers: the terminator "
+                          f"piece would need {off} bits of 32")
+    return fields
+
+
+TERM_FIELDS = term_fields(DEFAULT_MACHINE)  # the published machine's layout
 # piece "pfinal": 4 bits per predicate, a predicate source code for its value after the block
 
 
@@ -76,10 +99,6 @@ def _put(bits: list[int], pos: int, width: int, value: int) -> None:
     for i in range(width):
         if (value >> i) & 1:
             bits[pos + i] = 1
-
-
-class EncodeError(ValueError):
-    pass
 
 
 def live_out_registers(blocks: list[Block]) -> dict[int, set[int]]:
@@ -239,7 +258,8 @@ def encode_block(block: Block, live_out: set[int], machine: MachineConfig = DEFA
             off, _ = SLOT_FIELDS["emit"]
             bits[slot * SLOT_BITS + off] = 1
     t = block.term
-    tf = {name: 0 for name in TERM_FIELDS}
+    fields = term_fields(machine)
+    tf = {name: 0 for name in fields}
     tf["kind"] = TERM_KINDS.index(t.kind)
     tf["target"] = t.target or 0
     tf["fallthrough"] = t.fallthrough or 0
@@ -249,7 +269,7 @@ def encode_block(block: Block, live_out: set[int], machine: MachineConfig = DEFA
     # the predicate file goes back down only when a predicate it wrote is read later
     tf["pemit"] = int(bool(set(last_pred) & (live_preds if live_preds is not None else set(last_pred))))
     tbase = term_piece(machine) * 32
-    for name, (off, w) in TERM_FIELDS.items():
+    for name, (off, w) in fields.items():
         _put(bits, tbase + off, w, tf[name])
     pbase = pfinal_piece(machine) * 32
     for p in range(machine.preds):

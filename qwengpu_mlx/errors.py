@@ -58,6 +58,11 @@ class MemoryFault(ExecutionError):
     pass
 
 
+class DivisionByZero(MemoryFault):
+    """A division's divisor was 0: its routine stores outside memory (both backends fault
+    there, the model with ``FAULT``), and the reference names the division's ``.cu`` line."""
+
+
 class TokenBudgetExceeded(ExecutionError):
     """The model wrote more tokens than a correct launch of the program can (``bound``: "step" or "launch")."""
 

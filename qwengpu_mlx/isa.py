@@ -136,6 +136,7 @@ class Instr:
     offset: int = 0
     space: str | None = None  # "global" or "shared", for display only
     pdst: int | None = None
+    trap: str | None = field(default=None, compare=False)  # the meaning of a fault here, for errors only
 
     @property
     def writes_pred(self) -> bool:

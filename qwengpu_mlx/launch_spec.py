@@ -4,8 +4,10 @@ One reader for every caller (``run``/``compile``/``check`` on the command line, 
 dashboard's ``/run``), so that a launch file means the same thing everywhere. The form
 (``examples/kernels/*.json``)::
 
-    {"kernel": "vec_add", "block": 8, "grid": 1,
+    {"kernel": "vec_add", "block": 8, "grid": 1, "machine": "large",
      "args": {"a": [1, 2], "n": 2}, "description": "..."}
+
+``machine`` names the machine the launch needs (``--machine`` beats it).
 
 Every key is optional; ``args`` maps a parameter name to a list of integers (a pointer)
 or one integer (a scalar).
@@ -17,6 +19,7 @@ import json
 from pathlib import Path
 
 from .errors import LaunchError
+from .machine import MACHINES
 
 _INT_KEYS = ("block", "grid")
 
@@ -55,6 +58,8 @@ def _check_form(path: Path, data: dict) -> None:
     for key in _INT_KEYS:
         if key in data and not _is_int(data[key]):
             raise LaunchError(f"{path}: {key!r} must be an integer")
+    if "machine" in data and data["machine"] not in MACHINES:
+        raise LaunchError(f"{path}: 'machine' must be one of {', '.join(sorted(MACHINES))}")
     if "kernel" in data and not isinstance(data["kernel"], str):
         raise LaunchError(f"{path}: 'kernel' must be a kernel name")
     args = data.get("args", {})

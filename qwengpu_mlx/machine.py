@@ -67,8 +67,15 @@ limit is the default's. Its circuit needs 25 layers instead of 45 (both fit Qwen
 shape: ``qwengpu-mlx build [--machine one-slot] --shape qwen3.5-2b``, docs/CIRCUIT.md,
 "Dense checkpoints"); launches take more steps (one per instruction) and more tokens."""
 
-MACHINES = {"default": DEFAULT_MACHINE, "one-slot": ONE_SLOT_MACHINE}
-"""The named machines the command line offers (``--machine``)."""
+LARGE_MACHINE = MachineConfig(max_warps=8, rom_blocks=128)
+"""The published machine grown where ordinary kernels stopped: 128 ROM blocks (4x: room
+for loops, unrolled code and division routines) and 8 warps (``blockDim.x`` up to 32,
+the smallest block most CUDA code uses). Registers fill a head's 128 key rows (8 warps x
+16 registers) and so does the ROM (one row per block); memory stays at 126 words."""
+
+MACHINES = {"default": DEFAULT_MACHINE, "published": DEFAULT_MACHINE, "large": LARGE_MACHINE,
+            "one-slot": ONE_SLOT_MACHINE}
+"""The named machines the command line offers (``--machine``); ``default`` is the published one."""
 
 
 def to_signed(value: int, bits: int = 32) -> int:

@@ -58,11 +58,11 @@ LIMITS: tuple[FieldLimit, ...] = (
         "bits at 8 lanes",
         (4,)),
     FieldLimit(
-        "max_warps", 1, 4, "warp numbers are 2 bits and blockDim.x a 5-bit field in the circuit",
-        "the next-warp latch and the EXEC and ENT emission write 2 warp bits (compiler/control.py, "
-        "ctl.next.warp; machine_circuit.py, emit), and ntid is 5 bits (ctx.ntid, tok.dims.ntid), so "
-        "blockDim.x = 32 reads as 0: with max_warps = 8 a 32-thread kernel writes [1, 0, 0, ...]",
-        (2, 4)),
+        "max_warps", 1, 8, "registers are rows (warp, reg) of a head with 128 key rows",
+        "the register heads key one row per (warp, register): 8 warps of 16 registers fill a "
+        "Qwen3.5-2B head's 128 rows; warp numbers and blockDim.x take their widths from the machine "
+        "(records.warp_bits, tokens.ntid_bits: 6 bits for blockDim.x = 32)",
+        (2, 4, 8)),
     FieldLimit(
         "regs", 2, 16, "register numbers are a 4-bit ROM field and row 0 reads zero",
         "dst is a 4-bit ROM field and operand source codes 1..15 are registers, 16 and up name specials, "
@@ -76,11 +76,12 @@ LIMITS: tuple[FieldLimit, ...] = (
         "each of at most 8 predicates",
         (4, 8)),
     FieldLimit(
-        "rom_blocks", 2, 32, "block numbers are 5-bit fields of the ROM's terminator",
-        "the terminator's target, fallthrough and reconvergence fields are 5 bits (encoding.py, "
-        "TERM_FIELDS), so at most 32 blocks (64 fails in a builder); below that the control unit, the "
-        "EXEC emission and the WST/ENT records size their pc fields from rom_blocks (records.pc_bits)",
-        (4, 16, 32)),
+        "rom_blocks", 2, 128, "a ROM head has one row per block under the key dim of 128",
+        "each ROM head keys one row per block and a Qwen3.5-2B head has 128 key rows; the terminator's "
+        "block fields take max(5, pc bits) (encoding.py, term_fields: 30 of 32 bits at 128 blocks), and "
+        "the control unit, the EXEC emission and the WST/ENT records size their pc fields from "
+        "rom_blocks (records.pc_bits)",
+        (4, 16, 32, 128)),
     FieldLimit(
         "slots_per_block", 1, 3, "operand source codes forward the results of at most 3 slots",
         "source codes 23..25 forward the results of slots 0..2 of the block and code 26 is %tid.x*4 "
