@@ -57,6 +57,13 @@ def arrays(spec: dict) -> dict[str, np.ndarray]:
     return {k: np.array(v, dtype=np.int64) for k, v in spec["args"].items() if isinstance(v, list)}
 
 
+def machine_of(spec: dict):
+    """The machine a launch file names (``"machine"``), the published one when it names none."""
+    from qwengpu_mlx.machine import MACHINES
+
+    return MACHINES[spec.get("machine", "default")]
+
+
 def scalar(spec: dict, name: str) -> int:
     return int(spec["args"][name])
 
@@ -937,6 +944,153 @@ def multi_feature(spec):
     s = wrap(nxt * lane - v)
     A["out"][:b] = s[::-1]
     A["total"][0] = wrap(int(A["total"][0]) + int(s.sum()))
+    return result(A)
+
+
+# division and remainder (C semantics, written from the definition) ---------------------
+
+
+def c_div(a: int, b: int) -> int:
+    """a / b truncated toward zero, as exact integers (the caller wraps to 32 bits)."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def c_rem(a: int, b: int) -> int:
+    """a % b with the dividend's sign: a - b * (a / b)."""
+    return a - b * c_div(a, b)
+
+
+def _ints(xs) -> list[int]:
+    return [int(x) for x in xs]
+
+
+@oracle
+def div_const_signed(spec):
+    A = arrays(spec)
+    for i, a in enumerate(_ints(A["a"][:scalar(spec, "n")])):
+        A["q"][i], A["r"][i], A["s"][i] = c_div(a, 7), c_rem(a, 7), c_div(a, -3)
+    return result(A)
+
+
+@oracle
+def div_const_unsigned(spec):
+    A = arrays(spec)
+    for i, a in enumerate(_ints(u32(A["a"][:scalar(spec, "n")]))):
+        A["q"][i], A["r"][i] = a // 10, a % 10
+    return result(A)
+
+
+@oracle
+def div_reg_signed(spec):
+    A = arrays(spec)
+    n = min(scalar(spec, "n"), threads(spec))
+    for i in range(n):
+        a, b = int(A["a"][i]), int(A["b"][i])
+        A["q"][i], A["r"][i] = c_div(a, b), c_rem(a, b)  # INT_MIN / -1 = 2^31 wraps to INT_MIN
+    return result(A)
+
+
+@oracle
+def div_reg_unsigned(spec):
+    A = arrays(spec)
+    n = scalar(spec, "n")
+    for i, (a, b) in enumerate(zip(_ints(u32(A["a"][:n])), _ints(u32(A["b"][:n])))):
+        A["q"][i], A["r"][i] = a // b, a % b
+    return result(A)
+
+
+@oracle
+def average(spec):
+    A = arrays(spec)
+    n = scalar(spec, "n")
+    A["mean"][0] = c_div(sum(_ints(A["x"][:n])), n)
+    return result(A)
+
+
+@oracle
+def index_2d(spec):
+    A = arrays(spec)
+    w, h = scalar(spec, "width"), scalar(spec, "height")
+    m = np.array(A["m"][: w * h]).reshape(h, w)
+    rows, cols = np.indices((h, w))
+    A["t"][: w * h] = (m + 100 * rows + cols).T.reshape(-1)
+    return result(A)
+
+
+@oracle
+def digit_sum(spec):
+    A = arrays(spec)
+    for i, a in enumerate(_ints(A["a"][:scalar(spec, "n")])):
+        A["out"][i] = sum(int(c) for c in str(abs(a)))
+    return result(A)
+
+
+@oracle
+def mod_pow(spec):
+    A = arrays(spec)
+    m = scalar(spec, "m")
+    for i in range(scalar(spec, "n")):
+        A["out"][i] = pow(int(A["b"][i]), int(A["e"][i]), m)  # non-negative bases: C's % agrees
+    return result(A)
+
+
+@oracle
+def gcd_mod(spec):
+    A = arrays(spec)
+    for i in range(scalar(spec, "n")):
+        A["g"][i] = math.gcd(int(A["a"][i]), int(A["b"][i]))
+    return result(A)
+
+
+@oracle
+def hash_mod(spec):
+    A = arrays(spec)
+    for row in range(scalar(spec, "rows")):
+        v = 0
+        for c in _ints(A["chars"][4 * row: 4 * row + 4]):
+            v = (v * 31 + c) % 10007
+        A["h"][row] = v
+    return result(A)
+
+
+@oracle
+def div_by_zero(spec):
+    """The launch stops (``"error"`` in the launch file): memory as before it, q unwritten."""
+    return result(arrays(spec))
+
+
+# 32-thread blocks (the large machine) ---------------------------------------------------
+
+
+@oracle
+def block32_reduce(spec):
+    A = arrays(spec)
+    b = spec["block"]
+    sq = A["x"][:b] ** 2
+    v = sq + shfl(sq, b, "down", 1)  # lane 3 of a warp has no lane below: it adds its own
+    A["out"][:b] = v
+    A["total"][0] = int(v.sum())
+    return result(A)
+
+
+@oracle
+def block32_scan(spec):
+    A = arrays(spec)
+    A["out"][: spec["block"]] = np.cumsum(A["x"][: spec["block"]])
+    return result(A)
+
+
+@oracle
+def long_program(spec):
+    A = arrays(spec)
+    for i in range(scalar(spec, "n")):
+        v, acc = int(A["a"][i]), 0
+        for k in range(24):
+            acc = acc + v * (k + 1) if v & 1 else acc - (v >> 1)
+            acc = int(wrap(np.int64(acc)))
+            v = (v >> 1) ^ (acc & 7)
+        A["out"][i] = acc
     return result(A)
 
 

@@ -23,6 +23,7 @@ from qwengpu_mlx.runtime.generate import RECORD_TOKENS, LaunchBounds
 from qwengpu_mlx.vocab import vocab_for
 
 from clitools import needs_clang
+from oracles import machine_of
 
 pytestmark = needs_clang
 
@@ -79,10 +80,11 @@ def test_the_bounds_hold_every_conformance_launch():
     from qwengpu_mlx.runtime.check import reference_run
     from qwengpu_mlx.runtime.expect import expected_segments
 
-    m, v = DEFAULT_MACHINE, vocab_for(DEFAULT_MACHINE)
     old_bound = 413_704  # the program-blind bound this replaces, for the default budget
     for path in sorted(KERNELS.glob("*.json")):
-        prog = _program(path.stem)
+        m = machine_of(json.loads(path.read_text()))
+        v = vocab_for(m)
+        prog = _program(path.stem, m)
         ref = reference_run(prog, m, budget=m.step_budget)
         segs = expected_segments(prog, m, ref.trace, fault=ref.fault, inside_step=ref.inside_step)
         bounds = LaunchBounds(prog, m, m.step_budget)

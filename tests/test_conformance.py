@@ -23,12 +23,15 @@ ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "examples" / "kernels"
 EXAMPLES = sorted(KERNELS.glob("*.json"))
 
-MAX_BLOCK = 16  # 4 warps of 4 lanes
-MEM_WORDS = 126
-
-
 def _spec(path: Path) -> dict:
     return json.loads(path.read_text())
+
+
+def _machine(spec: dict):
+    """The machine the launch file names (the published one when it names none)."""
+    from qwengpu_mlx.machine import MACHINES
+
+    return MACHINES[spec.get("machine", "default")]
 
 
 def test_enough_examples_and_every_one_has_an_oracle():
@@ -45,7 +48,8 @@ def test_enough_examples_and_every_one_has_an_oracle():
 def test_launch_spec_is_well_formed(path: Path):
     spec = _spec(path)
     assert isinstance(spec["kernel"], str) and spec["kernel"]
-    assert 1 <= spec["block"] <= MAX_BLOCK
+    m = _machine(spec)
+    assert 1 <= spec["block"] <= m.max_block_dim
     assert spec["grid"] >= 1
     words = 0
     for name, value in spec["args"].items():
@@ -55,7 +59,7 @@ def test_launch_spec_is_well_formed(path: Path):
             words += len(value)
         else:
             assert isinstance(value, int) and -(2**31) <= value < 2**31, name
-    assert words <= MEM_WORDS
+    assert words <= m.mem_words
     # the oracle returns every pointer parameter, in parameter order
     expected = ORACLES[path.stem](spec)
     assert list(expected) == [k for k, v in spec["args"].items() if isinstance(v, list)]
@@ -65,16 +69,23 @@ def test_launch_spec_is_well_formed(path: Path):
 def test_kernel_matches_oracle(path: Path):
     from qwengpu_mlx.host.launch import launch
 
+    from qwengpu_mlx import errors
+
     spec = _spec(path)
-    result = launch(
+    run = lambda: launch(  # noqa: E731
         source=path.with_suffix(".cu"),
         kernel=spec["kernel"],
         block=spec["block"],
         grid=spec["grid"],
         args=spec["args"],
         backend="reference",
+        machine=_machine(spec),
     )
-    assert result.outputs == ORACLES[path.stem](spec)
+    if "error" in spec:  # the launch must stop with this error, naming the kernel's line
+        with pytest.raises(getattr(errors, spec["error"]), match=rf"{path.stem}\.cu:\d+"):
+            run()
+        return
+    assert run().outputs == ORACLES[path.stem](spec)
 
 
 def test_cli_runs_dot_and_prints_one_json_object():

@@ -57,9 +57,9 @@ def test_every_field_has_a_limit_and_the_named_machines_pass():
 
 def test_every_refused_field_is_named_in_one_message():
     with pytest.raises(ResourceError) as e:
-        check_circuit_supports(MachineConfig(lanes=8, rom_blocks=64, mem_words=254))
+        check_circuit_supports(MachineConfig(lanes=8, rom_blocks=256, mem_words=254))
     msg = str(e.value)
-    for text in ("lanes = 8 is refused", "rom_blocks = 64 is refused", "mem_words = 254 is refused"):
+    for text in ("lanes = 8 is refused", "rom_blocks = 256 is refused", "mem_words = 254 is refused"):
         assert text in msg
 
 
@@ -68,10 +68,10 @@ def test_a_refused_machine_is_refused_before_any_weight(tmp_path):
     from qwengpu_mlx.compiler.pipeline import compile_machine
     from qwengpu_mlx.runtime import CircuitStore
 
-    with pytest.raises(ResourceError, match="max_warps = 8 is refused"):
-        compile_machine(machine(max_warps=8))
-    with pytest.raises(ResourceError, match="max_warps = 8 is refused"):
-        CircuitStore(directory=tmp_path).runner(machine(max_warps=8))
+    with pytest.raises(ResourceError, match="max_warps = 9 is refused"):
+        compile_machine(machine(max_warps=9))
+    with pytest.raises(ResourceError, match="max_warps = 9 is refused"):
+        CircuitStore(directory=tmp_path).runner(machine(max_warps=9))
     assert not list(tmp_path.iterdir())  # nothing cached either
 
 
@@ -84,12 +84,12 @@ def test_lanes_4_only():
     assert_supported("lanes", 4)
 
 
-def test_max_warps_1_to_4():
-    # 8 warps built and ran wrong: a 32-thread kernel wrote [1, 0, 0, ...] (ntid is 5 bits, warps 2)
-    assert_refused("max_warps", 8, "the circuit supports max_warps from 1 to 4")
-    assert_refused("max_warps", 5, "max_warps from 1 to 4")
-    assert_refused("max_warps", 0, "max_warps from 1 to 4")
-    assert_supported("max_warps", 1, 2, 3, 4)
+def test_max_warps_1_to_8():
+    # 8 warps of 16 registers fill the register heads' 128 key rows; 8 runs exact below
+    assert_refused("max_warps", 9, "the circuit supports max_warps from 1 to 8")
+    assert_refused("max_warps", 16, "max_warps from 1 to 8")
+    assert_refused("max_warps", 0, "max_warps from 1 to 8")
+    assert_supported("max_warps", 1, 2, 3, 4, 5, 8)
 
 
 def test_regs_2_to_16():
@@ -105,12 +105,12 @@ def test_preds_1_to_8():
     assert_supported("preds", 1, 4, 8)
 
 
-def test_rom_blocks_2_to_32():
-    # 64 fails in a builder (5-bit terminator fields); 16 runs exact below (test_regs_9_and_rom_blocks_16_run_exact)
-    assert_refused("rom_blocks", 64, "the circuit supports rom_blocks from 2 to 32")
-    assert_refused("rom_blocks", 33, "rom_blocks from 2 to 32")
-    assert_refused("rom_blocks", 1, "rom_blocks from 2 to 32")
-    assert_supported("rom_blocks", 2, 16, 32)
+def test_rom_blocks_2_to_128():
+    # one ROM row per block under a head's 128 key rows; 16 and 128 run exact below
+    assert_refused("rom_blocks", 256, "the circuit supports rom_blocks from 2 to 128")
+    assert_refused("rom_blocks", 129, "rom_blocks from 2 to 128")
+    assert_refused("rom_blocks", 1, "rom_blocks from 2 to 128")
+    assert_supported("rom_blocks", 2, 16, 32, 64, 128)
 
 
 def test_slots_per_block_1_to_3():
@@ -216,3 +216,39 @@ def test_mem_words_128_runs_exact(second_runner):
     # (words read are non-zero, the rest zero: zero words take no prompt record)
     x = [3, -1, 4, 1] + [0] * 116 + [-5, 9, 2, -6]
     run_exact(second_runner, KERNELS / "mem_top.cu", {"x": x, "out": [0] * 4, "n": 124}, block=4)
+
+
+# ---------------------------------------------------------------- the large machine: 128 ROM blocks, 8 warps
+
+EXAMPLES = Path(__file__).parents[1] / "examples" / "kernels"
+
+
+@pytest.fixture(scope="module")
+def large_runner():
+    from qwengpu_mlx.machine import LARGE_MACHINE
+    from qwengpu_mlx.runtime import CircuitStore
+
+    check_circuit_supports(LARGE_MACHINE)
+    return CircuitStore().runner(LARGE_MACHINE)
+
+
+def _example(name: str) -> tuple[Path, dict]:
+    import json
+
+    spec = json.loads((EXAMPLES / f"{name}.json").read_text())
+    assert spec["machine"] == "large"
+    return EXAMPLES / f"{name}.cu", spec
+
+
+def test_max_warps_8_runs_a_32_thread_block_exact(large_runner):
+    # warps 4..7 in EXEC, ENT and WST records, blockDim.x = 32 in six bits, barriers and a shuffle
+    source, spec = _example("block32_reduce")
+    run_exact(large_runner, source, spec["args"], block=32)
+
+
+def test_rom_blocks_128_runs_a_program_past_block_100_exact(large_runner):
+    # 7-bit block numbers in the terminator, EXEC, ENT and WST records
+    source, spec = _example("long_program")
+    program = _program(source, spec["args"], 4, 1, large_runner.machine)
+    assert len(program.blocks) > 100
+    run_exact(large_runner, source, spec["args"], block=4)

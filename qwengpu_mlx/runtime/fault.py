@@ -9,7 +9,7 @@ disagree (then ``--check`` shows where).
 
 from __future__ import annotations
 
-from qwengpu_mlx.errors import BarrierDeadlock, ExecutionError, MemoryFault
+from qwengpu_mlx.errors import BarrierDeadlock, DivisionByZero, ExecutionError, MemoryFault
 from qwengpu_mlx.isa import Program
 from qwengpu_mlx.machine import MachineConfig
 from qwengpu_mlx.vocab import FAULT_CODES
@@ -26,6 +26,10 @@ def model_fault(program: Program, machine: MachineConfig, code: int | None, step
     head = f"the model stopped the launch: {what} (after {steps} steps)"
     try:
         run_program(program, machine, trace=False)
+    except DivisionByZero as ref:
+        if cls is MemoryFault:  # the division routine's trap: say what it means first
+            return DivisionByZero(f"{ref} (the model stopped the launch at the division's trap after {steps} steps)")
+        return cls(f"{head}, but the reference interpreter stops otherwise: {ref} (rerun with --check)")
     except cls as ref:
         return cls(f"{head}; the reference interpreter finds: {ref}")
     except ExecutionError as ref:
