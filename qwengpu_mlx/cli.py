@@ -14,10 +14,13 @@ import os
 import sys
 
 from . import cli_args, progress
-from .cli_common import combined_record, errors_as, machine_for, named_machine, program_for, splice_errors
+from .cli_common import errors_as, launch_model, machine_for, named_machine, program_for, splice_errors
 from .cli_help import DESCRIPTION, EPILOG, add_examples
 from .errors import LaunchError, QwenGpuError
 from .machine import DEFAULT_MACHINE, MACHINES
+
+MODEL_HELP = ("demo, a Hugging Face repo id (Qwen/Qwen3.5-2B), a base directory (Hugging Face or mlx-community "
+              "layout) or a checkpoint build --base wrote; a base is combined with the cached circuit on the fly")
 
 
 def _version() -> str:
@@ -85,8 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--emit", choices=["ptx", "blocks", "tokens", "layout"], default="blocks",
                    help="ptx; blocks (the machine program); tokens (the model's launch prompt, JSON ids); "
                         "layout (the circuit's residual, heads and state rows, per layer)")
-    c.add_argument("--model", metavar="DIR", help="--emit tokens: ids in this combined checkpoint's vocabulary "
-                                                   "(build --base wrote it)")
+    c.add_argument("--model", metavar="MODEL", help="--emit tokens: ids in this model's vocabulary: " + MODEL_HELP)
 
     r = sub.add_parser("run", help="run a kernel launch")
     common(r)
@@ -109,15 +111,15 @@ def build_parser() -> argparse.ArgumentParser:
                         "(an error that says how far it got)")
     r.add_argument("--trace", action="store_true",
                    help="print every step (reference) or every launch token (model) as it is produced")
-    r.add_argument("--model", metavar="DIR", help="run the launch in this combined Qwen3.5 checkpoint "
-                                                   "(build --base wrote it) instead of the embedded circuit")
+    r.add_argument("--model", metavar="MODEL", help="run the launch in this model's circuit, its ids in its "
+                                                     "vocabulary: " + MODEL_HELP)
 
     k = sub.add_parser("check", help="check a launch's tokens (written by any runner, e.g. mlx-lm) against "
                                      "the reference interpreter")
     common(k)
     k.add_argument("--launch-tokens", required=True, metavar="FILE|-",
                    help="the generated token ids as a JSON list (or run --json output); - reads stdin")
-    k.add_argument("--model", metavar="DIR", help="the ids are this combined checkpoint's (build --base wrote it)")
+    k.add_argument("--model", metavar="MODEL", help="the ids are this model's: " + MODEL_HELP)
 
     b = sub.add_parser("build", help="save the circuit as a standard Qwen3.5 checkpoint "
                                      "(config.json + safetensors + tokenizer files)")
@@ -186,7 +188,8 @@ def cmd_compile(ns) -> int:
         machine = named_machine(ns, la)
         layout = None
         if ns.model:
-            machine, layout = combined_record(ns.model)
+            held = launch_model(ns)
+            machine, layout = held.machine, held.layout
         cli_args.check_complete(ck, la)
         prog = bind(ck, la.args, block=la.block, grid=la.grid, machine=machine)
         ids = prompt_tokens(prog, machine)
@@ -250,7 +253,7 @@ def cmd_check(ns) -> int:
     prompt = prompt_tokens(prog, machine)
     layout = None
     if ns.model:
-        layout = combined_record(ns.model)[1]
+        layout = launch_model(ns).layout
         prompt = [layout.launch_id(t) for t in prompt]
     tokens = _read_launch_tokens(text, prompt)
     if layout is not None:

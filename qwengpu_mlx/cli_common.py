@@ -3,6 +3,7 @@ runs on, and a kernel compiled and bound from the command line's arguments."""
 
 from __future__ import annotations
 
+import sys
 from contextlib import contextmanager
 
 from . import cli_args
@@ -27,12 +28,24 @@ def splice_errors(what: str):
     return errors_as(SPLICE_ERRORS, lambda e: ModelError(f"{what}: {e}"))
 
 
-def combined_record(path: str):
-    """(machine, layout) of a combined checkpoint build --base wrote, or a clear error."""
-    from .splice.runner import recorded_machine
+def launch_model(ns, *, runner: bool = False):
+    """``--model`` as a launch sees it (``chat.models.open_launch_model``: demo, a repo id, a
+    base directory or a combined checkpoint): its machine, its ids and, with ``runner``, the
+    circuit's runner; resolved once per command. An unusable one is a clear error (exit 2)."""
+    from .chat.models import ChatModelError, open_launch_model
+    from .errors import ModelError
+    from .runtime import CircuitStore
 
-    with splice_errors("--model"):
-        return recorded_machine(path)
+    held = getattr(ns, "_launch_model", None)
+    if held is not None and (held.runner is not None or not runner):
+        return held
+    try:
+        held = open_launch_model(ns.model, CircuitStore(), machine=_flag_machine(ns), runner=runner,
+                                 log=lambda line: print(f"[{line}]", file=sys.stderr, flush=True))
+    except ChatModelError as e:
+        raise ModelError(f"--model {ns.model}: {e}") from None
+    ns._launch_model = held
+    return held
 
 
 def named_machine(ns, launch: cli_args.LaunchArgs | None = None):
@@ -44,7 +57,12 @@ def named_machine(ns, launch: cli_args.LaunchArgs | None = None):
 def machine_for(ns):
     """``--machine`` (or the launch file's), or the machine a combined checkpoint (``--model``) was built with."""
     if getattr(ns, "model", None):
-        return combined_record(ns.model)[0]
+        return launch_model(ns).machine
+    return _flag_machine(ns)
+
+
+def _flag_machine(ns):
+    """``--machine``, else the launch file's, else the default."""
     if getattr(ns, "machine", None) or getattr(ns, "source", None) is None:
         return named_machine(ns)
     return named_machine(ns, cli_args.resolve(ns))

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from . import progress
-from .cli_common import machine_for, program_for, splice_errors
+from .cli_common import launch_model, machine_for, program_for
 from .errors import ExecutionError, LaunchError
 
 
@@ -57,12 +57,9 @@ def _launch_model(ns, machine, prog, events):
 
     store, runner, layout = CircuitStore(), None, None
     if getattr(ns, "model", None):
-        from .splice.runner import open_combined
-
         events.phase(f"opening {ns.model}")
-        with splice_errors("--model"):
-            combined = open_combined(ns.model, store)
-        runner, layout = combined.circuit, combined.layout
+        held = launch_model(ns, runner=True)
+        runner, layout = held.runner, held.layout
     launch = launch_program(prog, store, machine, events=events, check=ns.check, step_budget=ns.step_budget,
                             runner=runner, timeout=ns.timeout)
     return launch, layout

@@ -67,3 +67,23 @@ def test_plain_text_chats_and_the_launch_streams_to_the_panes():
             assert "check: off" in screen.status_bar.plain()
 
     asyncio.run(go())
+
+
+def test_reasoning_has_its_own_style_and_is_not_the_answer():
+    from qwengpu_mlx.tui.widgets.transcript import STYLES
+
+    chat = scripted_chat(["<think>\nA greeting needs no GPU.\n</think>\n\nHello."])
+
+    async def go():
+        app = DashboardApp(show_timing=False, chat=chat)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.main
+            tr = screen.transcript
+            await type_command(pilot, "hi")
+            await wait_until(pilot, lambda: any(k == "assistant" for k, _ in tr.entries), timeout=60,
+                             what="the chat's answer")
+            kinds = [(k, t) for k, t in tr.entries if k in ("reasoning", "assistant")]
+            assert kinds == [("reasoning", "A greeting needs no GPU."), ("assistant", "Hello.")]
+            assert STYLES["reasoning"] not in (STYLES["assistant"], STYLES["info"])
+
+    asyncio.run(go())

@@ -1,20 +1,25 @@
 """``qwengpu-mlx chat``: mlx_lm.chat's flags and commands (q, r, h), with the GPU as a tool.
 
-Each turn streams the reply, shows each tool call and its result, and ends with
-mlx-lm's summary lines (prompt and generation tokens and tokens/s, peak memory) plus a
-line per launch (kernel, tokens, tokens/s, whether ``--check`` found it exact). With
-``--json`` (or piped input) every line of stdin is a user turn and one JSON object per
-turn is printed.
+Each turn streams the reply (its reasoning dimmed and labelled), shows each tool call
+and its result, and ends with mlx-lm's summary lines (prompt and generation tokens and
+tokens/s, peak memory) plus a line per launch (kernel, tokens, tokens/s, whether
+``--check`` found it exact). Piped input is read line by line as mlx_lm.chat reads the
+terminal (``q`` ends, ``r`` resets, ``h`` helps); with ``--json`` each turn prints one
+JSON object instead.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
-from .session import MODES, ChatSettings, TextPiece, ToolCallDone, ToolCallStarted, TurnSummary
+from .session import MODES, ChatSettings, ReasoningPiece, TextPiece, ToolCallDone, ToolCallStarted, TurnSummary
 
 HELP = "commands: q exit, r reset the conversation, h help"
+RESET = "[context cleared]"
+REASONING_OPEN, REASONING_CLOSE = "[reasoning]", "[end of reasoning]"
+DIM, PLAIN = "\x1b[2m", "\x1b[0m"
 
 
 def add_parser(sub, machine_option) -> None:
@@ -25,7 +30,11 @@ def add_parser(sub, machine_option) -> None:
     c.add_argument("--mode", choices=MODES, default="normal",
                    help="normal: Qwen writes an integer expression (each form a ready-made kernel); "
                         "advanced: Qwen writes the CUDA kernel itself (compiler errors go back to it, 3 retries)")
-    c.add_argument("--max-tokens", "-m", type=int, default=512, help="maximum tokens per reply segment")
+    c.add_argument("--max-tokens", "-m", type=int, default=512,
+                   help="maximum tokens per assistant message, reasoning included (default 512; a model that "
+                        "thinks may need --max-tokens 4096)")
+    c.add_argument("--thinking", action=argparse.BooleanOptionalAction, default=None,
+                   help="pass enable_thinking=true (or false) to the chat template; default: the template's own")
     c.add_argument("--temp", type=float, default=0.0, help="sampling temperature (default 0: greedy)")
     c.add_argument("--top-p", type=float, default=1.0, help="sampling top-p")
     c.add_argument("--seed", type=int, default=0, help="PRNG seed")
@@ -38,7 +47,7 @@ def add_parser(sub, machine_option) -> None:
 
 def settings_from(ns) -> ChatSettings:
     return ChatSettings(mode=ns.mode, max_tokens=ns.max_tokens, temp=ns.temp, top_p=ns.top_p, seed=ns.seed,
-                        system_prompt=ns.system_prompt, check=ns.check)
+                        system_prompt=ns.system_prompt, check=ns.check, thinking=getattr(ns, "thinking", None))
 
 
 def _log(text: str) -> None:
@@ -98,22 +107,39 @@ def _interactive(session) -> int:
             query = input(">> ")
         except EOFError:
             return 0
-        if query == "q":
+        if command(query, session, sys.stdout, as_json=False) == "quit":
             return 0
-        if query == "r":
-            session.reset()
-            print("[context cleared]")
-            continue
-        if query == "h":
-            print(HELP)
-            continue
-        show_turn(session.turn(query), sys.stdout)
+        if query not in COMMANDS:
+            show_turn(session.turn(query), sys.stdout)
+
+
+COMMANDS = ("q", "r", "h")
+
+
+def command(query: str, session, out, as_json: bool) -> str | None:
+    """mlx_lm.chat's commands: "quit" for ``q``; ``r`` and ``h`` answered here; None for a question."""
+    if query not in COMMANDS:
+        return None
+    if query == "q":
+        return "quit"
+    if query == "r":
+        session.reset()
+    said = RESET if query == "r" else HELP
+    out.write((json.dumps({"command": query, "said": said}) if as_json else said) + "\n")
+    out.flush()
+    return query
 
 
 def _batch(session, as_json: bool) -> int:
+    """Piped input: one line a turn, with the same commands as the terminal."""
     for line in sys.stdin:
-        query = line.rstrip("\n")
-        if not query.strip():
+        query = line.strip()
+        if not query:
+            continue
+        verdict = command(query, session, sys.stdout, as_json)
+        if verdict == "quit":
+            return 0
+        if verdict is not None:
             continue
         if as_json:
             summary = _last(session.turn(query))
@@ -131,26 +157,70 @@ def _last(events):
     return out
 
 
-def show_turn(events, out) -> TurnSummary:
-    """Print a turn's events as they come; the summary lines at the end."""
+def show_turn(events, out, color: bool | None = None) -> TurnSummary:
+    """Print a turn's events as they come (reasoning dimmed and labelled); the summary lines at the end.
+
+    ``color``: dim the reasoning with ANSI codes (default: when ``out`` is a terminal)."""
+    view = _TurnView(out, out.isatty() if color is None else color)
     summary = None
     for ev in events:
-        if isinstance(ev, TextPiece):
-            out.write(ev.text)
-            out.flush()
-        elif isinstance(ev, ToolCallStarted):
-            args = ", ".join(f"{k}={v!r}" for k, v in ev.arguments.items())
-            out.write(f"\n[tool call: {ev.name}({args})]\n")
-            out.flush()
-        elif isinstance(ev, ToolCallDone):
-            out.write(f"[tool response: {ev.outcome.content}]\n")
-        elif isinstance(ev, TurnSummary):
+        if isinstance(ev, TurnSummary):
             summary = ev
+        else:
+            view.show(ev)
+    view.end_reasoning()
     out.write("\n")
+    note = stop_note(summary)
+    if note:
+        out.write(note + "\n")
     for line in summary_lines(summary):
         out.write(line + "\n")
     out.flush()
     return summary
+
+
+class _TurnView:
+    """Writes a turn's events; knows whether a reasoning block is open on screen."""
+
+    def __init__(self, out, color: bool):
+        self.out, self.color, self.reasoning = out, color, False
+
+    def show(self, ev) -> None:
+        if isinstance(ev, ReasoningPiece):
+            self.begin_reasoning()
+            self.out.write(ev.text)
+        else:
+            self.end_reasoning()
+            if isinstance(ev, TextPiece):
+                self.out.write(ev.text)
+            elif isinstance(ev, ToolCallStarted):
+                args = ", ".join(f"{k}={v!r}" for k, v in ev.arguments.items())
+                self.out.write(f"\n[tool call: {ev.name}({args})]\n")
+            elif isinstance(ev, ToolCallDone):
+                self.out.write(f"[tool response: {ev.outcome.content}]\n")
+        self.out.flush()
+
+    def begin_reasoning(self) -> None:
+        if not self.reasoning:
+            self.out.write((DIM if self.color else "") + REASONING_OPEN + "\n")
+            self.reasoning = True
+
+    def end_reasoning(self) -> None:
+        if self.reasoning:
+            self.out.write("\n" + REASONING_CLOSE + (PLAIN if self.color else "") + "\n")
+            self.reasoning = False
+
+
+def stop_note(s: TurnSummary) -> str:
+    """A line when the reply did not end on its own: the budget ran out (in reasoning or not)."""
+    if s.stopped == "max_tokens_in_reasoning":
+        return ("[the reply used all of --max-tokens while still reasoning, so it has no answer: raise it "
+                "(e.g. --max-tokens 4096) or turn thinking off (--no-thinking)]")
+    if s.stopped == "max_tokens":
+        return "[the reply stopped at --max-tokens: raise it (e.g. --max-tokens 2048) for a longer one]"
+    if s.stopped == "tool_limit":
+        return "[the turn ended after too many tool calls]"
+    return ""
 
 
 def summary_lines(s: TurnSummary) -> list[str]:
@@ -169,7 +239,7 @@ def summary_lines(s: TurnSummary) -> list[str]:
 def turn_record(query: str, s: TurnSummary) -> dict:
     """One turn as JSON (``--json``)."""
     st = s.stats
-    return {"user": query, "answer": s.answer, "stopped": s.stopped,
+    return {"user": query, "answer": s.answer, "reasoning": s.reasoning, "stopped": s.stopped,
             "tool_results": [{"content": t.content, "error": t.error} for t in s.tool_results],
             "launches": [{"kernel": r.kernel, "tokens": r.tokens, "tokens_per_s": round(r.tokens_per_s, 3),
                           "exact": r.exact, "logit_margin": round(r.logit_margin, 4)} for r in s.launches],

@@ -149,25 +149,6 @@ def demo_base(path: Path = DEMO_DIR, target: dict | None = None):
     return wide_model, tokenizer, full
 
 
-CALIBRATION_SEED = 7_777  # neither training (0) nor held-out evaluation seeds
-
-
-def calibration_text(conversations: int = 6) -> str:
-    """What the demo's launch-row suppression is measured on: its own domain, rendered.
-
-    The splice's shipped calibration text (the Declaration of Independence) is far outside
-    what this toy has seen, and its final states there share no common direction; the
-    conversations it is built to have do (``splice.logits.suppression_row``)."""
-    from mlx_lm.tokenizer_utils import load
-
-    from . import demo_data
-    from .tools import TOOLS
-
-    tok = load(DEMO_DIR)
-    return "".join(tok.apply_chat_template(c, tools=TOOLS["normal"], tokenize=False)
-                   for c in demo_data.conversations(conversations, CALIBRATION_SEED))
-
-
 def greedy_reply(model, tok, messages: list[dict], stop: str | None = None, max_tokens: int = 120) -> str:
     """The model's greedy reply to ``messages`` (tools offered), until ``<|im_end|>`` or ``stop``:
     mlx-lm's own generation, for the training script's evaluation and the fixture's tests."""

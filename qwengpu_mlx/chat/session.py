@@ -17,6 +17,8 @@ from typing import Iterator
 import mlx.core as mx
 
 from .calls import GpuTools, LaunchRecord, ToolOutcome
+from .reply import Markers, ReplySplitter
+from .template import Prompt, render_prompt
 from .textgen import GenStats, TextGenerator
 from .tools import TOOLS, error_text
 
@@ -27,20 +29,26 @@ MAX_CALLS = 8  # tool calls per turn before the model is told to answer without 
 
 @dataclass(frozen=True)
 class ChatSettings:
-    """What ``qwengpu-mlx chat`` takes (mlx_lm.chat's flags, plus mode and check)."""
+    """What ``qwengpu-mlx chat`` takes (mlx_lm.chat's flags, plus mode, thinking and check)."""
 
     mode: str = "normal"
-    max_tokens: int = 512  # per generation segment
+    max_tokens: int = 512  # per assistant message, reasoning included
     temp: float = 0.0
     top_p: float = 1.0
     seed: int = 0
     system_prompt: str | None = None
     check: bool = False
+    thinking: bool | None = None  # enable_thinking for the template; None: the template's own default
 
 
 @dataclass(frozen=True)
 class TextPiece:
     text: str  # assistant text, streamed (tool-call markup is not included)
+
+
+@dataclass(frozen=True)
+class ReasoningPiece:
+    text: str  # the model's reasoning (its think block), streamed; never part of the answer
 
 
 @dataclass(frozen=True)
@@ -54,6 +62,9 @@ class ToolCallDone:
     outcome: ToolOutcome
 
 
+STOP_REASONS = ("eos", "max_tokens", "max_tokens_in_reasoning", "tool_limit")
+
+
 @dataclass
 class TurnSummary:
     """mlx-lm's summary lines for the turn, and every launch it made."""
@@ -61,9 +72,20 @@ class TurnSummary:
     stats: GenStats
     peak_memory_gb: float
     launches: list[LaunchRecord] = field(default_factory=list)
-    answer: str = ""  # the assistant's final message text
+    answer: str = ""  # the assistant's final message text (its reasoning excluded)
     tool_results: list[ToolOutcome] = field(default_factory=list)
-    stopped: str = "eos"  # eos | max_tokens | tool_limit
+    stopped: str = "eos"  # one of STOP_REASONS
+    reasoning: str = ""  # the final message's reasoning
+
+
+@dataclass
+class Message:
+    """One assistant message as generated: its parts, and why generation stopped."""
+
+    reasoning: str
+    content: str
+    calls: list[str]  # raw text inside each <tool_call>...</tool_call>
+    stopped: str
 
 
 @dataclass
@@ -99,22 +121,23 @@ class ChatSession:
         mx.reset_peak_memory()
         failures = 0
         while True:
-            content, call_text, stopped = yield from self._assistant_segment(summary.stats)
-            if call_text is None:
-                self.messages.append({"role": "assistant", "content": content})
-                summary.answer, summary.stopped = content, stopped
+            msg = yield from self._assistant_message(summary.stats)
+            if not msg.calls:
+                self.messages.append(_assistant_message(msg, []))
+                summary.answer, summary.stopped, summary.reasoning = msg.content, msg.stopped, msg.reasoning
                 break
-            call = self._parse_call(call_text)
-            yield ToolCallStarted(call.get("name", "?"), call.get("arguments") or {})
-            outcome = self._run_call(call, len(summary.tool_results), failures, launch_events)
-            failures += outcome.error
-            summary.tool_results.append(outcome)
-            summary.launches.extend(outcome.launches)
-            yield ToolCallDone(outcome)
-            self.messages.append(_assistant_call_message(content, call, call_text))
-            self.messages.append({"role": "tool", "content": outcome.content})
+            parsed = [self._parse_call(c) for c in msg.calls]
+            self.messages.append(_assistant_message(msg, parsed))
+            for call in parsed:
+                yield ToolCallStarted(call.get("name", "?"), call.get("arguments") or {})
+                outcome = self._run_call(call, len(summary.tool_results), failures, launch_events)
+                failures += outcome.error
+                summary.tool_results.append(outcome)
+                summary.launches.extend(outcome.launches)
+                yield ToolCallDone(outcome)
+                self.messages.append({"role": "tool", "content": outcome.content})
             if len(summary.tool_results) > MAX_CALLS:  # a model that only ever calls: end the turn
-                summary.answer, summary.stopped = content, "tool_limit"
+                summary.answer, summary.stopped, summary.reasoning = msg.content, "tool_limit", msg.reasoning
                 break
         summary.peak_memory_gb = mx.get_peak_memory() / 1e9
         yield summary
@@ -127,73 +150,93 @@ class ChatSession:
             return ToolOutcome(error_text("no more GPU calls in this turn: answer with what you have"), True)
         return self.tools.run(call, self.settings.mode, events)
 
-    def _prompt(self) -> list[int]:
-        return list(self.model.tokenizer.apply_chat_template(self.messages, tools=TOOLS[self.settings.mode],
-                                                             add_generation_prompt=True))
+    def _prompt(self) -> Prompt:
+        return render_prompt(self.model.tokenizer, self.messages, TOOLS[self.settings.mode], self.settings.thinking)
 
-    def _assistant_segment(self, stats: GenStats):
-        """Generate until the message ends or a tool call closes: (text, call text or None, why)."""
+    def _assistant_message(self, stats: GenStats):
+        """Generate one assistant message, streaming its reasoning and text; it ends at the
+        end-of-message token, when its tool calls are done, or at ``max_tokens``."""
         tok = self.model.tokenizer
-        start, end = tok.tool_call_start, tok.tool_call_end
+        prompt = self._prompt()
+        split = ReplySplitter(Markers.of(tok), prompt.opens_reasoning)
         detok = tok.detokenizer
         detok.reset()
-        text, shown, eos = "", 0, set(tok.eos_token_ids)
-        stopped = "max_tokens"
-        gen = self.text.generate(self._prompt(), self.settings.max_tokens, stats)
+        shown = _Shown()
+        eos, stopped = set(tok.eos_token_ids), "max_tokens"
+        gen = self.text.generate(prompt.tokens, self.settings.max_tokens, stats)
         try:
             for token in gen:
                 if token in eos:
                     stopped = "eos"
                     break
                 detok.add_token(token)
-                text = detok.text
-                if start and start in text:
-                    if end in text[text.index(start):]:
-                        break
-                    continue
-                safe = _safe_prefix_length(text, start)
-                if safe > shown:
-                    yield TextPiece(text[shown:safe])
-                    shown = safe
+                yield from shown.new_pieces(split.shown(detok.text))
+                if split.calls_done(detok.text):
+                    stopped = "eos"
+                    break
         finally:
             gen.close()
         detok.finalize()
         text = detok.text
-        if start and start in text and end in text[text.index(start):]:
-            before, _, rest = text.partition(start)
-            return before.strip(), rest.partition(end)[0], "tool_call"
-        if len(text) > shown:
-            yield TextPiece(text[shown:])
-        return text.strip(), None, stopped
+        parts = split.parts(text)
+        if not parts.calls:
+            yield from shown.new_pieces(split.shown(text, final=True))
+        if parts.reasoning_open and stopped == "max_tokens":
+            stopped = "max_tokens_in_reasoning"
+        content = parts.content if parts.calls else _without_open_call(parts, split.markers)
+        return Message(parts.reasoning.strip(), content.strip(), parts.calls, stopped)
 
     def _parse_call(self, call_text: str) -> dict:
-        """mlx-lm's parser for this template; {"error": why} when the call does not parse."""
+        """mlx-lm's parser for this template; {"error": why, "raw": text} when the call does not parse."""
         parser = self.model.tokenizer.tool_parser
         try:
             call = parser(call_text.strip(), TOOLS[self.settings.mode])
         except Exception as e:  # the parsers raise what they meet; nothing the model writes may crash the chat
-            return {"error": f"the tool call did not parse ({type(e).__name__}: {e})"}
+            return {"error": f"the tool call did not parse ({type(e).__name__}: {e})", "raw": call_text}
         if isinstance(call, list):
             call = call[0] if call else {}
         if not isinstance(call, dict) or "name" not in call:
-            return {"error": "the tool call names no function"}
+            return {"error": "the tool call names no function", "raw": call_text}
         return call
 
 
-def _safe_prefix_length(text: str, marker: str | None) -> int:
-    """How much of ``text`` can be shown: all but a tail that could start ``marker``."""
-    if not marker:
-        return len(text)
-    for k in range(min(len(marker) - 1, len(text)), 0, -1):
-        if marker.startswith(text[-k:]):
-            return len(text) - k
-    return len(text)
+@dataclass
+class _Shown:
+    """How much of the message's reasoning and text has been streamed."""
+
+    reasoning: int = 0
+    text: int = 0
+
+    def new_pieces(self, now: tuple[str, str]):
+        reasoning, text = now
+        if len(reasoning) > self.reasoning:
+            yield ReasoningPiece(reasoning[self.reasoning:])
+            self.reasoning = len(reasoning)
+        if len(text) > self.text:
+            yield TextPiece(text[self.text:])
+            self.text = len(text)
 
 
-def _assistant_call_message(content: str, call: dict, raw: str) -> dict:
-    """The assistant's message as the template renders a tool call (raw text if it did not parse)."""
-    if "error" in call:
-        return {"role": "assistant", "content": f"{content}\n<tool_call>\n{raw.strip()}\n</tool_call>".strip()}
-    return {"role": "assistant", "content": content,
-            "tool_calls": [{"type": "function", "function": {"name": call["name"],
-                                                             "arguments": call.get("arguments", {})}}]}
+def _without_open_call(parts, markers) -> str:
+    """A message with no closed call: its text, a call it never closed included as written."""
+    if parts.open_call:
+        return parts.content + (markers.call_start or "")
+    return parts.content
+
+
+def _assistant_message(msg: Message, calls: list[dict]) -> dict:
+    """The assistant's message as the template renders it: its reasoning as
+    ``reasoning_content`` (the template decides where it is kept), parsed calls as
+    ``tool_calls``, a call that did not parse as the raw text it was."""
+    content = msg.content
+    raw = [c["raw"] for c in calls if "error" in c]
+    if raw:
+        content = "\n".join([content] + [f"<tool_call>\n{r.strip()}\n</tool_call>" for r in raw]).strip()
+    out = {"role": "assistant", "content": content}
+    if msg.reasoning:
+        out["reasoning_content"] = msg.reasoning
+    good = [c for c in calls if "error" not in c]
+    if good:
+        out["tool_calls"] = [{"type": "function", "function": {"name": c["name"], "arguments": c.get("arguments", {})}}
+                             for c in good]
+    return out

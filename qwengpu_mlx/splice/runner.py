@@ -192,15 +192,20 @@ def load_combined(path: Path, circuit) -> CombinedModel:
     return CombinedModel(model, lay, row, circuit)
 
 
-def open_combined(path: Path, store) -> CombinedModel:
-    """Our runner over a checkpoint ``build --base`` wrote: the recorded machine's circuit at
+def checkpoint_circuit(path: Path, store):
+    """A runner over the circuit a combined checkpoint holds: the recorded machine's circuit at
     Qwen3.5-2B's shape from ``store`` (compiled, or the same weights the checkpoint holds)."""
-    from qwengpu_mlx.compiler.sizing import QWEN35_2B
+    from .folded import folded_circuit
 
     name, lay = read_record(path)
     machine, _ = _machine(name, lay, path)
-    compiled = store.compiled(machine, QWEN35_2B)
-    if compiled.plan.config() != lay.circuit:
+    folded = folded_circuit(store, machine)
+    if folded.config != lay.circuit:
         raise CombinedCheckpointError(f"{path} holds a different circuit than this version compiles for the "
                                       f"{name} machine: rebuild it with `qwengpu-mlx build --base`")
-    return load_combined(path, store.runner_over(compiled.compact(), machine))
+    return store.runner_over(folded.compact, machine)
+
+
+def open_combined(path: Path, store) -> CombinedModel:
+    """Our runner over a checkpoint ``build --base`` wrote (its circuit: :func:`checkpoint_circuit`)."""
+    return load_combined(path, checkpoint_circuit(path, store))

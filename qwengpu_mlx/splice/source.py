@@ -150,8 +150,9 @@ def _sha256(path: Path) -> str:
 
 
 def _from_directory(directory: Path, fits: Callable[[dict], None] | None, *, repo_id: str | None = None,
-                    revision: str | None = None, where: str | None = None) -> BaseSource:
-    """A base already on disk: the checks, ``fits`` on its config, then the hashes of what is read."""
+                    revision: str | None = None, where: str | None = None, hashes: bool = True) -> BaseSource:
+    """A base already on disk: the checks, ``fits`` on its config, then the hashes of what is read
+    (``hashes=False``: none, for a caller that writes no manifest; seconds a gigabyte saved)."""
     where = where or str(directory)
     names = _listing(directory)
     wanted = _check_listing(names, where)
@@ -159,7 +160,7 @@ def _from_directory(directory: Path, fits: Callable[[dict], None] | None, *, rep
     if fits is not None:
         fits(config)  # before any weight file is opened
     _check_shards(directory, names, where)
-    files = {n: _sha256(directory / n) for n in wanted}
+    files = {n: _sha256(directory / n) for n in wanted} if hashes else {}
     return BaseSource(directory.resolve(), repo_id, revision, files, config)
 
 
@@ -238,7 +239,7 @@ def _hub_call(fn: Callable, repo: str, revision: str | None):
                               f"or set HF_HUB_OFFLINE=1 to use the local cache only") from None
 
 
-def _from_hub(repo: str, revision: str | None, fits: Callable[[dict], None] | None) -> BaseSource:
+def _from_hub(repo: str, revision: str | None, fits: Callable[[dict], None] | None, hashes: bool = True) -> BaseSource:
     """A repo fetched: file list and commit first, config alone, ``fits``, then that commit's files."""
     from huggingface_hub import HfApi, hf_hub_download, snapshot_download
 
@@ -253,10 +254,11 @@ def _from_hub(repo: str, revision: str | None, fits: Callable[[dict], None] | No
     patterns = [glob.escape(n) for n in wanted]  # exactly the files checked above, from that commit
     folder = _hub_call(lambda: snapshot_download(repo, revision=commit, allow_patterns=patterns, cache_dir=cache),
                        repo, revision)
-    return _from_directory(Path(folder), None, repo_id=repo, revision=commit, where=where)
+    return _from_directory(Path(folder), None, repo_id=repo, revision=commit, where=where, hashes=hashes)
 
 
-def _from_cache(repo: str, revision: str | None, fits: Callable[[dict], None] | None) -> BaseSource:
+def _from_cache(repo: str, revision: str | None, fits: Callable[[dict], None] | None,
+                hashes: bool = True) -> BaseSource:
     """Offline: the cached snapshot of ``revision`` (default: the cached ``main``), no network call.
 
     The snapshot folder's name is the commit hash it holds (the cache's layout)."""
@@ -272,7 +274,7 @@ def _from_cache(repo: str, revision: str | None, fits: Callable[[dict], None] | 
         raise BaseSourceError(f"{repo}{at} is not (completely) in the Hugging Face cache ({cache}) and offline mode "
                               f"is on (HF_HUB_OFFLINE=1): download it once online, or pass a local directory") from None
     where = f"{repo}@{folder.name[:12]} (cached; offline)"
-    return _from_directory(folder, fits, repo_id=repo, revision=folder.name, where=where)
+    return _from_directory(folder, fits, repo_id=repo, revision=folder.name, where=where, hashes=hashes)
 
 
 def _is_repo_id(base: str) -> bool:
@@ -293,7 +295,7 @@ def _is_repo_id(base: str) -> bool:
 
 
 def acquire(base: str, *, revision: str | None = None, fits: Callable[[dict], None] | None = None,
-            progress: bool = True) -> BaseSource:
+            progress: bool = True, hashes: bool = True) -> BaseSource:
     """A base checkpoint on local disk, checked: a directory as it is, a repo id fetched (or cached).
 
     ``fits(config)`` sees the base's ``config.json`` before any weight is read or
@@ -303,13 +305,13 @@ def acquire(base: str, *, revision: str | None = None, fits: Callable[[dict], No
     if path.is_dir():
         if revision is not None:
             raise BaseSourceError(f"--revision names a commit of a hub repo; {base} is a local directory")
-        return _from_directory(path, fits)
+        return _from_directory(path, fits, hashes=hashes)
     if not _is_repo_id(base):
         raise BaseSourceError(f"--base {base}: neither a directory nor a Hugging Face repo id (owner/name)")
     with _progress_bars(progress):
         if _offline():
-            return _from_cache(base, revision, fits)
-        return _from_hub(base, revision, fits)
+            return _from_cache(base, revision, fits, hashes)
+        return _from_hub(base, revision, fits, hashes)
 
 
 def write_manifest(source: BaseSource, out_dir: Path, extra: dict) -> Path:

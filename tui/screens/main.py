@@ -98,6 +98,7 @@ class MainScreen(Screen):
         self._t_begin = 0.0
         self._busy = False  # a launch is running (cleared by _ui_done, before its worker returns)
         self._reply_text = ""  # the assistant's text streamed since the last transcript line
+        self._reasoning_text = ""  # the reasoning streamed since the last transcript line
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -356,10 +357,14 @@ class MainScreen(Screen):
 
     def _ui_chat_event(self, event) -> None:
         """One event of the chat loop (``qwengpu_mlx.chat.session``) on the transcript and status bar."""
-        from qwengpu_mlx.chat.session import TextPiece, ToolCallDone, ToolCallStarted, TurnSummary
+        from qwengpu_mlx.chat.session import ReasoningPiece, TextPiece, ToolCallDone, ToolCallStarted, TurnSummary
 
         t = self.transcript
         kind = "assistant" if self.chat.available else "info"
+        if isinstance(event, ReasoningPiece):
+            self._reasoning_text += event.text
+            return
+        self._flush_reasoning()
         if isinstance(event, TextPiece):
             self._reply_text += event.text
         elif isinstance(event, ToolCallStarted):
@@ -376,7 +381,14 @@ class MainScreen(Screen):
                       f"{st.generation_tokens} tokens ({st.generation_tps:.1f} tokens/s), peak memory "
                       f"{event.peak_memory_gb:.2f} GB", "dim")
 
+    def _flush_reasoning(self) -> None:
+        """The reasoning streamed so far, as one entry in its own style (never the answer's)."""
+        if self._reasoning_text.strip():
+            self.transcript.say(self._reasoning_text.strip(), "reasoning")
+        self._reasoning_text = ""
+
     def _flush_reply(self, kind: str) -> None:
+        self._flush_reasoning()
         if self._reply_text.strip():
             self.transcript.say(self._reply_text.strip(), kind)
         self._reply_text = ""

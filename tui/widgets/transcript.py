@@ -12,6 +12,7 @@ STYLES = {
     "error": "bold #ff5f5f",
     "assistant": "#87d7ff",
     "dim": "dim",
+    "reasoning": "italic dim #af87ff",  # the model's think block: shown, set apart from its answer
 }
 
 
@@ -26,7 +27,7 @@ class Transcript(RichLog):
 
     def say(self, text: str, kind: str = "info") -> None:
         self.entries.append((kind, text))
-        prefix = {"user": "› ", "assistant": "qwen › ", "error": "error: "}.get(kind, "")
+        prefix = {"user": "› ", "assistant": "qwen › ", "reasoning": "thinking › ", "error": "error: "}.get(kind, "")
         self.write(Text(prefix + text, style=STYLES.get(kind, "")))
 
     def clear_all(self) -> None:
