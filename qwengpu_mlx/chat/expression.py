@@ -6,16 +6,21 @@ per operation node through ``launch`` (the model in the chat, the reference inte
 tests). The rule: the model computes; the host only binds inputs, reads outputs and passes
 them on. So nothing is folded (``2 + 3`` is a launch), and an inner launch's result, as
 read from ``launch``, is the outer launch's input. A bare literal is its own value.
+
+Division (``/ %`` and ``mean``) runs on the GPU as well: the machine's lowering turns each
+division into a routine the model executes, and a divisor of 0 stops the launch there; the
+evaluator turns that stop into an error that says which divisor was 0.
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from qwengpu_mlx.errors import QwenGpuError
+from qwengpu_mlx.errors import MemoryFault, QwenGpuError
 from qwengpu_mlx.machine import DEFAULT_MACHINE, MachineConfig
 
 from .expression_parse import (INT_MAX, INT_MIN, Array, BinOp, Call, ExpressionError, Neg, Num, parse)
@@ -42,6 +47,7 @@ class KernelJob:
     result: str  # the output array's parameter name
     form: str  # e.g. "dot", shown to the user
     length: int | None = None  # elements of the result to read; None: a scalar (word 0)
+    per_element: tuple[str, ...] = ()  # the arrays of one word per input element (what limits the length)
 
 
 @dataclass
@@ -84,9 +90,10 @@ def _geometry(threads: int) -> tuple[int, int]:
 
 
 def _job(source: str, form: str, args: dict, result: str, *, threads: int, kernel: str | None = None,
-         length: int | None = None, geometry: tuple[int, int] | None = None) -> KernelJob:
+         length: int | None = None, geometry: tuple[int, int] | None = None,
+         per_element: tuple[str, ...] = ()) -> KernelJob:
     block, grid = geometry or _geometry(threads)
-    return KernelJob(KERNELS / source, kernel, args, block, grid, result, form, length)
+    return KernelJob(KERNELS / source, kernel, args, block, grid, result, form, length, per_element)
 
 
 # --- checks ------------------------------------------------------------------------------
@@ -117,12 +124,27 @@ def _fits(job: KernelJob, machine: MachineConfig) -> KernelJob:
     """Memory, geometry: refuse before the launch, naming the limit."""
     words = sum(len(v) for v in job.args.values() if isinstance(v, list))
     if words > machine.mem_words:
-        raise ExpressionError(f"the data needs {words} words, the GPU has {machine.mem_words} ({job.form})")
+        raise ExpressionError(_too_long(job, words, machine))
     from qwengpu_mlx.vocab import MAX_GRID
 
     if job.grid > MAX_GRID:
         raise ExpressionError(f"{job.form} needs {job.grid} thread blocks, the GPU runs at most {MAX_GRID}")
     return job
+
+
+def _too_long(job: KernelJob, words: int, machine: MachineConfig) -> str:
+    """The memory refusal, and how long the form's vectors may be on this machine.
+
+    The longest vector follows from the machine's memory: each array in ``per_element``
+    takes one word per element, the other arrays a fixed number of words."""
+    message = f"the data needs {words} words, the GPU has {machine.mem_words} ({job.form})"
+    if not job.per_element:
+        return message
+    grows = sum(len(job.args[name]) for name in job.per_element)
+    longest = (machine.mem_words - (words - grows)) // len(job.per_element)
+    vectors = "a vector" if len(job.per_element) == 1 else f"{len(job.per_element)} vectors"
+    got = len(job.args[job.per_element[0]])
+    return f"{message}: {job.form} takes {vectors} of at most {longest} elements, got {got}"
 
 
 # --- the forms: each builds one KernelJob ------------------------------------------------
@@ -140,12 +162,13 @@ def _elementwise(op: str, a, b, column: int) -> KernelJob:
             raise ExpressionError(f"the vectors have {len(a)} and {len(b)} elements ('{op}' at column {column})")
         length = len(a)
     return _job("elementwise.cu", name, {"a": a, "b": b, "n": len(a)}, "a", threads=len(a), kernel=name,
-                length=length)
+                length=length, per_element=("a", "b"))
 
 
 def _scale(k: int, v: list[int], column: int) -> KernelJob:
     v = _vector(v, "scaling", column)
-    return _job("scale.cu", "scale", {"x": v, "k": k, "n": len(v)}, "x", threads=len(v), length=len(v))
+    return _job("scale.cu", "scale", {"x": v, "k": k, "n": len(v)}, "x", threads=len(v), length=len(v),
+                per_element=("x",))
 
 
 def _negate(value, column: int) -> KernelJob:
@@ -153,7 +176,58 @@ def _negate(value, column: int) -> KernelJob:
     if isinstance(value, int):
         return _job("scale.cu", "negate", {"x": [value], "k": -1, "n": 1}, "x", threads=1)
     job = _scale(-1, value, column)
-    return KernelJob(job.source, job.kernel, job.args, job.block, job.grid, job.result, "negate", job.length)
+    return replace(job, form="negate")
+
+
+def _divide(op: str, a, b, column: int) -> KernelJob:
+    """``/ %`` as in C: vector by vector, vector by scalar, scalar by vector, scalar by scalar.
+
+    A scalar operand is bound as an immediate (``divide.cu``'s ``_vk``/``_kv`` kernels), so
+    one vector may fill the memory; scalar by scalar divides a 1-element vector by the
+    immediate (a word and a few launch tokens fewer than two 1-element vectors)."""
+    name = {"/": "div", "%": "rem"}[op]
+    if isinstance(b, int):
+        scalar = isinstance(a, int)
+        x = [a] if scalar else _vector(a, f"'{op}'", column)
+        return _job("divide.cu", name, {"x": x, "k": b, "n": len(x)}, "x", threads=len(x), kernel=name + "_vk",
+                    length=None if scalar else len(x), per_element=("x",))
+    if isinstance(a, int):
+        x = _vector(b, f"'{op}'", column)
+        return _job("divide.cu", name, {"x": x, "k": a, "n": len(x)}, "x", threads=len(x), kernel=name + "_kv",
+                    length=len(x), per_element=("x",))
+    a, b = _vector(a, f"'{op}'", column), _vector(b, f"'{op}'", column)
+    if len(a) != len(b):
+        raise ExpressionError(f"the vectors have {len(a)} and {len(b)} elements ('{op}' at column {column})")
+    return _job("divide.cu", name, {"a": a, "b": b, "n": len(a)}, "a", threads=len(a), kernel=name + "_vv",
+                length=len(a), per_element=("a", "b"))
+
+
+def _divisors(job: KernelJob) -> list[int]:
+    """The divisors a division job binds (its own inputs, read back for an error message)."""
+    suffix = (job.kernel or "")[-3:]
+    if suffix == "_vv":
+        return list(job.args["b"])
+    if suffix == "_vk":
+        return [job.args["k"]]
+    if suffix == "_kv":
+        return list(job.args["x"])
+    return []
+
+
+def _division_by_zero(job: KernelJob, error: QwenGpuError, op: str, column: int) -> ExpressionError | None:
+    """The refusal for a division the GPU stopped because a divisor is 0; None for any other stop.
+
+    Both backends stop the launch with a memory fault at the division's ``.cu`` line (the
+    reference names it ``DivisionByZero``, the model's fault quotes the reference); a
+    zero among the job's bound divisors says that this was the cause."""
+    divisors = _divisors(job)
+    if not isinstance(error, MemoryFault) or 0 not in divisors:
+        return None
+    which = "the divisor is 0" if len(divisors) == 1 else f"element {divisors.index(0)} of the divisor is 0"
+    line = re.search(r"division by zero at (\S+:\d+)", str(error))
+    where = f" at {line.group(1)}" if line else ""
+    return ExpressionError(f"division by zero ('{op}' at column {column}): {which}; the GPU stopped the "
+                           f"{job.form} launch{where}")
 
 
 def _matmul(a, b, column: int) -> KernelJob:
@@ -162,7 +236,8 @@ def _matmul(a, b, column: int) -> KernelJob:
         a, b = _vector(a, "'@'", column), _vector(b, "'@'", column)
         if len(a) != len(b):
             raise ExpressionError(f"the vectors have {len(a)} and {len(b)} elements ('@' at column {column})")
-        return _job("dot.cu", "dot", {"a": a, "b": b, "out": [0], "n": len(a)}, "out", threads=len(a))
+        return _job("dot.cu", "dot", {"a": a, "b": b, "out": [0], "n": len(a)}, "out", threads=len(a),
+                    per_element=("a", "b"))
     if _kind(a) == "a matrix" and _kind(b) == "a vector" and b:
         rows, cols = len(a), len(a[0])
         if len(b) != cols:
@@ -180,18 +255,43 @@ def _matmul(a, b, column: int) -> KernelJob:
 def _reduction(name: str, v: list[int]) -> KernelJob:
     n = len(v)
     if name == "sum":
-        return _job("sum.cu", "sum", {"x": v, "out": [0], "n": n}, "out", threads=n)
+        return _job("sum.cu", "sum", {"x": v, "out": [0], "n": n}, "out", threads=n, per_element=("x",))
     if name in ("min", "max"):
-        return _job("minmax.cu", name, {"x": v, "out": [v[0]], "n": n}, "out", threads=n, kernel=name + "_")
-    return _job("argmax.cu", "argmax", {"x": v, "best": [v[0]], "where": [0], "n": n}, "where", threads=n)
+        return _job("minmax.cu", name, {"x": v, "out": [v[0]], "n": n}, "out", threads=n, kernel=name + "_",
+                    per_element=("x",))
+    return _job("argmax.cu", "argmax", {"x": v, "best": [v[0]], "where": [0], "n": n}, "where", threads=n,
+                per_element=("x",))
+
+
+def _mean(v: list[int], column: int) -> KernelJob:
+    """``mean(v)``: sum / n truncated toward zero, both on the GPU (``mean.cu``, one block).
+
+    The kernel sums in 32 bits like ``sum``; a wrapped sum would make a "mean" outside the
+    values' own range, so a sum beyond 32 bits is refused up front (a bound on the inputs,
+    as pow's, not the result: the mean itself is read from the launch)."""
+    if not INT_MIN <= sum(v) <= INT_MAX:
+        raise ExpressionError(f"mean: the sum of the {len(v)} elements is outside 32-bit signed integers, so the "
+                              f"GPU's 32-bit sum would wrap (column {column})")
+    return _job("mean.cu", "mean", {"x": v, "out": [0], "n": len(v)}, "out", threads=0,
+                geometry=(min(len(v), BLOCK), 1), per_element=("x",))
+
+
+def _abs(value, column: int) -> KernelJob:
+    """``abs(x)``: a scalar (as a 1-element vector) or elementwise; abs(INT_MIN) wraps as -x does."""
+    if isinstance(value, int):
+        return _job("abs.cu", "abs", {"x": [value], "n": 1}, "x", threads=1, kernel="abs_")
+    v = _vector(value, "abs", column)
+    return _job("abs.cu", "abs", {"x": v, "n": len(v)}, "x", threads=len(v), kernel="abs_", length=len(v),
+                per_element=("x",))
 
 
 def _vector_form(name: str, v: list[int], column: int) -> KernelJob:
     n = len(v)
     if name == "prefix_sum":
-        return _job("prefix_sum.cu", name, {"x": v, "carry": [0], "n": n}, "x", threads=n, length=n)
+        return _job("prefix_sum.cu", name, {"x": v, "carry": [0], "n": n}, "x", threads=n, length=n,
+                    per_element=("x",))
     if name == "reverse":
-        return _job("reverse.cu", name, {"x": v, "n": n}, "x", threads=n // 2, length=n)
+        return _job("reverse.cu", name, {"x": v, "n": n}, "x", threads=n // 2, length=n, per_element=("x",))
     if n > MAX_SORT:
         raise ExpressionError(f"sort supports at most {MAX_SORT} elements (its n^2/2 compare steps must fit the "
                               f"GPU's step budget), got {n} (column {column})")
@@ -241,8 +341,8 @@ def _scalar_form(name: str, args: list[int], column: int) -> KernelJob:
     return _job("pow.cu", "pow", {"out": [0], "base": base, "e": exponent}, "out", threads=1, kernel="pow_")
 
 
-ARITY = {"sum": 1, "min": 1, "max": 1, "argmax": 1, "prefix_sum": 1, "sort": 1, "reverse": 1,
-         "histogram": 2, "gcd": 2, "fib": 1, "pow": 2}
+ARITY = {"sum": 1, "min": 1, "max": 1, "argmax": 1, "mean": 1, "prefix_sum": 1, "sort": 1, "reverse": 1,
+         "histogram": 2, "abs": 1, "gcd": 2, "fib": 1, "pow": 2}
 
 
 def _call_job(name: str, args: list, column: int, machine: MachineConfig) -> KernelJob:
@@ -252,6 +352,10 @@ def _call_job(name: str, args: list, column: int, machine: MachineConfig) -> Ker
                               f"(column {column})")
     if name in ("sum", "min", "max", "argmax"):
         return _reduction(name, _vector(args[0], name, column))
+    if name == "mean":
+        return _mean(_vector(args[0], name, column), column)
+    if name == "abs":
+        return _abs(args[0], column)
     if name in ("prefix_sum", "sort", "reverse"):
         return _vector_form(name, _vector(args[0], name, column), column)
     if name == "histogram":
@@ -308,11 +412,14 @@ class _Evaluator:
         if isinstance(node, Neg):
             return self.run(_negate(self.value(node.operand), node.column))
         if isinstance(node, BinOp):
-            return self.run(self.binop_job(node.op, self.value(node.left), self.value(node.right), node.column))
+            job = self.binop_job(node.op, self.value(node.left), self.value(node.right), node.column)
+            return self.run(job, (node.op, node.column))
         return self.run(_call_job(node.name, [self.value(a) for a in node.args], node.column, self.machine))
 
     @staticmethod
     def binop_job(op: str, a, b, column: int) -> KernelJob:
+        if op in ("/", "%"):
+            return _divide(op, a, b, column)
         if op == "@":
             return _matmul(a, b, column)
         if op == "*" and isinstance(a, int) and not isinstance(b, int) and _kind(b) == "a vector":
@@ -321,13 +428,17 @@ class _Evaluator:
             return _scale(b, a, column)
         return _elementwise(op, a, b, column)
 
-    def run(self, job: KernelJob):
-        """Launch ``job`` and read its result from the launch's outputs (never recompute it)."""
+    def run(self, job: KernelJob, operator: tuple[str, int] | None = None):
+        """Launch ``job`` and read its result from the launch's outputs (never recompute it).
+
+        ``operator``: the (symbol, column) of the binary operator the job runs, for a
+        division by zero's message."""
         job = _fits(job, self.machine)
         try:
             outputs = self.launch(job)
         except QwenGpuError as e:
-            raise ExpressionError(f"the {job.form} launch failed: {e}") from e
+            zero = _division_by_zero(job, e, *operator) if operator else None
+            raise (zero or ExpressionError(f"the {job.form} launch failed: {e}")) from e
         array = outputs.get(job.result) if isinstance(outputs, dict) else None
         needed = 1 if job.length is None else job.length
         if not isinstance(array, list) or len(array) < needed:

@@ -15,8 +15,10 @@ MAX_TEXT = 4000  # characters: 126 words of data written out fit well below this
 MAX_DEPTH = 32  # nesting of brackets, parentheses and calls (the parser recurses)
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 
-FUNCTIONS = ("sum", "min", "max", "argmax", "prefix_sum", "sort", "reverse", "histogram", "gcd", "fib", "pow")
-SYMBOLS = "+-*@()[],"
+FUNCTIONS = ("sum", "min", "max", "argmax", "mean", "prefix_sum", "sort", "reverse", "histogram", "abs", "gcd",
+             "fib", "pow")
+SYMBOLS = "+-*/%@()[],"
+PRODUCTS = ("*", "/", "%", "@")  # one precedence level, left to right, as in C
 
 
 class ExpressionError(ValueError):
@@ -43,7 +45,7 @@ class Neg:
 
 @dataclass(frozen=True)
 class BinOp:
-    op: str  # one of + - * @
+    op: str  # one of + - * / % @
     left: object
     right: object
     column: int
@@ -63,7 +65,8 @@ class Token:
     column: int
 
 
-_TOKEN = re.compile(r"\s*(?:(?P<num>\d[\w.]*(?:[eE][+-]?\d+)?)|(?P<name>[A-Za-z_]\w*)|(?P<sym>[-+*@()\[\],])|(?P<other>\S))")
+_TOKEN = re.compile(r"\s*(?:(?P<num>\d[\w.]*(?:[eE][+-]?\d+)?)|(?P<name>[A-Za-z_]\w*)"
+                    rf"|(?P<sym>[{re.escape(SYMBOLS)}])|(?P<other>\S))")
 
 
 def tokenize(text: str) -> list[Token]:
@@ -147,7 +150,7 @@ class _Parser:
 
     def term(self):
         node = self.factor()
-        while self.tok.kind in ("*", "@"):
+        while self.tok.kind in PRODUCTS:
             op = self.take(self.tok.kind)
             node = BinOp(op.kind, node, self.factor(), op.column)
         return node

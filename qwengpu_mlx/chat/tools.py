@@ -8,17 +8,25 @@ goes back as the tool message's content: :func:`result_text` for a value,
 The expression language (the ``expression`` argument of ``gpu_eval``)::
 
     expr    := term (("+" | "-") term)*
-    term    := factor (("*" | "@") factor)*
+    term    := factor (("*" | "/" | "%" | "@") factor)*     left to right, as in C
     factor  := "-"? (INT | array | call | "(" expr ")")
     array   := "[" (expr ("," expr)*)? "]"          vectors; a list of vectors is a matrix
     call    := NAME "(" expr ("," expr)* ")"
-    NAME    := sum | min | max | argmax | prefix_sum | sort | reverse
-             | histogram | gcd | fib | pow
+    NAME    := sum | min | max | argmax | mean | prefix_sum | sort | reverse
+             | histogram | abs | gcd | fib | pow
 
 ``a @ b``: dot product (vector, vector) or matrix-vector product (matrix, vector);
 ``+ - *``: elementwise on equal-length vectors, or scalar with scalar; ``k * v`` and
-``v * k``: scaling; ``histogram(v, bins)``: counts of each value in ``[0, bins)``;
-``gcd(a, b)``, ``fib(n)``, ``pow(b, e)``: scalars. All values are 32-bit signed integers.
+``v * k``: scaling; ``/ %``: C's integer division and remainder (the quotient truncated
+toward zero, the remainder with the dividend's sign), elementwise on equal-length
+vectors, a vector by a scalar, a scalar by each element of a vector, or scalar by
+scalar; a divisor of 0 stops the launch and comes back as an error naming it;
+``mean(v)``: sum / n truncated toward zero (refused when the sum leaves 32 bits);
+``abs(x)``: a scalar or elementwise; ``histogram(v, bins)``: counts of each value in
+``[0, bins)``; ``gcd(a, b)``, ``fib(n)``, ``pow(b, e)``: scalars. All values are 32-bit
+signed integers and wrap as in CUDA (``-2147483648 / -1`` and ``abs(-2147483648)`` are
+-2147483648). Vectors are as long as the GPU's memory allows; a longer one is refused
+with the form's longest length on this machine.
 """
 
 from __future__ import annotations
@@ -32,12 +40,15 @@ GPU_EVAL = {
         "name": GPU_EVAL_NAME,
         "description": ("Compute an integer expression exactly on the GPU inside this model. Supports "
                         "vectors [1, 2, 3], matrices [[1, 2], [3, 4]], + - * (elementwise or by a scalar), "
-                        "@ (dot or matrix-vector product), and sum, min, max, argmax, prefix_sum, sort, "
-                        "reverse, histogram(v, bins), gcd(a, b), fib(n), pow(b, e). 32-bit integers only."),
+                        "/ and % (C integer division and remainder: truncated toward zero; elementwise or "
+                        "by a scalar), @ (dot or matrix-vector product), and sum, mean (integer mean), min, "
+                        "max, argmax, abs, prefix_sum, sort, reverse, histogram(v, bins), gcd(a, b), "
+                        "fib(n), pow(b, e). 32-bit integers only."),
         "parameters": {
             "type": "object",
             "properties": {"expression": {"type": "string",
-                                          "description": "for example: [1, 2, 3] @ [4, 5, 6]"}},
+                                          "description": ("for example: [1, 2, 3] @ [4, 5, 6] or "
+                                                          "mean([4, 8, 15]) % 5")}},
             "required": ["expression"],
         },
     },
