@@ -48,8 +48,8 @@ from qwengpu_mlx.vocab import vocab_for  # noqa: E402
 class CacheState:
     """mlx-lm's prompt cache seen through ``read_memory``'s interface."""
 
-    def __init__(self, cache, memory_head):
-        self.cache, self.memory_head = cache, memory_head
+    def __init__(self, cache, memory_heads):
+        self.cache, self.memory_heads = cache, memory_heads
 
     def recurrent_state(self, layer: int, head: int):
         import numpy as np
@@ -110,7 +110,7 @@ def main() -> int:
             if toks[-1] == stop:
                 break
         lm_s = time.perf_counter() - t
-        memory, _ = read_memory(CacheState(cache, tuple(compiled.memory_head)), m)
+        memory, _ = read_memory(CacheState(cache, compiled.memory_heads), m)
         outputs = read_outputs(prog, memory)
     finally:
         if not ns.out:

@@ -64,7 +64,7 @@ class CompactCircuit:
     K: float = 1.0  # its level
     gain: float = 1.0  # clamp-pair gain A and width delta (for margin measurement)
     delta: float = 1.0
-    memory_head: tuple | None = None  # (layer, head) the host reads memory words from
+    memory_heads: tuple | None = None  # (layer, head) of each head the host reads memory words from, in order
 
 
 def compact_mlp(builder, hidden: int) -> CompactMLP | None:

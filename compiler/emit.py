@@ -15,7 +15,7 @@ from qwengpu_mlx.vocab import CHUNK_BITS, CHUNK_SHIFT, ENT_ITEMS
 from .control import LEVEL_BITS
 from .deltanet import CURRENT
 from .residual import BIT
-from .slot import MEM_WORD_BITS
+from .slot import mem_word_bits
 from .tokens import OUT_GAIN
 
 
@@ -191,7 +191,7 @@ class EmitStage:
                 self.gate(E1, f"em.cur{j}", [(t.kind["PVAL"], 1), (t.pval_lane[b], 1)], 2, [(cur[j], 1)])
             elif kind == "MEM":
                 meta = self.l_mem_meta[(a, b)]
-                self.gate(E1, f"em.pr{j}", [(meta[MEM_WORD_BITS], 1)] + nph, 1, [(present[j], 1)])
+                self.gate(E1, f"em.pr{j}", [(meta[mem_word_bits(self.m)], 1)] + nph, 1, [(present[j], 1)])
                 self.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx_hdr_mem[a * N + b], 1)], 2, [(cur[j], 1)])
                 self.short_record_end(E1, j, self.ctx_hdr_mem[a * N + b], self.later_records(items, j), cur[j])
             elif kind == "ENT":
@@ -224,7 +224,7 @@ class EmitStage:
             later += [(self.ctx_m[k], 1) for k in range(lane + 1, N)] if kind == "VAL" else []
             later += [(self.f[k]["emit"][0], 1) for k in range(s + 1, m.slots_per_block)]
             later += [(self.tf["pemit"][0], 1)]
-        later += [(self.l_mem_meta[(a, b)][MEM_WORD_BITS], 1) for k, (kd, a, b) in enumerate(items)
+        later += [(self.l_mem_meta[(a, b)][mem_word_bits(m)], 1) for k, (kd, a, b) in enumerate(items)
                   if kd == "MEM" and k > j]
         later += [(self.l_ent[k][EN.bits + LEVEL_BITS], 1) for k in range(ENT_ITEMS)]
         later += [(self.l_wst[w][ST.bits], 1) for w in range(m.max_warps)]
@@ -330,7 +330,7 @@ class EmitStage:
                 self.emit_class(E4, o, "MEM", [(sel[j], 1)], 1)
                 self.const_field_bits(E4, o, "MEM", "item", a * N + b, sel[j])
                 meta = self.l_mem_meta[(a, b)]
-                for i in range(MEM_WORD_BITS):
+                for i in range(mem_word_bits(m)):
                     self.emit_field(E4, f"{o}.addr{i}", "MEM", "addr", i, [(sel[j], 1), (meta[i], 1)], 2)
             elif kind == "ENT":
                 self.emit_ent_header(E4, j, a, sel)

@@ -40,13 +40,26 @@ from .sizing import QWEN35_2B
 from .slot import EARLY_OPNDS, PREDOPS, SlotStage
 from .tokens import TokenDims
 
-MAX_LAYERS = 45
+MAX_LAYERS = 48
+"""A sanity bound on the circuit's depth: the published machine needs 45 layers (the
+published system's count); the large machine's memory address takes one MLP more per
+slot (a two-stage thermometer), and its schedule 47."""
 MLP_UNITS = QWEN35_2B.intermediate  # every MLP is spread to Qwen3.5-2B's width
 LINEAR_HEADS = QWEN35_2B.linear_heads  # and heads towards its heads per layer
 OPNDS = ("a", "b", "c", "d")
 
 NARROW = Shape(hidden=1 << 17, intermediate=16384, linear_heads=80, key_dim=128, value_dim=64,
                attn_heads=1, kv_heads=1, head_dim=64)
+
+
+def memory_heads_in(plan, names: list[str]) -> tuple[tuple[int, int], ...]:
+    """(layer, head index) of the heads ``names`` in ``plan``, in the order named."""
+    where = {h.name: (i, h.index) for i, lp in enumerate(plan.layers)
+             for h in (lp.mixer.heads if lp.mixer is not None else [])}
+    missing = [n for n in names if n not in where]
+    if missing:
+        raise LookupError(f"no head {missing[0]!r}")
+    return tuple(where[n] for n in names)
 
 
 class MachineCircuit(SlotStage, EmitStage):
@@ -108,13 +121,9 @@ class MachineCircuit(SlotStage, EmitStage):
         h.query(0, self.ONE, 1.0 / self.K)
 
     @property
-    def memory_head(self) -> tuple[int, int]:
-        """(layer, head index) of the memory head the host reads words from."""
-        for i, lp in enumerate(self.plan.layers):
-            for h in (lp.mixer.heads if lp.mixer is not None else []):
-                if h.name == self.memory_head_name:
-                    return i, h.index
-        raise LookupError(f"no head {self.memory_head_name!r}")
+    def memory_heads(self) -> tuple[tuple[int, int], ...]:
+        """(layer, head index) of each memory head the host reads words from, in word order."""
+        return memory_heads_in(self.plan, self.memory_head_names)
 
     def schedule(self, units: int = MLP_UNITS, heads: int = LINEAR_HEADS) -> ScheduleOutcome:
         """Spread gates and heads into later layers where they have slack (``schedule.schedule_plan``).

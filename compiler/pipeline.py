@@ -24,7 +24,7 @@ from qwengpu_mlx.machine_support import check_circuit_supports
 
 from .assemble import CircuitPlan, Shape
 from .fold import SPREAD_SHARES, fit_shape, fold_onto, residual_misfit, spread_units
-from .machine_circuit import LINEAR_HEADS, MLP_UNITS, NARROW, MachineCircuit
+from .machine_circuit import LINEAR_HEADS, MLP_UNITS, NARROW, MachineCircuit, memory_heads_in
 from .reuse import Reuse
 from .schedule import ScheduleOutcome
 from .sizing import DoesNotFit
@@ -47,20 +47,16 @@ class CompiledMachine:
         return self.reuse is not None
 
     @property
-    def memory_head(self) -> tuple[int, int]:
-        """(layer, head index) of the memory head the host reads words from, in ``plan``."""
-        for i, lp in enumerate(self.plan.layers):
-            for h in (lp.mixer.heads if lp.mixer is not None else []):
-                if h.name == self.circuit.memory_head_name:
-                    return i, h.index
-        raise LookupError(f"no head {self.circuit.memory_head_name!r}")
+    def memory_heads(self) -> tuple[tuple[int, int], ...]:
+        """(layer, head index) of the memory heads the host reads words from, in ``plan``, in word order."""
+        return memory_heads_in(self.plan, self.circuit.memory_head_names)
 
     def compact(self):
         """The compact circuit of ``plan`` (``compiler.compact``), knowing where the host reads memory."""
         from .compact import compact
 
         cc = compact(self.plan)
-        cc.memory_head = tuple(self.memory_head)
+        cc.memory_heads = self.memory_heads
         return cc
 
 

@@ -25,7 +25,17 @@ from .alu_shfl import build_shfl
 from .mlp import eq_terms
 from .residual import BIT, Subspace
 
-MEM_WORD_BITS = 7  # binary digits of a memory word index
+MEM_WORD_BITS = 7  # binary digits of a memory word index, at least (the published machine's)
+
+
+def mem_word_bits(m) -> int:
+    """Binary digits of a memory word index: 7 up to 128 words (the published layout), 10 for 1,024."""
+    return max(MEM_WORD_BITS, (m.mem_words - 1).bit_length())
+
+
+def mem_address_bits(m) -> int:
+    """Low bits of a register that form a byte address (10 for 7-bit words); any higher bit faults."""
+    return mem_word_bits(m) + 3
 EARLY_OPNDS = ("a", "b", "c")  # read before the ALU; d (the destination's old value) just before the merge
 PREDOPS = ("guard", "p0", "p1", "pold")
 
@@ -48,6 +58,7 @@ class MemAddress:
     valid: list  # per lane dim: 0 <= S < 4W
     aligned: list  # per lane dim: S % 4 == 0
     fault: int  # dim: a memory fault in this slot (written by ``memory_read``)
+    layer: int  # the MLP whose gates complete the digits (one after A for a two-stage thermometer)
 
 
 @dataclass
@@ -251,33 +262,68 @@ class SlotStage:
         m, f, op, N = self.m, self.f[s], self.op[s], self.m.lanes
         is_mem = self.alloc(f"ismem.s{s}", 1)[0]
         self.gate(Lm, f"ismem.s{s}", [(op[Op.LD], 1), (op[Op.ST], 1), (op[Op.ATOM_ADD], 1)], 1, [(is_mem, 1)])
-        W = m.mem_words
-        if W > 1 << MEM_WORD_BITS:
-            raise ValueError(f"{W} memory words need more than {MEM_WORD_BITS} word-address bits")
-        word = [self.alloc(f"memw.s{s}.lane{lane}", MEM_WORD_BITS, value_range=BIT) for lane in range(N)]
+        W, WB, AB = m.mem_words, mem_word_bits(m), mem_address_bits(m)
+        word = [self.alloc(f"memw.s{s}.lane{lane}", WB, value_range=BIT) for lane in range(N)]
         valid = [self.alloc(f"memok.s{s}.lane{lane}", 1)[0] for lane in range(N)]  # 0 <= S < 4W
         aligned = [self.alloc(f"memal.s{s}.lane{lane}", 1)[0] for lane in range(N)]  # S % 4 == 0
         fault = self.alloc(f"fault.s{s}", 1)[0]
-        BIG = 4096
+        BIG = 2 ** (AB + 2)  # above every in-range S: only a memory op reaches the thresholds
         offb = f["offset"]
         for lane in range(N):
             a_ = opnd[("a", lane)]
-            S_terms = [(a_[i], 2 ** i) for i in range(10)] + [(offb[i], 2 ** i) for i in range(9)] + [(offb[9], -512)]
-            S_terms += [(a_[i], -2048) for i in range(10, 32)] + [(is_mem, BIG)]
-            for w_ in range(W + 1):
-                if w_ == 0:
-                    outs = [(valid[lane], 1)]
-                elif w_ == W:
-                    outs = [(valid[lane], -1)]
-                else:
-                    outs = [(word[lane][i], (w_ >> i & 1) - ((w_ - 1) >> i & 1)) for i in range(MEM_WORD_BITS)]
-                self.gate(A, f"memt.s{s}l{lane}w{w_}", S_terms, 4 * w_ + BIG, outs)
+            S_terms = [(a_[i], 2 ** i) for i in range(AB)] + [(offb[i], 2 ** i) for i in range(9)] + [(offb[9], -512)]
+            S_terms += [(a_[i], -2 ** (AB + 1)) for i in range(AB, 32)] + [(is_mem, BIG)]
+            if W <= 1 << MEM_WORD_BITS:
+                self.word_thermometer(A, f"memt.s{s}l{lane}", S_terms, BIG, W, range(W + 1), word[lane], valid[lane])
+            else:
+                self.word_thermometer_two_stage(A, f"memt.s{s}l{lane}", S_terms, BIG, W, word[lane], valid[lane])
             # S % 4 == (a0 + 2 a1 + o0 + 2 o1) % 4, a sum in 0..6: aligned when it is 0 or 4
             low = [(a_[0], 1), (a_[1], 2), (offb[0], 1), (offb[1], 2)]
             self.gate(A, f"memal.s{s}l{lane}.zero", [(d, -c) for d, c in low], 0, [(aligned[lane], 1)])
             self.gate(A, f"memal.s{s}l{lane}.ge4", low, 4, [(aligned[lane], 1)])
             self.gate(A, f"memal.s{s}l{lane}.ge5", low, 5, [(aligned[lane], -1)])
-        return MemAddress(is_mem, word, valid, aligned, fault)
+        return MemAddress(is_mem, word, valid, aligned, fault, A if W <= 1 << MEM_WORD_BITS else A + 1)
+
+    def word_thermometer(self, A: int, name: str, S_terms, BIG: int, W: int, words, digits, valid,
+                         width: int | None = None) -> None:
+        """Gates ``[S >= 4w]`` for ``w`` in ``words``, telescoping into the low ``width`` of
+        ``digits`` (all of them by default): gate w adds ``bit_i(w) - bit_i(w - 1)``, so the
+        digits sum to floor(S / 4); gates 0 and W write the in-range bit (``valid`` None: no
+        bound here)."""
+        for w_ in words:
+            if w_ == 0:
+                outs = [(valid, 1)] if valid is not None else []
+            elif w_ == W:
+                outs = [(valid, -1)] if valid is not None else []
+            else:
+                outs = [(digits[i], (w_ >> i & 1) - ((w_ - 1) >> i & 1))
+                        for i in range(digits.width if width is None else width)]
+            if outs:
+                self.gate(A, f"{name}w{w_}", S_terms, 4 * w_ + BIG, outs)
+
+    def word_thermometer_two_stage(self, A: int, name: str, S_terms, BIG: int, W: int, digits, valid) -> None:
+        """A large memory's digits in two MLPs, about 2 sqrt(W) gates instead of W.
+
+        MLP ``A``: ``[S >= 4 B j]`` over blocks of B = 32 words gives the digits above the
+        fifth (and the in-range bit); MLP ``A + 1``: the same thermometer over ``S`` minus the
+        block's first byte (those digits, weighed) gives the five below. Exact: every sum
+        is an integer and each stage's gates see one value."""
+        low = 5
+        B = 1 << low
+        blocks = -(-W // B)
+        for j in range(blocks + 1):
+            outs = []
+            if j == 0:
+                outs.append((valid, 1))
+            else:
+                outs += [(digits[low + i], (j >> i & 1) - ((j - 1) >> i & 1)) for i in range(digits.width - low)]
+            if j == blocks and W == blocks * B:
+                outs = [(valid, -1)]  # past the last block: out of range, the digits stay saturated
+            self.gate(A, f"{name}b{j}", S_terms, 4 * B * j + BIG, outs)
+        if W != blocks * B:
+            self.gate(A, f"{name}top", S_terms, 4 * W + BIG, [(valid, -1)])
+        rest = S_terms + [(digits[low + i], -4 * B * 2 ** i) for i in range(digits.width - low)]
+        self.word_thermometer(A + 1, f"{name}f", rest, BIG, B, range(1, B), digits, None, width=low)
 
     def executed_lanes(self, s: int, A: int, pval: dict) -> list:
         """Per lane: active (in the EXEC mask) and its guard true (MLP ``A``)."""
@@ -295,23 +341,20 @@ class SlotStage:
         aligned) is a query of exact zeros.
         """
         t, op, N, W = self.t, self.op[s], self.m.lanes, self.m.mem_words
-        Lr = self.linear_at_or_after(A + 1)
+        Lr = self.linear_at_or_after(addr.layer + 1)
         memval = [self.alloc(f"memval.s{s}.lane{lane}", 32, value_range=BIT) for lane in range(N)]
+        rows = self.plan.mixer(Lr).Dk  # words per head: a head's key rows
         for lane in range(N):
-            h = self.head(Lr, f"mem.s{s}.lane{lane}", W, 32)
-            for w_ in range(W):
-                terms, th = eq_terms(t.mem_addr.dims, w_)  # MEM(item, addr) header, decoded
-                self.decoded_key(h, w_, terms + [(t.kind["MEM"], 1)], th + 1, tap=0)
-                # query row w: the digits equal w, in range, aligned (decoded by the head's SiLU)
-                terms, th = eq_terms(addr.word[lane].dims, w_)
-                self.decoded_query(h, w_, terms + [(addr.valid[lane], 1), (addr.aligned[lane], 1)], th + 2)
-            for j in range(3):
-                for i in range(CHUNK_BITS[j]):
-                    h.value_bit(CHUNK_SHIFT[j] + i, t.chunk[j][i], tap=1 + j)
-            for i in range(32):
-                h.read_bit(i, memval[lane][i])
+            names = []
+            for part, first in enumerate(range(0, W, rows)):  # the other parts' queries are exact zeros
+                suffix = "" if part == 0 else f".w{first}"
+                h = self.head(Lr, f"mem.s{s}.lane{lane}{suffix}", min(rows, W - first), 32)
+                self.memory_rows(h, first, addr, lane)
+                for i in range(32):
+                    h.read_bit(i, memval[lane][i])
+                names.append(h.name)
             if s == 0 and lane == 0:
-                self.memory_head_name = h.name  # where the host reads memory from
+                self.memory_head_names = names  # where the host reads memory from, words in order
         for lane in range(N):  # an executed memory op whose address is no word of memory
             self.gate(Lr, f"fault.s{s}l{lane}", [(executed[lane], 2), (addr.is_mem, 2), (addr.valid[lane], -1),
                                                   (addr.aligned[lane], -1)], 3, [(addr.fault, 1)])
@@ -319,6 +362,20 @@ class SlotStage:
             for i in range(32):
                 self.gate(Lr, f"ld.s{s}l{lane}b{i}", [(op[Op.LD], 1), (memval[lane][i], 1)], 2, [(alu[lane][i], 1)])
         return memval, Lr
+
+    def memory_rows(self, h, first: int, addr: MemAddress, lane: int) -> None:
+        """Head ``h`` holds words ``first ..``: row r's key from a ``MEM(item, first + r)`` header,
+        its query from the lane's address digits (both decoded by the head's SiLU)."""
+        t = self.t
+        for r in range(h.rows):
+            w_ = first + r
+            terms, th = eq_terms(t.mem_addr.dims, w_)
+            self.decoded_key(h, r, terms + [(t.kind["MEM"], 1)], th + 1, tap=0)
+            terms, th = eq_terms(addr.word[lane].dims, w_)  # the digits equal w, in range, aligned
+            self.decoded_query(h, r, terms + [(addr.valid[lane], 1), (addr.aligned[lane], 1)], th + 2)
+        for j in range(3):
+            for i in range(CHUNK_BITS[j]):
+                h.value_bit(CHUNK_SHIFT[j] + i, t.chunk[j][i], tap=1 + j)
 
     def atomics(self, s: int, A: int, Lr: int, addr: MemAddress, executed: list, memval: list,
                 opnd: dict) -> AtomicSums:
@@ -335,14 +392,16 @@ class SlotStage:
             for k in range(lane):
                 d = self.alloc(f"atom.eq.s{s}.{k}{lane}", 1)[0]
                 half = self.alloc(f"atom.eqh.s{s}.{k}{lane}", 2)
-                on = [(executed[k], 256), (op[Op.ATOM_ADD], 256), (valid[k], 256), (valid[lane], 256)]
+                WB = word[k].width
+                big = 2 ** (WB + 1)  # each condition outweighs any digit difference (< 2^WB)
+                on = [(executed[k], big), (op[Op.ATOM_ADD], big), (valid[k], big), (valid[lane], big)]
                 for j, sign in enumerate((1, -1)):
-                    diff = [(word[k][i], sign * 2 ** i) for i in range(MEM_WORD_BITS)]
-                    diff += [(word[lane][i], -sign * 2 ** i) for i in range(MEM_WORD_BITS)]
-                    self.gate(A + 1, f"atom.eq.s{s}.{k}{lane}.h{j}", diff + on, 1024, [(half[j], 1)])
-                self.gate(A + 2, f"atom.eq.s{s}.{k}{lane}", [(half[0], 1), (half[1], 1)], 2, [(d, 1)])
+                    diff = [(word[k][i], sign * 2 ** i) for i in range(WB)]
+                    diff += [(word[lane][i], -sign * 2 ** i) for i in range(WB)]
+                    self.gate(addr.layer + 1, f"atom.eq.s{s}.{k}{lane}.h{j}", diff + on, 4 * big, [(half[j], 1)])
+                self.gate(addr.layer + 2, f"atom.eq.s{s}.{k}{lane}", [(half[0], 1), (half[1], 1)], 2, [(d, 1)])
                 eqm[(k, lane)] = d
-        Lq = max(Lr + 1, A + 3)
+        Lq = max(Lr + 1, addr.layer + 3)
         later = [self.alloc(f"atom.later.s{s}.lane{lane}", 1)[0] for lane in range(N)]
         for lane in range(N):
             for k in range(lane + 1, N):

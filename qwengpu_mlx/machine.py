@@ -67,11 +67,12 @@ limit is the default's. Its circuit needs 25 layers instead of 45 (both fit Qwen
 shape: ``qwengpu-mlx build [--machine one-slot] --shape qwen3.5-2b``, docs/CIRCUIT.md,
 "Dense checkpoints"); launches take more steps (one per instruction) and more tokens."""
 
-LARGE_MACHINE = MachineConfig(max_warps=8, rom_blocks=128)
+LARGE_MACHINE = MachineConfig(max_warps=8, rom_blocks=128, mem_words=1024)
 """The published machine grown where ordinary kernels stopped: 128 ROM blocks (4x: room
-for loops, unrolled code and division routines) and 8 warps (``blockDim.x`` up to 32,
-the smallest block most CUDA code uses). Registers fill a head's 128 key rows (8 warps x
-16 registers) and so does the ROM (one row per block); memory stays at 126 words."""
+for loops, unrolled code and division routines), 8 warps (``blockDim.x`` up to 32, the
+smallest block most CUDA code uses) and 1,024 memory words (8x). Registers fill a head's
+128 key rows (8 warps x 16 registers) and so does the ROM (one row per block); memory
+spreads over 8 heads of 128 words per slot and lane."""
 
 MACHINES = {"default": DEFAULT_MACHINE, "published": DEFAULT_MACHINE, "large": LARGE_MACHINE,
             "one-slot": ONE_SLOT_MACHINE}

@@ -88,11 +88,11 @@ LIMITS: tuple[FieldLimit, ...] = (
         "(encoding.py, SRC_FWD, SRC_SCALED): a fourth slot has no forwarding code",
         (1, 2, 3)),
     FieldLimit(
-        "mem_words", 1, 128, "word addresses are 7 bits wide in the circuit",
-        "a word address is 7 binary digits in the memory thermometer, the atomics' word comparison and "
-        "the MEM emission (compiler/slot.py, MEM_WORD_BITS = 7), and the memory heads have "
-        "one row per word under the circuit's key dim of 128",
-        (64, 126, 128)),
+        "mem_words", 1, 1024, "word addresses are at most 10 bits wide in the circuit",
+        "the memory thermometer writes a word's binary digits (compiler/slot.py, mem_word_bits: 7 up to "
+        "128 words, 10 for 1,024) from the low bits of a + offset (mem_address_bits: 3 more), and the memory "
+        "heads of each slot and lane hold a head's key rows of words each (8 heads of 128 rows for 1,024)",
+        (64, 126, 128, 1024)),
     FieldLimit(
         "word_bits", 32, 32, "records carry 32-bit payloads and the ALUs are 32 bits wide",
         "a record's payload is three chunks of 11, 11 and 10 bits (vocab.py, CHUNK_BITS), and the "

@@ -151,7 +151,7 @@ class CircuitRunner:
         self._mixer_layers = [L for L, m in enumerate(self.mixers) if m is not None]
         self.one_pos = int(pos[cc.one])
         self.K, self.gain, self.delta = cc.K, cc.gain, cc.delta
-        self.memory_head = cc.memory_head
+        self.memory_heads = cc.memory_heads
         self.recurrence = recurrence or gated_delta_ops
         self.track_margins = False
         self._compiled = {}

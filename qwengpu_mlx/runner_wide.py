@@ -77,7 +77,7 @@ class WideCircuitRunner:
         self.emb_out = mx.array(cc.embedding[:, [col[int(d)] for d in cc.out_dims]].T.copy())  # [|out|, V]
         self.layers = [_Layer(cl) for cl in cc.layers]
         self.one, self.K, self.gain, self.delta = cc.one, cc.K, cc.gain, cc.delta
-        self.memory_head = cc.memory_head
+        self.memory_heads = cc.memory_heads
         self.track_margins = False
         self.front = front
         self.reset()

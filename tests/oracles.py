@@ -1064,6 +1064,15 @@ def div_by_zero(spec):
 
 
 @oracle
+def grid_add_big(spec):
+    A = arrays(spec)
+    n = min(scalar(spec, "n"), threads(spec))
+    A["c"][:n] = A["a"][:n] + 3 * A["b"][:n]
+    return result(A)
+
+
+
+@oracle
 def block32_reduce(spec):
     A = arrays(spec)
     b = spec["block"]

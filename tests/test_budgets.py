@@ -44,7 +44,7 @@ class ScriptedRunner:
     """A runner whose 'model' writes ``head`` then ``loop`` forever (ids of the launch vocabulary)."""
 
     def __init__(self, head: list[int], loop: list[int], machine=DEFAULT_MACHINE, delay: float = 0.0):
-        self.machine, self.memory_head, self.track_margins, self.min_margin = machine, (0, 0), False, float("inf")
+        self.machine, self.memory_heads, self.track_margins, self.min_margin = machine, ((0, 0),), False, float("inf")
         self.head, self.loop, self.delay = head, loop, delay
         self.size = len(vocab_for(machine))
         self.reset()

@@ -119,11 +119,12 @@ def test_slots_per_block_1_to_3():
     assert_supported("slots_per_block", 1, 2, 3)
 
 
-def test_mem_words_1_to_128():
-    assert_refused("mem_words", 254, "the circuit supports mem_words from 1 to 128")
-    assert_refused("mem_words", 129, "mem_words from 1 to 128")
-    assert_refused("mem_words", 0, "mem_words from 1 to 128")
-    assert_supported("mem_words", 1, 64, 126, 128)
+def test_mem_words_1_to_1024():
+    # 7-bit words up to 128 (one memory head per slot and lane), 10-bit words in 8 heads at 1,024
+    assert_refused("mem_words", 1025, "the circuit supports mem_words from 1 to 1024")
+    assert_refused("mem_words", 2048, "mem_words from 1 to 1024")
+    assert_refused("mem_words", 0, "mem_words from 1 to 1024")
+    assert_supported("mem_words", 1, 64, 126, 128, 254, 1024)
 
 
 def test_word_bits_32_only():
@@ -244,6 +245,16 @@ def test_max_warps_8_runs_a_32_thread_block_exact(large_runner):
     # warps 4..7 in EXEC, ENT and WST records, blockDim.x = 32 in six bits, barriers and a shuffle
     source, spec = _example("block32_reduce")
     run_exact(large_runner, source, spec["args"], block=32)
+
+
+def test_mem_words_1024_reads_every_memory_head_exact(large_runner):
+    # 10-bit word digits, a two-stage address thermometer, 8 memory heads per slot and lane:
+    # 32 loads spread over words 7..968 and 32 stores into words 992..1023, the last of 1,024
+    # (only non-zero words take a prompt record, so the launch stays short)
+    a = [0] * 992
+    for t in range(32):
+        a[31 * t + 7] = (t * 2654435761) % 2001 - 1000
+    run_exact(large_runner, KERNELS / "mem_stride.cu", {"a": a, "out": [0] * 32}, block=32)
 
 
 def test_rom_blocks_128_runs_a_program_past_block_100_exact(large_runner):

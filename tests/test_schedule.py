@@ -121,15 +121,14 @@ def test_the_machine_schedule_fits_2b_widths_and_keeps_the_dataflow():
     plan = mc.plan
     before = writers_seen(plan)
     heads_before = max(len(lp.mixer.heads) for lp in plan.layers if lp.mixer)
-    memory_name = mc.memory_head_name
+    memory_names = mc.memory_head_names
     mc.schedule()
     assert writers_seen(plan) == before
     assert heads_before > QWEN35_2B.linear_heads
     assert max(len(lp.mixer.heads) for lp in plan.layers if lp.mixer) <= QWEN35_2B.linear_heads
     assert max(lp.mlp.units for lp in plan.layers if lp.mlp) <= QWEN35_2B.intermediate
     assert plan.shape.linear_heads <= QWEN35_2B.linear_heads and plan.shape.intermediate == QWEN35_2B.intermediate
-    layer, index = mc.memory_head
-    assert plan.layers[layer].mixer.heads[index].name == memory_name
+    assert [plan.layers[layer].mixer.heads[index].name for layer, index in mc.memory_heads] == memory_names
     for i, lp in enumerate(plan.layers):
         if lp.mixer:
             assert [h.index for h in lp.mixer.heads] == list(range(len(lp.mixer.heads)))

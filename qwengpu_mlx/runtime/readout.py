@@ -16,16 +16,17 @@ def read_outputs(program: Program, memory: list[int]) -> dict[str, list[int]]:
 def read_memory(runner, machine: MachineConfig) -> tuple[list[int], float]:
     """Every memory word from the memory head's state, and the smallest bit margin.
 
-    Column w of the state is word w, stored dual-rail (rows 2i and 2i+1 hold bit i and
-    its complement), so a bit is read as which rail is larger; the margin is the gap
-    between the rails as a fraction of the column's level (1.0 is perfect). A column
-    never written reads as all zeros: the word is 0.
+    The words fill the memory heads in order, a head's key rows each (``runner.memory_heads``).
+    Column c of head j's state is word ``j * rows + c``, stored dual-rail (rows 2i and 2i+1
+    hold bit i and its complement), so a bit is read as which rail is larger; the margin is
+    the gap between the rails as a fraction of the column's level (1.0 is perfect). A
+    column never written reads as all zeros: the word is 0.
     """
-    layer, head = runner.memory_head
-    S = runner.recurrent_state(layer, head)  # [Dv, Dk]
+    states = [runner.recurrent_state(layer, head) for layer, head in runner.memory_heads]  # each [Dv, Dk]
+    rows = states[0].shape[1]
     words, worst = [], 1.0
     for w in range(machine.mem_words):
-        col = S[:, w]
+        col = states[w // rows][:, w % rows]
         level = float(np.max(np.abs(col))) if np.any(col) else 0.0
         if level == 0.0:
             words.append(0)

@@ -19,7 +19,7 @@ from qwengpu_mlx.machine import MachineConfig
 @runtime_checkable
 class Runner(Protocol):
     machine: MachineConfig
-    memory_head: tuple[int, int]  # (layer, head) whose state rows are the memory words
+    memory_heads: tuple[tuple[int, int], ...]  # (layer, head) whose state rows are the memory words, in order
     track_margins: bool  # measure every gate's margin while stepping (slower)
     min_margin: float  # smallest gate margin since reset(), in bits (0.5 is perfect)
 
