@@ -101,23 +101,25 @@ def test_a_launch_in_the_combined_model_is_the_circuit_only_launch(spliced):
 
 
 def test_the_circuit_matrices_load_compact_and_exact(spliced):
-    """Most circuit matrices are written microscaled (``splice/storage.py``); unmodified
+    """Most circuit matrices are written quantized (``splice/storage.py``); unmodified
     mlx-lm turns each into a quantized layer of its own format, and every circuit matrix
     it computes with is the dense float32 one the splice places, bit for bit."""
     import mlx.nn as nn
     from mlx.utils import tree_flatten
-    from qwengpu_mlx.splice.weights import PREFIX, circuit_dims, circuit_layer, embedding_format, split_layers
+    from qwengpu_mlx.splice.weights import (PREFIX, circuit_dims, circuit_layer, embedding_format, split_layers,
+                                            wide_columns)
 
     plan, _, base, combined, report = spliced
     lay, tally = report.layout, report.storage
-    assert tally.matrices["mxfp4"] + tally.matrices["mxfp8"] > tally.matrices["float32"]
+    packed = sum(n for fmt, n in tally.matrices.items() if fmt not in ("bfloat16", "float32"))
+    assert packed > tally.matrices["float32"]
     modules = dict(combined.named_modules())
     quantized = [p for p, m in modules.items() if isinstance(m, nn.QuantizedLinear) and ".layers." in p
                  and int(p.split("layers.")[1].split(".")[0]) >= lay.base_layers]
-    assert len(quantized) == tally.matrices["mxfp4"] + tally.matrices["mxfp8"]
+    assert len(quantized) == packed
     emb = next(iter(plan.weight_shards()))[PREFIX + "embed_tokens.weight"]
     fmt = embedding_format(dict(tree_flatten(base.parameters())), lay)
-    dims = circuit_dims(lay, emb, fmt[0] if fmt else None)
+    dims = circuit_dims(lay, emb, fmt[0] if fmt else None, wide_columns(plan.weight_shards()))
     checked = 0
     for j, part in enumerate(list(plan.weight_shards())[1:]):
         (params,) = split_layers(part)[1].values()
@@ -125,8 +127,8 @@ def test_the_circuit_matrices_load_compact_and_exact(spliced):
         for name, dense in circuit_layer(params, j, lay, dims).items():
             m = modules.get(f"language_model.model.layers.{i}.{name[: -len('.weight')]}")
             if isinstance(m, nn.QuantizedLinear):
-                w = mx.dequantize(m.weight, m.scales, group_size=m.group_size, bits=m.bits, mode=m.mode,
-                                  dtype=mx.float32)
+                w = mx.dequantize(m.weight, m.scales, m.get("biases"), group_size=m.group_size, bits=m.bits,
+                                  mode=m.mode, dtype=mx.float32)
             elif isinstance(m, nn.Linear):
                 w = m.weight.astype(mx.float32)
             else:

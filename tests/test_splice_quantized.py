@@ -41,19 +41,51 @@ def test_a_microscaled_base_is_refused_with_its_mode_named():
     assert affine_format(*q, 64, "x") == (32, 8)
 
 
-def test_the_circuit_s_wide_dims_get_groups_of_their_own():
+def _layout(base_hidden: int):
     from qwengpu_mlx.splice.layout import SpliceLayout
-    from qwengpu_mlx.splice.weights import circuit_dims
 
-    base = {"hidden_size": 96, "num_hidden_layers": 4, "vocab_size": 10, "intermediate_size": 512,
+    base = {"hidden_size": base_hidden, "num_hidden_layers": 4, "vocab_size": 10, "intermediate_size": 512,
             "linear_num_key_heads": 4, "linear_num_value_heads": 4, "linear_key_head_dim": 16,
             "linear_value_head_dim": 32, "full_attention_interval": 4}
-    circuit = dict(base, hidden_size=256, num_hidden_layers=5)
-    lay = SpliceLayout(base, circuit, 3)
+    return SpliceLayout(base, dict(base, hidden_size=256, num_hidden_layers=5), 3)
+
+
+def _launch_rows() -> mx.array:
     E = np.zeros((3, 256), np.float32)
     E[:, 0], E[1, 1:5], E[2, 200] = 2.0 ** 24, -1.0, 1.0
-    assert np.array_equal(circuit_dims(lay, mx.array(E), None), 96 + np.arange(256))
-    dims = circuit_dims(lay, mx.array(E), 32)
+    return mx.array(E)
+
+
+def test_the_circuit_s_wide_dims_get_groups_of_their_own():
+    from qwengpu_mlx.splice.weights import circuit_dims
+
+    lay = _layout(96)  # combined 384: the circuit at [96, 352), one 32-group past it, none of 64 or 128
+    dims = circuit_dims(lay, _launch_rows(), 32)
     assert dims[0] == 352 and np.array_equal(dims[1:], 96 + np.arange(1, 256))  # past the circuit, group-aligned
+    assert np.array_equal(circuit_dims(lay, _launch_rows(), None), dims)  # a dense base: the same, where room is
     with pytest.raises(QuantizedBaseError, match="wide dims"):
-        circuit_dims(lay, mx.array(E), 64)  # 352 -> 384, + 64 > 384
+        circuit_dims(lay, _launch_rows(), 64)  # 352 -> 384, + 64 > 384
+
+
+def test_threshold_dims_take_the_room_left_in_the_widest_groups():
+    from qwengpu_mlx.splice.weights import circuit_dims
+
+    lay = _layout(256)  # combined 1024: the circuit at [256, 512), four 128-groups past it
+    dims = circuit_dims(lay, _launch_rows(), None, extra=[7, 0, 9, 11, 13])
+    moved = {int(c): int(d) for c, d in enumerate(dims) if d != 256 + c}
+    assert moved == {0: 512, 7: 640, 9: 768, 11: 896}  # ONE's dim first, then extra in order, room for 4
+    assert len(set(dims.tolist())) == 256
+
+
+def test_wide_columns_rank_the_in_projections_by_significant_bits():
+    from qwengpu_mlx.splice.weights import significant_bits, wide_columns
+
+    v = np.array([0.0, 1.0, 3.0, 2.0 ** -13, 12345.0, -17.0, -1.5 * 2.0 ** 30], np.float32)
+    assert significant_bits(v).tolist() == [0, 1, 2, 1, 14, 5, 2]
+    gate = np.zeros((4, 16), np.float32)
+    gate[0, 3], gate[1, 1], gate[2, 2], gate[3, 5] = 12345.0, 5.0, 17.0, 32768.0  # 14, 3, 5, 1 bits
+    down = np.zeros((16, 4), np.float32)
+    down[9, 0] = 12345.0  # an output projection's rows are not the residual's columns
+    part = {"language_model.model.layers.3.mlp.gate_proj.weight": mx.array(gate),
+            "language_model.model.layers.3.mlp.down_proj.weight": mx.array(down)}
+    assert wide_columns([part]).tolist() == [3, 2]

@@ -1,61 +1,103 @@
 """Circuit matrices stored in the smallest exact format (``splice/storage.py``).
 
 The expected format of each matrix comes from the formats' definitions, not from the
-code: e2m1 holds {0, 0.5, 1, 1.5, 2, 3, 4, 6} times one power of two per 32 weights,
-e4m3 three mantissa bits, bfloat16 seven."""
+code: an affine group holds ``s q + beta`` with ``q < 2^bits`` (``beta = 0`` outside the
+threshold-read modules), a scale in bfloat16 holds 8 significant bits and in float16
+11; e2m1 holds {0, 0.5, 1, 1.5, 2, 3, 4, 6} times one power of two per 32 weights, e4m3
+three mantissa bits. Every stored matrix is read back with ``mx.dequantize``."""
 
 from __future__ import annotations
 
 import mlx.core as mx
+import mlx.nn as nn
 import numpy as np
 import pytest
 
+from qwengpu_mlx.splice.sizes import format_bytes
 from qwengpu_mlx.splice.storage import StorageTally, compact_layer, exact_storage, quantization_entry
 
-NAME = "language_model.model.layers.30.mlp.gate_proj.weight"
+LAYER = "language_model.model.layers.30."
+UP = LAYER + "mlp.up_proj.weight"  # exact zeros read downstream: no bias
+GATE = LAYER + "mlp.gate_proj.weight"  # read through thresholds: a bias allowed
 
 
-def _sparse(values: list[float], shape=(8, 64), seed=0) -> mx.array:
-    rng = np.random.default_rng(seed)
+def _at(values: dict[tuple[int, int], float], shape=(4, 256)) -> mx.array:
     w = np.zeros(shape, np.float32)
-    w.flat[rng.choice(w.size, len(values), replace=False)] = values
+    for (r, c), v in values.items():
+        w[r, c] = v
     return mx.array(w)
 
 
-@pytest.mark.parametrize("values, fmt", [
-    ([1.0, -0.5, 6.0, 3.0, -1.5], "mxfp4"),            # e2m1 values at scale 1
-    ([2.0 ** -9, -3 * 2.0 ** -10], "mxfp4"),            # the same at another power of two
-    ([7.0, -1.25, 0.5], "mxfp8"),                       # 7 = 1.75 * 4 and 1.25 need e4m3
-    ([17.0, -100.0], "bfloat16"),                       # 17 = 1.0001b * 16: four mantissa bits
-    ([1.0 + 2.0 ** -8, 1.0], "float32"),                # eight mantissa bits
-    ([1.0 / 3.0], "float32"),
-])
-def test_each_matrix_takes_the_smallest_format_that_holds_it(values, fmt):
-    w = _sparse(values)
-    got, stored = exact_storage(NAME, w)
-    assert got == fmt
-    if fmt.startswith("mx"):
-        bits = 4 if fmt == "mxfp4" else 8
-        back = mx.dequantize(stored[NAME], stored[NAME[:-7] + ".scales"], group_size=32, bits=bits, mode=fmt,
+def _back(name: str, fmt: str, stored: dict[str, mx.array]) -> mx.array:
+    """The float32 matrix the stored tensors give under mlx's own dequantization."""
+    m = name[: -len(".weight")]
+    if fmt.startswith("affine"):
+        bits, gs = int(fmt[6]), int(fmt.split("/")[1][1:])
+        return mx.dequantize(stored[name], stored[m + ".scales"], stored[m + ".biases"], group_size=gs, bits=bits,
                              dtype=mx.float32)
-    else:
-        back = stored[NAME].astype(mx.float32)
-    assert mx.array_equal(back, w).item()
+    if fmt.startswith("mx"):
+        return mx.dequantize(stored[name], stored[m + ".scales"], group_size=32, bits=int(fmt[-1]), mode=fmt,
+                             dtype=mx.float32)
+    return stored[name].astype(mx.float32)
 
 
-def test_a_group_mixing_far_apart_scales_is_not_microscaled():
-    w = np.zeros((4, 32), np.float32)
-    w[0, 0], w[0, 1] = 1.0, 2.0 ** -20  # e4m3 spans 2^-9..448: one scale per 32 weights cannot hold both
-    assert exact_storage(NAME, mx.array(w))[0] == "bfloat16"
+CASES = [
+    (UP, {}, "affine2/g128/bfloat16"),                                     # all-zero groups
+    (UP, {(0, 3): 5.0, (1, 200): -7.0, (2, 9): 3.0, (2, 10): 6.0}, "affine2/g128/bfloat16"),  # {0, s, 2s} per group
+    (UP, {(0, 1): 1.0, (0, 2): 2.0, (0, 3): 3.0, (0, 4): 5.0}, "affine4/g128/bfloat16"),  # 5 > 3: four bits
+    (UP, {(0, 1): 1.0, (0, 2): 5.0, (0, 130): 3.0}, "affine4/g128/bfloat16"),  # {1, 5} in one group of any size
+    (UP, {(3, 40): 1000.0}, "affine2/g128/bfloat16"),                      # 1111101000b: 7 bits
+    (UP, {(3, 40): 1025.0}, "affine2/g128/float16"),                       # 10000000001b: 11 bits
+    (UP, {(3, 40): 12345.0}, "affine2/g128/float32"),                      # 14 bits: a threshold alone
+    (GATE, {(0, 1): 1.0, (0, 2): -1.0}, "affine2/g128/bfloat16"),          # {-1, 0, 1} = -1 + {0, 1, 2}
+    (UP, {(0, 1): 1.0, (0, 2): -1.0, (1, 5): 6.0}, "mxfp4"),               # both signs, no bias: e2m1
+    (UP, {(0, 1): 7.0, (0, 2): -1.25}, "mxfp8"),                           # 1.75 * 4 and -1.25: e4m3
+    (UP, {(0, 1): 1.0, (0, 2): -(2.0 ** -20)}, "bfloat16"),                # one scale per 32 cannot span 2^20
+    (UP, {(0, 1): 1.0 + 2.0 ** -8, (0, 2): -1.0}, "float32"),              # nine significant bits
+]
+
+
+@pytest.mark.parametrize("name, values, fmt", CASES)
+def test_each_matrix_takes_the_smallest_format_that_holds_it(name, values, fmt):
+    w = _at(values)
+    got, stored = exact_storage(name, w)
+    assert got == fmt
+    assert mx.array_equal(_back(name, got, stored), w).item()
+    assert sum(t.nbytes for t in stored.values()) == format_bytes(got, *w.shape)  # the size model's bytes
+
+
+@pytest.mark.parametrize("name, values, fmt", [c for c in CASES if c[2].startswith("affine")])
+def test_biases_are_zero_outside_the_threshold_read_modules(name, values, fmt):
+    _, stored = exact_storage(name, _at(values))
+    biases = stored[name[: -len(".weight")] + ".biases"]
+    assert (name == GATE) or not bool(mx.any(biases != 0))
+
+
+def test_a_quantized_circuit_matrix_computes_the_dense_product():
+    """What ``QuantizedLinear`` computes from the stored tensors, against the dense float32
+    product: zero rows exactly zero, the rest to float32 rounding."""
+    rng = np.random.default_rng(0)
+    w = np.zeros((64, 512), np.float32)
+    w[rng.integers(0, 48, 300), rng.integers(0, 512, 300)] = rng.choice([3.0, 6.0, 9.0], 300)
+    fmt, stored = exact_storage(UP, mx.array(w))
+    m = UP[: -len(".weight")]
+    lin = nn.QuantizedLinear(512, 64, bias=False, group_size=int(fmt.split("/")[1][1:]), bits=int(fmt[6]))
+    lin.update({"weight": stored[UP], "scales": stored[m + ".scales"], "biases": stored[m + ".biases"]})
+    x = mx.array(rng.standard_normal((3, 512)).astype(np.float32))
+    got, want = lin(x), x @ mx.array(w).T
+    assert bool(mx.all(got[:, 48:] == 0))
+    assert bool(mx.allclose(got, want, rtol=1e-6, atol=0))
 
 
 def test_only_linear_weights_are_compacted_and_the_tally_counts_them():
     tally = StorageTally()
-    norm = "language_model.model.layers.30.input_layernorm.weight"
-    out = compact_layer({NAME: _sparse([1.0, 2.0]), norm: mx.ones((64,))}, tally)
+    norm = LAYER + "input_layernorm.weight"
+    out = compact_layer({UP: _at({(0, 0): 1.0, (1, 1): 2.0}), norm: mx.ones((256,))}, tally)
     assert out[norm].dtype == mx.float32
-    assert set(out) == {NAME, NAME[:-7] + ".scales", norm}
-    assert tally.matrices["mxfp4"] == 1 and tally.parameters["mxfp4"] == 8 * 64 and tally.quantized
+    assert set(out) == {UP, UP[:-7] + ".scales", UP[:-7] + ".biases", norm}
+    fmt = "affine2/g128/bfloat16"
+    assert tally.matrices[fmt] == 1 and tally.parameters[fmt] == 4 * 256 and tally.quantized
+    assert tally.nbytes[fmt] == format_bytes(fmt, 4, 256)
 
 
 def test_the_config_keeps_a_quantized_base_s_own_entry():

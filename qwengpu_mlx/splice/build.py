@@ -1,7 +1,9 @@
 """Write a combined checkpoint: a base Qwen3.5 model with the machine's circuit spliced in.
 
 Pipeline (each stage takes data and returns data): the base's config -> the fit check
-(``layout.splice_misfits``, before any weight is read) -> the base's tensors through
+(``layout.splice_misfits``, before any weight is read) -> what it will write and what
+unmodified mlx-lm will need (``sizes.estimate``, said before anything is written) ->
+the circuit's wide dims (``weights.wide_columns``) -> the base's tensors through
 mlx-lm's own loader -> the launch rows' shared part from calibration text
 (``logits.suppression_row``) -> the combined tensors (``weights.combined_shards``),
 written one layer at a time -> config.json, the extended tokenizer, the manifest.
@@ -20,8 +22,9 @@ from mlx.utils import tree_flatten
 
 from .layout import SpliceLayout, splice_misfits, text_config
 from .logits import Suppression, suppression_row
+from .sizes import estimate
 from .storage import StorageTally, compact_circuit, quantization_entry
-from .weights import combined_shards, launch_row_as_held
+from .weights import combined_shards, launch_row_as_held, wide_columns
 
 SPLICE_RECORD = "qwengpu-splice.json"  # what the splice did; provenance is source.py's manifest
 
@@ -102,13 +105,15 @@ def write_combined(out: Path, base_model, base_config: dict, circuit_plan, launc
     check_output_dir(out, force=force)
     check_fits(base_config, circuit_plan.config())
     lay = SpliceLayout(text_config(base_config), circuit_plan.config(), len(launch_vocab))
+    log("size model: " + estimate(base_config, lay.circuit_layers, len(launch_vocab)).line())
     base = dict(tree_flatten(base_model.parameters()))
     sup = suppression_row(base_model, calibration, len(launch_vocab), represent=launch_row_as_held(base, lay))
     log(f"launch rows' shared part: alpha {sup.alpha:.3g} (smallest projection {sup.min_projection:.3g} "
         f"over {sup.positions} calibration positions)")
     count = 1 + lay.base_layers + lay.circuit_layers
     tally = StorageTally()
-    shards = compact_circuit(combined_shards(base, circuit_plan.weight_shards(), mx.array(sup.stored), lay),
+    wide = wide_columns(circuit_plan.weight_shards())
+    shards = compact_circuit(combined_shards(base, circuit_plan.weight_shards(), mx.array(sup.stored), lay, wide),
                              lay.base_layers, tally)
     with atomic_directory(out, force=force) as tmp:
         written = _write_files(tmp, shards, count, lay, base_config, tally, log)

@@ -1,21 +1,36 @@
 """Each circuit matrix stored in the smallest standard format that holds it exactly.
 
 Why: the combined residual is ``4 H`` wide (``layout.py``), so the 45 circuit layers
-hold about 10 billion parameters at Qwen3.5-2B's width, almost all zero. Stored dense
-in float32 that is 42 GB. Most of those matrices are small multiples of powers of two,
-which MLX's microscaling formats hold exactly: ``mxfp4`` (an e2m1 value per weight and
-one power-of-two scale per 32 weights, 0.53 bytes a weight) and ``mxfp8`` (e4m3, 1.03
-bytes). The rest go to bfloat16 where every value is a bfloat16 (the float32
-activations promote it back exactly), else stay float32.
+hold about 8 billion parameters at Qwen3.5-2B's width, all but 1.7 million of them
+zero. Dense float32 that is 33 GB; what unmodified mlx-lm needs in memory is what is
+stored (``sizes.py``). The smallest formats mlx reads are its affine quantizations
+(``w = s q + beta`` per group of 32, 64 or 128 inputs, codes of 2, 4 or 8 bits) and the
+microscaled ``mxfp4`` / ``mxfp8``:
 
-Exactness is not assumed from the format: a matrix takes a format only if MLX's own
+* an **all-zero group** (codes 0, scale 0, bias 0) costs its bits and nothing else, and
+  gives exact zeros, so almost all of a circuit matrix is 2-bit zero groups;
+* a **bias-free group** holds values ``s q`` of one sign, ``q < 2^bits``: the circuit's
+  levels (a bit's weight, a threshold alone in its group) are of this kind.
+
+Where a layer needs an exact zero, only bias-free groups are written. Why: MLX's Metal
+matrix-vector kernel computes a group as ``s * sum(q x) + beta * sum(x)``, so a non-zero
+bias cancels against all the group's inputs and leaves a rounding residue where the
+dense product gives 0; the circuit needs exact zeros in what its keys, queries and
+values read (a key of exact zeros writes nothing), so the mixer's ``in_proj_qkv``, the
+MLPs' ``up_proj`` and every output projection (they write what keys read) keep
+``beta = 0``; a group there of both signs makes the matrix try ``mxfp4`` and ``mxfp8``
+(signed codes, one power-of-two scale per 32, no bias), then bfloat16, then float32.
+The matrices read only through thresholds (the MLP gates, the mixer's ``z``, ``b``
+and ``a``: a gate decides at margins of many units, far above a rounding residue) may
+take a bias where a group spans both signs.
+
+Exactness is not assumed from a format: a matrix takes one only if MLX's own
 ``mx.dequantize`` (what ``QuantizedLinear`` computes with) gives back its float32
-values bit for bit. A quantized matrix is written as mlx-lm writes one
-(``weight`` packed, ``scales``), and unmodified ``mlx_lm.load`` reads its format back
-from the scales (``infer_quant_config``): no per-layer entries in ``config.json``, only
-the ``quantization`` key that tells mlx-lm to look. Only ``Linear`` weights are
-compacted; norms, the conv and the decay parameters keep their dtype (their ops do not
-promote the way a product does)."""
+values bit for bit. A quantized matrix is written as mlx-lm writes one (``weight``
+packed, ``scales``, ``biases`` for affine) and unmodified ``mlx_lm.load`` reads each
+module's format back from those tensors (``infer_quant_config``): ``config.json``
+carries only the ``quantization`` key that tells mlx-lm to look. Only ``Linear``
+weights are compacted; norms, the conv and the decay parameters keep their dtype."""
 
 from __future__ import annotations
 
@@ -23,11 +38,18 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import mlx.core as mx
+import numpy as np
 
+from .quantized import pack_codes
 from .weights import IN_SIDE, OUT_SIDE, layer_index, module_of
 
+GROUP_SIZES = (128, 64, 32)  # mlx's affine group sizes
+AFFINE_BITS = (2, 4, 8)  # the widths whose packing is a whole number of values per uint32
+SCALE_DTYPES = (mx.bfloat16, mx.float16, mx.float32)  # smallest first
+MICROSCALED = (("mxfp4", 4), ("mxfp8", 8))  # signed e2m1 / e4m3 codes, one power-of-two scale per 32
 GROUP = 32  # the microscaling formats' only group size
-MICROSCALED = (("mxfp4", 4), ("mxfp8", 8))  # smallest first
+SPLITS = (1, 2, 3, 4)  # a group's grid step: its smallest magnitude over one of these
+BIASED = ("gate_proj", "in_proj_z", "in_proj_b", "in_proj_a")  # read through thresholds only (see above)
 DEFAULT_QUANTIZATION = {"group_size": GROUP, "bits": 4, "mode": "mxfp4"}  # mlx-lm reads each module's own
 
 
@@ -46,11 +68,11 @@ class StorageTally:
 
     @property
     def quantized(self) -> bool:
-        return any(self.matrices[m] for m, _ in MICROSCALED)
+        return any(fmt not in ("bfloat16", "float32") for fmt in self.matrices)
 
     def summary(self) -> str:
-        parts = [f"{fmt} {self.matrices[fmt]} ({self.nbytes[fmt] / 1e9:.2f} GB)" for fmt in
-                 ("mxfp4", "mxfp8", "bfloat16", "float32") if self.matrices[fmt]]
+        parts = [f"{fmt} {self.matrices[fmt]} ({self.nbytes[fmt] / 1e9:.3f} GB)"
+                 for fmt in sorted(self.matrices, key=lambda f: -self.nbytes[f])]
         return "circuit matrices: " + ", ".join(parts)
 
 
@@ -59,16 +81,163 @@ def is_linear_weight(name: str) -> bool:
     return name.endswith(".weight") and module_of(name) in IN_SIDE + OUT_SIDE
 
 
-def _microscaled(name: str, w: mx.array) -> tuple[str, dict[str, mx.array]] | None:
-    """(format, tensors) of the smallest microscaled format that gives ``w`` back exactly."""
+def affine_name(bits: int, group_size: int, dtype: mx.Dtype) -> str:
+    """The tally's name of an affine format, e.g. ``affine2/g128/bfloat16``."""
+    return f"affine{bits}/g{group_size}/{str(dtype).split('.')[-1]}"
+
+
+def affine_bytes(rows: int, cols: int, bits: int, group_size: int, dtype: mx.Dtype) -> int:
+    """Bytes of an affine-quantized [rows, cols] matrix: codes, then a scale and a bias per group."""
+    return rows * cols * bits // 8 + 2 * rows * (cols // group_size) * dtype.size
+
+
+def _group_grid(vecs: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(scales [n], codes [n, gs]) with ``vecs == scales * codes`` exactly, codes in
+    ``[0, 2^bits)``, one sign per group; None if some group has no such grid. The step is
+    the group's smallest magnitude over 1..4 (``{2, 3}`` needs a step of 1), the first
+    that works for each group."""
+    mag = np.where(vecs != 0, np.abs(vecs), np.inf).min(axis=-1)
+    neg = (vecs < 0).any(axis=-1)
+    if ((vecs > 0).any(axis=-1) & neg).any():
+        return None
+    scales = np.zeros(len(vecs), np.float32)
+    codes = np.zeros(vecs.shape, np.float32)
+    todo = np.ones(len(vecs), bool)
+    for k in SPLITS:
+        s = (np.where(neg, -mag, mag) / np.float32(k)).astype(np.float32)
+        q = vecs[todo] / s[todo, None]
+        ok = np.all((q == np.rint(q)) & (q <= 2 ** bits - 1) & (s[todo, None] * q == vecs[todo]), axis=-1)
+        rows = np.flatnonzero(todo)[ok]
+        scales[rows], codes[rows] = s[rows], q[ok]
+        todo[rows] = False
+        if not todo.any():
+            return scales, codes
+    return None
+
+
+def _biased_grid(vecs: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(scales, biases, codes) with ``vecs == scales * codes + biases`` exactly: the bias the
+    group's least value (0 included), the step its least gap above it; None if some group
+    has no such grid within ``2^bits`` codes."""
+    lo = np.minimum(vecs.min(axis=-1), 0).astype(np.float32)
+    above = np.where(vecs > lo[:, None], vecs - lo[:, None], np.inf)
+    gap = np.minimum(above.min(axis=-1), np.where(lo < 0, -lo, np.inf))  # the zeros' gap too
+    step = np.where(np.isfinite(gap), gap, 0).astype(np.float32)
+    q = np.rint((vecs - lo[:, None]) / np.where(step > 0, step, 1)[:, None])
+    ok = (q <= 2 ** bits - 1) & (step[:, None] * q + lo[:, None] == vecs)
+    return (step, lo, q.astype(np.float32)) if ok.all() else None
+
+
+def _group_forms(vecs: np.ndarray, bits: int, biased: bool):
+    """(scales, biases, codes) of ``vecs`` [n, gs] at ``bits``: bias-free where the group
+    allows, else (if ``biased``) with a bias; None if some group fits neither."""
+    free = _group_grid(vecs, bits)
+    if free is not None:
+        return free[0], np.zeros_like(free[0]), free[1]
+    if not biased:
+        return None
+    return _biased_grid(vecs, bits)
+
+
+def _scale_dtype(*values: np.ndarray) -> mx.Dtype:
+    """The smallest dtype that holds every scale and bias exactly (float32 always does)."""
+    s = mx.array(np.concatenate([v.ravel() for v in values]).astype(np.float32))
+    for dtype in SCALE_DTYPES:
+        if mx.array_equal(s.astype(dtype).astype(mx.float32), s).item():
+            return dtype
+    return mx.float32
+
+
+@dataclass(frozen=True)
+class AffinePlan:
+    """A matrix's bias-free affine form: its non-zero groups' places, scales and codes."""
+
+    bits: int
+    group_size: int
+    dtype: mx.Dtype
+    where: tuple[np.ndarray, np.ndarray]  # (row, group) of each non-zero group
+    scales: np.ndarray
+    biases: np.ndarray
+    codes: np.ndarray
+
+    def nbytes(self, rows: int, cols: int) -> int:
+        return affine_bytes(rows, cols, self.bits, self.group_size, self.dtype)
+
+
+def _affine_plans(w: np.ndarray, biased: bool) -> list[AffinePlan]:
+    """Every affine form of ``w`` (group sizes x bits that hold it); with biases only if
+    ``biased``."""
+    rows, cols = w.shape
+    nonzero32 = (w.reshape(rows, cols // GROUP, GROUP) != 0).any(axis=-1)
+    plans = []
+    for gs in GROUP_SIZES:
+        if cols % gs:
+            continue
+        where = np.nonzero(nonzero32.reshape(rows, cols // gs, gs // GROUP).any(axis=-1))
+        vecs = w.reshape(rows, cols // gs, gs)[where]
+        for bits in AFFINE_BITS:
+            forms = _group_forms(vecs, bits, biased)
+            if forms is not None:
+                plans.append(AffinePlan(bits, gs, _scale_dtype(*forms[:2]), where, *forms))
+                break  # more bits at this group size only cost more
+    return plans
+
+
+def pack_affine(plan: AffinePlan, rows: int, cols: int) -> tuple[mx.array, mx.array, mx.array]:
+    """(weight, scales, biases) as mlx packs them: zero codes, scales and biases everywhere
+    but the plan's groups."""
+    gs, bits = plan.group_size, plan.bits
+    per_group = gs * bits // 32
+    packed = np.zeros((rows, cols // gs, per_group), np.uint32)
+    if len(plan.codes):
+        packed[plan.where] = pack_codes(plan.codes.astype(np.uint32), bits)
+    scales, biases = np.zeros((rows, cols // gs), np.float32), np.zeros((rows, cols // gs), np.float32)
+    scales[plan.where], biases[plan.where] = plan.scales, plan.biases
+    return (mx.array(packed.reshape(rows, -1)), mx.array(scales).astype(plan.dtype),
+            mx.array(biases).astype(plan.dtype))
+
+
+def _affine(module: str, w: mx.array) -> tuple[str, dict[str, mx.array]] | None:
+    """The smallest affine form that ``mx.dequantize`` gives back exactly (biases only in
+    the modules of ``BIASED``)."""
     if w.ndim != 2 or w.shape[-1] % GROUP:
         return None
-    module = name[: -len(".weight")]
-    for mode, bits in MICROSCALED:
-        packed, scales = mx.quantize(w, group_size=GROUP, bits=bits, mode=mode)
-        back = mx.dequantize(packed, scales, group_size=GROUP, bits=bits, mode=mode, dtype=mx.float32)
+    rows, cols = w.shape
+    biased = module.rsplit(".", 1)[-1] in BIASED
+    for plan in sorted(_affine_plans(np.array(w), biased), key=lambda p: p.nbytes(rows, cols)):
+        packed, scales, biases = pack_affine(plan, rows, cols)
+        back = mx.dequantize(packed, scales, biases, group_size=plan.group_size, bits=plan.bits, dtype=mx.float32)
         if mx.array_equal(back, w).item():
-            return mode, {module + ".weight": packed, module + ".scales": scales}
+            return affine_name(plan.bits, plan.group_size, plan.dtype), {
+                module + ".weight": packed, module + ".scales": scales, module + ".biases": biases}
+    return None
+
+
+def _zero_group_scale(mode: str, bits: int) -> mx.array:
+    """The scale byte mlx writes for an all-zero group (its codes are 0)."""
+    return mx.quantize(mx.zeros((1, GROUP)), group_size=GROUP, bits=bits, mode=mode)[1][0, 0]
+
+
+def _microscaled(module: str, w: mx.array) -> tuple[str, dict[str, mx.array]] | None:
+    """(format, tensors) of the smallest microscaled format that gives ``w`` back exactly.
+    Only the non-zero groups go through ``mx.quantize`` (slow on the CPU at this size);
+    the whole matrix is checked with ``mx.dequantize``."""
+    if w.ndim != 2 or w.shape[-1] % GROUP:
+        return None
+    rows, cols = w.shape
+    dense = np.array(w).reshape(rows, cols // GROUP, GROUP)
+    where = np.nonzero((dense != 0).any(axis=-1))
+    vecs = mx.array(dense[where])
+    for mode, bits in MICROSCALED:
+        packed = np.zeros((rows, cols // GROUP, bits), np.uint32)
+        scales = np.full((rows, cols // GROUP), np.array(_zero_group_scale(mode, bits)), np.uint8)
+        if len(where[0]):
+            p, sc = mx.quantize(vecs, group_size=GROUP, bits=bits, mode=mode)
+            packed[where], scales[where] = np.array(p), np.array(sc)[:, 0]
+        packed_mx, scales_mx = mx.array(packed.reshape(rows, -1)), mx.array(scales)
+        back = mx.dequantize(packed_mx, scales_mx, group_size=GROUP, bits=bits, mode=mode, dtype=mx.float32)
+        if mx.array_equal(back, w).item():
+            return mode, {module + ".weight": packed_mx, module + ".scales": scales_mx}
     return None
 
 
@@ -76,7 +245,10 @@ def exact_storage(name: str, w: mx.array) -> tuple[str, dict[str, mx.array]]:
     """(format, tensors to write) for one float32 circuit tensor: the smallest exact one."""
     w = w.astype(mx.float32)
     if is_linear_weight(name):
-        found = _microscaled(name, w)
+        module = name[: -len(".weight")]
+        found = _affine(module, w)
+        if found is None:  # a group of both signs, or values no few-bit grid holds
+            found = _microscaled(module, w)
         if found is not None:
             return found
         if mx.array_equal(w.astype(mx.bfloat16).astype(mx.float32), w).item():

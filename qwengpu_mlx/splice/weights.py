@@ -45,26 +45,73 @@ def contiguous_dims(lay: SpliceLayout) -> np.ndarray:
     return lay.circuit_offset + np.arange(lay.circuit_hidden)
 
 
-def circuit_dims(lay: SpliceLayout, circuit_embedding: mx.array, group_size: int | None) -> np.ndarray:
+ISOLATION_GROUPS = (128, 64, 32)  # widest first: a dim alone in a 128-group is alone in any smaller one
+NARROW_BITS = 3  # an in-projection weight of more significant bits than this is a threshold's
+
+
+def significant_bits(v: np.ndarray) -> np.ndarray:
+    """Significant bits of each float32 value's mantissa (0 for 0): 1 for a power of two."""
+    m = (np.abs(np.frexp(v.astype(np.float32))[0]) * 2.0 ** 24).astype(np.int64)
+    low = m & -m
+    return np.where(m > 0, 24 - np.log2(np.where(low > 0, low, 1)).astype(np.int64), 0)
+
+
+def wide_columns(parts: Iterable[dict[str, mx.array]]) -> np.ndarray:
+    """Circuit dims that some in-projection weighs with more than ``NARROW_BITS`` significant
+    bits (thresholds, the constant dims), most bits first.
+
+    Why: a storage group (``storage.py``) holds one grid per row; a threshold of 14 bits
+    beside the levels ``-32768, 32768`` in one group leaves no few-bit grid, while alone in
+    its group it is ``{0, t}``. ``circuit_dims`` gives these dims groups of their own."""
+    most: dict[int, int] = {}
+    for part in parts:
+        for name, w in part.items():
+            if module_of(name) not in IN_SIDE or w.ndim != 2:
+                continue
+            a = np.array(w.astype(mx.float32))
+            cols = np.nonzero(a)[1]
+            bits = significant_bits(a[a != 0])
+            for c, b in zip(cols[bits > NARROW_BITS].tolist(), bits[bits > NARROW_BITS].tolist()):
+                most[c] = max(most.get(c, 0), b)
+    return np.array(sorted(most, key=lambda c: (-most[c], c)), np.int64)
+
+
+def _embedding_wide(circuit_embedding: mx.array) -> np.ndarray:
+    """Dims where a launch row holds a value other than -1, 0 or 1 (the machine's ``ONE``)."""
+    E = np.array(circuit_embedding.astype(mx.float32))
+    return np.nonzero(np.any(~np.isin(E, (-1.0, 0.0, 1.0)), axis=0))[0]
+
+
+def circuit_dims(lay: SpliceLayout, circuit_embedding: mx.array, group_size: int | None,
+                 extra: Iterable[int] = ()) -> np.ndarray:
     """Where each circuit dim goes in the combined residual.
 
-    In order from ``H``, except, for a base whose embedding is quantized in groups of
-    ``group_size``, every dim where a launch row holds a value other than -1, 0 or 1
-    (the machine's ``ONE``): each gets a group of its own past the circuit, so every
-    group of a launch row holds levels one scale and bias give exactly (``quantized.py``).
-    Every circuit tensor is placed by the same map, so the circuit computes what it did."""
+    In order from ``H``, except the wide dims, each moved to a group of its own past the
+    circuit: first every dim where a launch row holds ``ONE`` (so every group of a
+    quantized embedding's launch rows holds levels one scale and bias give exactly,
+    ``quantized.py``), then as many of ``extra`` (``wide_columns``) as there is room
+    for (so the circuit's matrices take few-bit groups, ``storage.py``). The groups are
+    the widest of ``ISOLATION_GROUPS`` that holds the launch rows' wide dims and is at
+    least ``group_size`` (a quantized embedding's); a dense base without room keeps the
+    order. Every circuit tensor is placed by the same map, so the circuit computes what
+    it did."""
     dims = contiguous_dims(lay)
+    wide = _embedding_wide(circuit_embedding)
+    for gs in ISOLATION_GROUPS:
+        if gs < (group_size or 0):
+            break
+        first = -(-(lay.circuit_offset + lay.circuit_hidden) // gs) * gs
+        room = (lay.hidden - first) // gs
+        if room >= len(wide):
+            more = [c for c in extra if c not in set(wide.tolist())][: room - len(wide)]
+            moved = np.concatenate([wide, np.array(more, np.int64)]).astype(np.int64)
+            dims = dims.copy()
+            dims[moved] = first + gs * np.arange(len(moved))
+            return dims
     if group_size is None:
         return dims
-    E = np.array(circuit_embedding.astype(mx.float32))
-    wide = np.nonzero(np.any(~np.isin(E, (-1.0, 0.0, 1.0)), axis=0))[0]
-    first = -(-(lay.circuit_offset + lay.circuit_hidden) // group_size) * group_size
-    if first + len(wide) * group_size > lay.hidden:
-        raise QuantizedBaseError(f"the circuit's {len(wide)} wide dims need a {group_size}-dim group each past "
-                                 f"its {lay.circuit_hidden} dims, more than the combined width {lay.hidden} holds")
-    dims = dims.copy()
-    dims[wide] = first + group_size * np.arange(len(wide))
-    return dims
+    raise QuantizedBaseError(f"the circuit's {len(wide)} wide dims need a {group_size}-dim group each past "
+                             f"its {lay.circuit_hidden} dims, more than the combined width {lay.hidden} holds")
 
 
 def _spread_columns(w: mx.array, width: int, dims: np.ndarray) -> mx.array:
@@ -325,15 +372,17 @@ def split_layers(weights: dict[str, mx.array]) -> tuple[dict, dict[int, dict]]:
 
 
 def combined_shards(base: dict[str, mx.array], circuit_parts: Iterable[dict[str, mx.array]],
-                    launch_base_row: mx.array, lay: SpliceLayout) -> Iterator[dict[str, mx.array]]:
+                    launch_base_row: mx.array, lay: SpliceLayout,
+                    wide: Iterable[int] = ()) -> Iterator[dict[str, mx.array]]:
     """The combined model's tensors, one shard at a time: embedding and final norm, then
-    each base layer, then each circuit layer (one layer dense in memory at a time)."""
+    each base layer, then each circuit layer (one layer dense in memory at a time);
+    ``wide``: the circuit dims to isolate after the launch rows' own (``circuit_dims``)."""
     top, base_layers = split_layers(base)
     circuit_parts = iter(circuit_parts)
     ctop = next(circuit_parts)
     emb = ctop[PREFIX + "embed_tokens.weight"]
     fmt = embedding_format(top, lay)
-    dims = circuit_dims(lay, emb, fmt[0] if fmt else None)
+    dims = circuit_dims(lay, emb, fmt[0] if fmt else None, wide)
     yield embedding_and_norm(top, emb, ctop[PREFIX + "norm.weight"], launch_base_row, lay, dims)
     for i in range(lay.base_layers):
         yield {f"{PREFIX}layers.{i}.{k}": v for k, v in base_layer(base_layers[i], lay).items()}
