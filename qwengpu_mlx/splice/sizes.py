@@ -111,17 +111,16 @@ def widened(rows: int, cols: int, side: str, factor: int = WIDTH) -> tuple[int, 
 
 
 def _small_tensors(text: dict, linear: bool, vector_bytes: int) -> int:
-    """Bytes of a layer's norms, conv and decay parameters (``vector_bytes`` per value;
-    the two layer norms are at the combined width)."""
+    """Bytes of a layer's norms, conv and decay parameters (``vector_bytes`` per value,
+    ``A_log`` float32; the two layer norms are at the combined width)."""
     g = _geometry(text)
     n = 2 * WIDTH * g["hidden_size"]
-    if linear:
-        qkv = 2 * g["linear_num_key_heads"] * g["linear_key_head_dim"] + \
-            g["linear_num_value_heads"] * g["linear_value_head_dim"]
-        n += qkv * g["conv"] + 2 * g["linear_num_value_heads"] + g["linear_value_head_dim"]
-    else:
-        n += 2 * g["head_dim"]
-    return n * vector_bytes
+    if not linear:
+        return (n + 2 * g["head_dim"]) * vector_bytes
+    qkv = 2 * g["linear_num_key_heads"] * g["linear_key_head_dim"] + \
+        g["linear_num_value_heads"] * g["linear_value_head_dim"]
+    n += qkv * g["conv"] + g["linear_num_value_heads"] + g["linear_value_head_dim"]
+    return n * vector_bytes + g["linear_num_value_heads"] * 4  # A_log: float32 (mlx-lm never casts it)
 
 
 def is_linear(index: int, interval: int) -> bool:
@@ -211,3 +210,38 @@ def estimate(config: dict, circuit_layers: int = 45, launch_tokens: int = LAUNCH
     est.transient["caches"] = linear * (state + (g["conv"] - 1) * qkv * 4) + (layers - linear) * kv
     est.transient["activations"] = prompt_tokens * (4 * W + 3 * g["intermediate_size"] + 2 * qkv) * 4 + rows * 8
     return est
+
+
+def stored_format(tensors: dict[str, object], cols: int) -> str:
+    """``storage.py``'s name of how one module is stored, read back from its tensors
+    (``weight``, and ``scales`` / ``biases`` when quantized) and its input width."""
+    w, scales = tensors["weight"], tensors.get("scales")
+    if scales is None:
+        return str(w.dtype).split(".")[-1]
+    bits = w.shape[-1] * 32 // cols
+    if tensors.get("biases") is None:
+        return f"mxfp{bits}"
+    return f"affine{bits}/g{cols // scales.shape[-1]}/{str(scales.dtype).split('.')[-1]}"
+
+
+def formats_by_module(weights: dict[str, object], first_layer: int, widths: dict[str, int]) -> dict[str, dict]:
+    """{module: {format: count}} of the circuit layers (index ``first_layer`` on) of a
+    checkpoint's tensors; ``widths``: each module's input width (``module_shapes``)."""
+    import re
+
+    found: dict[str, dict[str, object]] = {}
+    for name, t in weights.items():
+        m = re.match(r"^language_model\.model\.layers\.(\d+)\.(.+)\.(\w+)\.(weight|scales|biases)$", name)
+        if m and int(m.group(1)) >= first_layer and m.group(3) in widths:
+            found.setdefault(f"{m.group(1)}.{m.group(2)}.{m.group(3)}", {})[m.group(4)] = t
+    out: dict[str, dict[str, int]] = {}
+    for path, tensors in found.items():
+        module = path.rsplit(".", 1)[-1]
+        fmt = stored_format(tensors, widths[module])
+        out.setdefault(module, {})[fmt] = out.get(module, {}).get(fmt, 0) + 1
+    return out
+
+
+def input_widths(text: dict) -> dict[str, int]:
+    """Each circuit module's input width at the combined width of the base ``text``."""
+    return {m: widened(r, c, side)[1] for lin in (True, False) for m, (r, c, side) in module_shapes(text, lin).items()}
