@@ -15,7 +15,7 @@ from qwengpu_mlx.vocab import CHUNK_BITS, CHUNK_SHIFT, ENT_ITEMS
 from .control import LEVEL_BITS
 from .deltanet import CURRENT
 from .residual import BIT
-from .slot import mem_word_bits
+from .slot import MEM_WORD_BITS, mem_word_bits
 from .tokens import OUT_GAIN
 
 
@@ -37,11 +37,14 @@ class EmitStage:
         self.l_value = self.alloc("latch.value", 32, value_range=BIT)  # the bus of register and memory values
         self.l_mem_meta = {}
         self.l_uniform = [self.slot_uniform(s, io) for s, io in enumerate(slots)]
+        early = self.memory_latches_early()
         for s, io in enumerate(slots):
             self.latch_slot_values(s, io)
+            Ls = self.linear_with_room(self.slot_end[s], N) if early else L
             for lane in range(N):
-                self.l_mem_meta[(s, lane)], L = self.single_row_latch(
-                    L, f"latch.memm.s{s}l{lane}", list(io.mem_word[lane].dims) + [io.mem_present[lane]])
+                self.l_mem_meta[(s, lane)], Lm = self.single_row_latch(
+                    Ls, f"latch.memm.s{s}l{lane}", list(io.mem_word[lane].dims) + [io.mem_present[lane]])
+                L = L if early else Lm
         self.l_pfin, L = self.single_row_latch(L, "latch.pfin", [d for lane in range(N) for d in self.pfin[lane].dims])
         self.l_uniform, L = self.single_row_latch(L, "latch.uniform", self.l_uniform)
         next_bits = list(ctl.nb.dims) + list(ctl.nw.dims) + list(ctl.nm.dims) + [ctl.nk[k] for k in NEXT_KINDS]
@@ -86,6 +89,15 @@ class EmitStage:
         self.gate(L + 2, f"uniform.s{s}", [(self.ctx_m[lane], 1) for lane in range(N)]
                   + [(bad, -5) for bad in mismatches], 2, [(uniform, 1)])
         return uniform
+
+    def memory_latches_early(self) -> bool:
+        """Latch each slot's memory address right after the slot, not with the step's other latches.
+
+        With 8 warps the end-of-pass latches (12 memory addresses, 8 warp states, 3 stack
+        entries, 4 more) are 27 heads that the layers before the emission cannot hold at
+        Qwen3.5-2B's 16 per layer; the published machine's 23 fit, and keep their places
+        (and its weights) as they were."""
+        return self.m.max_warps > 4 or self.m.mem_words > 1 << MEM_WORD_BITS
 
     def single_row_latch(self, L: int, name: str, sources: list) -> tuple:
         """A head at the first linear layer from ``L`` with room that holds ``sources`` from the

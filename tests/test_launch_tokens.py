@@ -143,3 +143,24 @@ def test_short_and_uniform_records_where_the_rule_allows_only():
                 ends.append(i)
             assert ends == list(accumulate(len(r.tokens) for r in seg.records))
     assert shorts > 1000 and uniforms > 100
+
+
+def test_the_large_machine_writes_no_more_tokens_than_the_published_one():
+    """Wider records (10-bit addresses, 7-bit blocks, 3-bit warps) cost no tokens: every
+    kernel the published machine runs takes at most as many launch tokens on the large one,
+    and the shuffle dot product of three elements stays within the published 47."""
+    from qwengpu_mlx.machine import LARGE_MACHINE
+
+    def tokens(folder, name, m, args=None):
+        spec = json.loads((folder / f"{name}.json").read_text())
+        prog = bind(compile_kernel(folder / f"{name}.cu", spec["kernel"]), args or spec["args"], block=spec["block"],
+                    grid=spec["grid"], machine=m)
+        ref = reference_run(prog, m, budget=m.step_budget)
+        return sum(len(s.tokens) for s in expected_segments(prog, m, ref.trace, fault=ref.fault,
+                                                            inside_step=ref.inside_step))
+
+    for path in sorted(EXAMPLES.glob("*.json")):
+        if "machine" not in json.loads(path.read_text()):
+            assert tokens(EXAMPLES, path.stem, LARGE_MACHINE) <= tokens(EXAMPLES, path.stem, DEFAULT_MACHINE), path.stem
+    dot3 = {"a": [1, 2, 3], "b": [4, 5, 6], "out": [0]}
+    assert tokens(EXAMPLES, "dot", LARGE_MACHINE, {**dot3, "n": 3}) <= 47
