@@ -6,7 +6,8 @@ disjoint and why every factor is a power of two):
 * :func:`base_layer` widens one base layer: input projections get zero columns for
   the circuit's dims, output projections double and get zero rows, norms halve;
 * :func:`circuit_layer` moves one circuit layer to its dims and index, maps its heads
-  onto the base's head geometry and pads its MLP to the base's width;
+  onto the base's head geometry and places its MLP units among the base's
+  (``units.py``: packed so that ``down_proj`` stores in few bits);
 * :func:`embedding_and_norm` stacks the doubled base rows and the launch rows, and
   writes the final norm (the base's quartered, the circuit's output dims at their level).
 
@@ -25,6 +26,7 @@ from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS
 
 from .layout import RESIDUAL_SCALE, SpliceLayout
 from .quantized import QuantizedBaseError, affine_format, check_affine, double, is_quantized, pack_exact
+from .units import unit_slots
 
 PREFIX = "language_model.model."
 _LAYER = re.compile(r"^language_model\.model\.layers\.(\d+)\.(.+)$")
@@ -252,12 +254,14 @@ def circuit_layer(params: dict[str, mx.array], index: int, lay: SpliceLayout,
     else:
         out.update(_inert_attention(lay))
     inter = lay.base["intermediate_size"]
+    d = np.array(params["mlp.down_proj.weight"].astype(mx.float32))  # [C, I_c]
+    slots = unit_slots(d, inter)  # the units packed so down_proj's groups keep one sign (units.py)
     for k in ("gate_proj", "up_proj"):
-        w = _pad_rows(params[f"mlp.{k}.weight"], inter, 0)
+        w = _spread_rows(params[f"mlp.{k}.weight"], inter, slots)
         out[f"mlp.{k}.weight"] = _spread_columns(w, lay.hidden, dims)
-    d = params["mlp.down_proj.weight"]  # [C, I_c]
-    d = mx.concatenate([d, mx.zeros((d.shape[0], inter - d.shape[1]), d.dtype)], axis=1) if inter > d.shape[1] else d
-    out["mlp.down_proj.weight"] = _spread_rows(d, lay.hidden, dims)
+    placed = np.zeros((d.shape[0], inter), np.float32)
+    placed[:, slots] = d
+    out["mlp.down_proj.weight"] = _spread_rows(mx.array(placed), lay.hidden, dims)
     return {k: v.astype(mx.float32) for k, v in out.items()}
 
 
