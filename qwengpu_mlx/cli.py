@@ -150,6 +150,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--questions", metavar="FILE", help='chat: a question set {"normal": [{"question": ..., '
                                                         '"answer": N}, ...], "advanced": [...]}')
     e.add_argument("--json", action="store_true", help="chat: print one JSON object")
+    e.add_argument("--thinking", action=argparse.BooleanOptionalAction, default=None,
+                   help="chat: enable_thinking for the chat template (default: the template's own)")
+    e.add_argument("--max-tokens", type=_positive, default=512,
+                   help="chat: tokens per assistant message, reasoning included (default 512)")
     machine_option(e)
     e.add_argument("--tokens", type=_positive, default=None, help="measure only the sample's first N tokens")
     e.add_argument("--skip-mlx-lm", action="store_true", help="only our runner (the dense checkpoint is large)")
@@ -317,7 +321,10 @@ def _eval_chat(ns) -> int:
         mark = "right" if r.right else "wrong"
         print(f"[{i + 1}/{len(questions)}] {mark}: {r.question} -> {r.answer!r}", file=sys.stderr, flush=True)
 
-    ev = evaluate_chat(model, ns.mode, questions, on_result=on_result)
+    from .chat.session import ChatSettings
+
+    settings = ChatSettings(max_tokens=ns.max_tokens, thinking=ns.thinking)
+    ev = evaluate_chat(model, ns.mode, questions, settings=settings, on_result=on_result)
     print(json.dumps(ev.to_json()) if ns.json else "\n".join(report_lines(ev)))
     return 0
 

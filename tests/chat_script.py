@@ -31,6 +31,11 @@ class ScriptCache:
     def __init__(self):
         self.tokens: list[int] = []
 
+    @property
+    def state(self) -> list:
+        """What a prefill evaluates (mlx-lm caches' arrays): nothing lazy here."""
+        return []
+
 
 class ScriptedModel:
     """Called like an mlx-lm model: ``model(inputs [1, T], cache=...)`` -> logits [1, T, V]."""

@@ -1,8 +1,8 @@
 """The chat seam: what the dashboard calls for plain (non-command) input.
 
 A :class:`ChatBackend` turns the user's line into the chat loop's typed events
-(``qwengpu_mlx.chat.session``: ``TextPiece``, ``ToolCallStarted``, ``ToolCallDone``,
-``TurnSummary``), and hands every launch it makes to the ``launches`` sink (a runtime
+(``qwengpu_mlx.chat.session``: ``TextPiece``, ``ReasoningPiece``, ``ToolCallStarted``,
+``ToolCallDone``, ``TurnSummary``), and hands every launch it makes to the ``launches`` sink (a runtime
 ``LaunchEvents``: the dashboard's launch and machine panes). The dashboard runs
 ``reply`` in a thread worker (on a fresh thread that ends with ``mx.clear_streams()``,
 see :mod:`qwengpu_mlx.tui.launcher`), so a backend may block and use MLX freely.
@@ -79,12 +79,14 @@ class SessionChat:
         self.session.reset()
 
 
-def chat_backend(model: str | None, *, log=lambda s: None) -> ChatBackend:
+def chat_backend(model: str | None, *, log=lambda s: None, thinking: bool | None = None) -> ChatBackend:
     """The backend for ``--model`` (None: no chat). Opens the model now: a model that cannot be
-    opened raises the CLI's error here, before the dashboard starts."""
+    opened raises the CLI's error here, before the dashboard starts. ``thinking``: the
+    template's ``enable_thinking`` (None: its own default)."""
     if model is None:
         return NoChat()
     from qwengpu_mlx.chat.cli import open_model
+    from qwengpu_mlx.chat.session import ChatSettings
     from qwengpu_mlx.machine import DEFAULT_MACHINE
 
-    return SessionChat(open_model(model, DEFAULT_MACHINE, log=log))
+    return SessionChat(open_model(model, DEFAULT_MACHINE, log=log), ChatSettings(check=True, thinking=thinking))

@@ -15,6 +15,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--run", metavar="COMMAND", default=None,
                    help="a command to run at start, e.g. \"/run examples/kernels/dot.cu a=1,2,3 b=4,5,6 out=0 n=3\" "
                         "(the leading /run may be left out)")
+    p.add_argument("--thinking", action=argparse.BooleanOptionalAction, default=None,
+                   help="chat: pass enable_thinking=true (or false) to the chat template; default: the template's own")
     p.add_argument("--no-check", dest="check", action="store_false",
                    help="start with /check off (no replay against the reference interpreter)")
     p.set_defaults(check=True)
@@ -29,7 +31,8 @@ def run(ns) -> int:
     from .chat import chat_backend
 
     model = getattr(ns, "model", None)
-    chat = chat_backend(model, log=lambda text: print(f"[{text}]", file=sys.stderr, flush=True))
+    chat = chat_backend(model, log=lambda text: print(f"[{text}]", file=sys.stderr, flush=True),
+                        thinking=getattr(ns, "thinking", None))
     app = DashboardApp(model=model, initial=getattr(ns, "run", None), check=getattr(ns, "check", True), chat=chat)
     app.run()
     return app.return_code or 0

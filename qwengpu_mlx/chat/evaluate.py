@@ -116,7 +116,7 @@ def evaluate_chat(model, mode: str, questions: list[dict], settings: ChatSetting
     """Every question as its own conversation on ``model``, launches checked."""
     base = settings or ChatSettings()
     settings = ChatSettings(mode=mode, max_tokens=base.max_tokens, temp=base.temp, top_p=base.top_p,
-                            seed=base.seed, system_prompt=base.system_prompt, check=True)
+                            seed=base.seed, system_prompt=base.system_prompt, check=True, thinking=base.thinking)
     session = ChatSession(model, settings)
     results = []
     for i, q in enumerate(questions):

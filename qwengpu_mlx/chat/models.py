@@ -24,6 +24,7 @@ from typing import Callable
 
 from qwengpu_mlx.machine import DEFAULT_MACHINE, MachineConfig
 
+from .prefix import base_identity
 from .startup import timed
 
 DEMO = "demo"
@@ -46,6 +47,8 @@ class ChatModel:
     tokenizer: object  # mlx-lm TokenizerWrapper with the base's chat template
     machine: MachineConfig
     note: str = ""  # what the user should know about this model (the demo says what it is)
+    identity: str = ""  # its files as a cache key (chat.prefix); "": nothing cached on disk
+    log: Callable[[str], None] = lambda s: None  # where start-up and cache notes go
 
     @property
     def has_tools(self) -> bool:
@@ -173,7 +176,7 @@ def combine_in_memory(base_model, base_config: dict, store, machine: MachineConf
 
 
 def _open_demo(store, machine: MachineConfig, log) -> ChatModel:
-    from .demo import load_demo
+    from .demo import DEMO_DIR, load_demo
 
     with timed(log, "the demo chat model"):
         # Our runner runs the toy itself: the widening is exact (the same logits, bit for bit:
@@ -182,7 +185,8 @@ def _open_demo(store, machine: MachineConfig, log) -> ChatModel:
     combined = combine_in_memory(model, _demo_config(), store, machine, log)
     return ChatModel(DEMO, combined, tokenizer, machine,
                      note="demo: a toy Qwen3.5-architecture model trained on templated arithmetic "
-                          "questions (not Qwen); its launches run on the real circuit")
+                          "questions (not Qwen); its launches run on the real circuit",
+                     identity=base_identity(DEMO_DIR), log=log)
 
 
 def _open_checkpoint(path: Path, store, log) -> ChatModel:
@@ -193,7 +197,7 @@ def _open_checkpoint(path: Path, store, log) -> ChatModel:
     with timed(log, f"the combined checkpoint {path}"):
         combined = open_combined(path, store)
         tokenizer = load_tokenizer(path)
-    return ChatModel(str(path), combined, tokenizer, combined.circuit.machine)
+    return ChatModel(str(path), combined, tokenizer, combined.circuit.machine, identity=base_identity(path), log=log)
 
 
 def _fetch_base(spec: str, log):
@@ -214,4 +218,4 @@ def _open_base(spec: str, store, machine: MachineConfig, log) -> ChatModel:
     with timed(log, f"loading {spec} with mlx_lm.load"):
         model, tokenizer = load_base(src.path)
     combined = combine_in_memory(model, src.config, store, machine, log)
-    return ChatModel(spec, combined, tokenizer, machine)
+    return ChatModel(spec, combined, tokenizer, machine, identity=base_identity(src.path), log=log)

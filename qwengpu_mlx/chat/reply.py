@@ -37,6 +37,7 @@ class ReplyParts:
     content: str = ""  # visible text before the first tool call
     calls: list[str] = field(default_factory=list)  # each closed call's inner text
     open_call: bool = False  # a call has started and not closed
+    unclosed: str = ""  # the text of that call so far (after its start marker)
     trailing: str = ""  # text after the last closed call
 
 
@@ -84,7 +85,7 @@ class ReplySplitter:
         out.content = content.lstrip()
         while True:
             if end not in rest:
-                out.open_call = True
+                out.open_call, out.unclosed = True, rest
                 return out
             call, _, rest = rest.partition(end)
             out.calls.append(call)
@@ -115,7 +116,13 @@ class ReplySplitter:
             reasoning = reasoning[:safe_length(reasoning, m.think_end)].rstrip("\n")
         if p.reasoning_open:
             return reasoning, ""
-        content = p.content
+        return reasoning, self.text(p, final)
+
+    def text(self, p: ReplyParts, final: bool = False) -> str:
+        """The visible text of a message: before its calls; when it ended (``final``) with one
+        call never closed and none before it, that call as written (it is no call)."""
+        if p.open_call and not p.calls and final:
+            return p.content + (self.markers.call_start or "") + p.unclosed
         if not p.calls and not p.open_call and not final:
-            content = content[:safe_length(content, m.call_start)]
-        return reasoning, content
+            return p.content[:safe_length(p.content, self.markers.call_start)]
+        return p.content

@@ -1,12 +1,14 @@
 """The chat loop: Qwen writes text, asks for the GPU in its own tool-call format, answers.
 
 A turn renders the conversation with the base's own chat template (tools described the
-way the template describes them), samples text from the combined model's text side
-(``textgen``: launch tokens masked out), and pauses when a tool call ends. The call is
-parsed with the tool parser mlx-lm infers from that template, run as launches in the
-combined model (``calls``: text tokens masked out there, the circuit writes every launch
-token), and its result goes back as the tool's message; Qwen continues until it ends
-its message. Everything the caller shows arrives as typed events from :meth:`ChatSession.turn`.
+way the template describes them, ``enable_thinking`` as asked: ``template``), samples
+text from the combined model's text side (``textgen``: launch tokens masked out), and
+splits each message as it streams (``reply``): its reasoning, its text, then one or more
+tool calls. The calls are parsed with the tool parser mlx-lm infers from that template,
+run as launches in the combined model (``calls``: text tokens masked out there, the
+circuit writes every launch token), and their results go back as tool messages; Qwen
+continues until a message has no call. Everything the caller shows arrives as typed
+events from :meth:`ChatSession.turn`.
 """
 
 from __future__ import annotations
@@ -106,6 +108,16 @@ class ChatSession:
         self.tools = GpuTools(self.model.combined.circuit, self.model.machine, self.settings.check)
         self.reset()
 
+    def _ensure_prefix(self) -> None:
+        """The shared prompt start (system prompt, tools) prefilled once, before the first turn."""
+        if self.text.prefix is not None or not self.model.identity:
+            return
+        from .prefix import prefill_prefix, shared_prefix
+
+        s = self.settings
+        tokens = shared_prefix(self.model.tokenizer, s.system_prompt, TOOLS[s.mode], s.thinking)
+        self.text.prefix = prefill_prefix(self.model.combined.base, tokens, self.model.identity, self.model.log)
+
     def reset(self) -> None:
         """mlx_lm.chat's ``r``: a fresh conversation and cache."""
         self.messages = ([{"role": "system", "content": self.settings.system_prompt}]
@@ -116,6 +128,7 @@ class ChatSession:
         """Events of one user turn; the last is the :class:`TurnSummary`.
 
         ``launch_events``: a runtime ``LaunchEvents`` sink for every launch (the dashboard's panes)."""
+        self._ensure_prefix()
         self.messages.append({"role": "user", "content": user_text})
         summary = TurnSummary(GenStats(), 0.0)
         mx.reset_peak_memory()
@@ -183,7 +196,7 @@ class ChatSession:
             yield from shown.new_pieces(split.shown(text, final=True))
         if parts.reasoning_open and stopped == "max_tokens":
             stopped = "max_tokens_in_reasoning"
-        content = parts.content if parts.calls else _without_open_call(parts, split.markers)
+        content = split.text(parts, final=True)
         return Message(parts.reasoning.strip(), content.strip(), parts.calls, stopped)
 
     def _parse_call(self, call_text: str) -> dict:
@@ -215,13 +228,6 @@ class _Shown:
         if len(text) > self.text:
             yield TextPiece(text[self.text:])
             self.text = len(text)
-
-
-def _without_open_call(parts, markers) -> str:
-    """A message with no closed call: its text, a call it never closed included as written."""
-    if parts.open_call:
-        return parts.content + (markers.call_start or "")
-    return parts.content
 
 
 def _assistant_message(msg: Message, calls: list[dict]) -> dict:

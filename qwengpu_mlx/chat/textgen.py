@@ -5,7 +5,8 @@ tokens' (``splice.runner.CombinedModel.text_logits``); masking the launch tokens
 text generation leaves exactly the base's logits, so this samples from the base model
 (mlx-lm's own Qwen3.5 model object, unmodified). The cache holds every token fed so far;
 a new prompt that extends them feeds only the rest, any other prompt starts a fresh
-cache (Gated DeltaNet's recurrent cache cannot be trimmed).
+cache (Gated DeltaNet's recurrent cache cannot be trimmed), from the shared prefix's
+cache (``prefix``: system prompt and tools, prefilled once) when it starts with it.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class TextGenerator:
     sampler: Callable[[mx.array], mx.array]
     fed: list[int] = field(default_factory=list)  # tokens the cache has seen, in order
     cache: list | None = None
+    prefix: object = None  # prefix.PrefixCache: where a fresh cache starts, when the prompt begins with it
 
     def reset(self) -> None:
         """Forget the conversation: the next prompt is prefilled from its start."""
@@ -63,11 +65,19 @@ class TextGenerator:
         n = len(self.fed)
         if self.cache is None or prompt[:n] != self.fed or n >= len(prompt):
             self.cache, self.fed, n = make_prompt_cache(self.model), [], 0
+            p = self.prefix
+            if p is not None and len(prompt) > len(p.tokens) and prompt[:len(p.tokens)] == p.tokens:
+                self.cache, self.fed, n = p.restore(), list(p.tokens), len(p.tokens)
         t0 = time.perf_counter()
         rest = prompt[n:]
-        for i in range(0, len(rest), PREFILL_STEP):
-            logits = self.model(mx.array([rest[i:i + PREFILL_STEP]]), cache=self.cache)
-            mx.eval(logits)
+        # As mlx-lm's generate_step prefills: every token but the last only fills the cache
+        # (its logits are never evaluated: full-vocabulary logits at every prompt position
+        # would cost more than the layers), the last one gives the next token's logits.
+        for i in range(0, len(rest) - 1, PREFILL_STEP):
+            self.model(mx.array([rest[i:min(i + PREFILL_STEP, len(rest) - 1)]]), cache=self.cache)
+            mx.eval([c.state for c in self.cache])
+        logits = self.model(mx.array([rest[-1:]]), cache=self.cache)
+        mx.eval(logits)
         self.fed = list(prompt)
         return logits[0, -1], GenStats(len(rest), time.perf_counter() - t0)
 
