@@ -40,7 +40,22 @@ def info_lines(directory=None) -> list[str]:
         lines.append(f"  {e.weights.name}  {_size(e.bytes):>9}  used {used}")
     if stray:
         lines.append(f"  {len(stray)} leftover files of interrupted writes (cache clear removes them)")
+    chat = chat_files(d)
+    if chat:
+        lines.append(f"  {len(chat)} chat files (prompt caches per base, folded-circuit configs), "
+                     f"{_size(sum(p.stat().st_size for p in chat))}")
     return lines
+
+
+def chat_files(directory) -> list:
+    """What the chat keeps beside the circuits: ``chat.prefix``'s prompt caches and
+    ``splice.folded``'s plan configs (small; each rebuilt when missing)."""
+    from pathlib import Path
+
+    d = Path(directory)
+    if not d.is_dir():
+        return []
+    return sorted([*d.glob("prompt-*.safetensors"), *d.glob("folded-*.json")])
 
 
 def run(ns) -> int:
@@ -50,5 +65,9 @@ def run(ns) -> int:
         print("\n".join(info_lines()))
         return 0
     files, freed = cache.clear()
+    for path in chat_files(cache.cache_dir()):
+        size = path.stat().st_size
+        path.unlink(missing_ok=True)
+        files, freed = files + 1, freed + size
     print(f"cleared {cache.cache_dir()}: {files} files, {_size(freed)}")
     return 0

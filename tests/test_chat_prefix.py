@@ -63,3 +63,16 @@ def test_a_prompt_that_does_not_start_with_the_prefix_is_prefilled_whole(demo):
                           TOOLS["normal"], None).tokens
     _, n = _first_logits(model, other, first)
     assert n == len(other)
+
+
+def test_cache_info_and_clear_cover_the_chat_files(tmp_path):
+    from clitools import cli
+
+    (tmp_path / "prompt-0123456789abcdef.safetensors").write_bytes(b"\0" * 2_000_000)
+    (tmp_path / "folded-0123456789abcdef.json").write_text("{}")
+    env = {"QWENGPU_MLX_CACHE": str(tmp_path)}
+    info = cli("cache", "info", env=env)
+    assert "2 chat files" in info.stdout and "2.0 MB" in info.stdout, info.stdout
+    cleared = cli("cache", "clear", env=env)
+    assert cleared.returncode == 0 and "2 files" in cleared.stdout
+    assert not list(tmp_path.iterdir())
