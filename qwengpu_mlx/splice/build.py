@@ -46,8 +46,8 @@ class SpliceTooLarge(ValueError):
             f"the dense combined checkpoint holds {parameters:,} parameters, over --max-params {int(limit):,}. Its "
             f"residual is 4x the base's hidden size so that text and launches never share a dim; most of those "
             f"parameters are zeros, stored as the base stores its own and, in the circuit's layers, in the smallest "
-            f"exact format (docs/SPLICE.md: about 27 GB for Qwen3.5-2B in bfloat16); pass a larger --max-params "
-            f"to write it")
+            f"exact format (the size model, splice/sizes.py: about 22 GB for Qwen3.5-2B in bfloat16, 11 GB "
+            f"from its 4-bit conversion); pass a larger --max-params to write it")
 
 
 @dataclass(frozen=True)
