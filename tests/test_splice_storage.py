@@ -104,3 +104,11 @@ def test_the_config_keeps_a_quantized_base_s_own_entry():
     own = {"group_size": 64, "bits": 4, "language_model.model.layers.0.mlp.gate_proj": {"bits": 8}}
     assert quantization_entry({"quantization": own}, StorageTally()) == {"quantization": own}
     assert quantization_entry({}, StorageTally()) == {}
+
+
+def test_a_threshold_read_matrix_takes_a_bias_only_in_the_groups_that_need_one():
+    w = _at({(0, 1): 1.0, (0, 2): -1.0, (0, 130): -5.0})  # group 0 both signs, group 1 one sign
+    fmt, stored = exact_storage(GATE, w)
+    assert fmt == "affine2/g128/bfloat16" and mx.array_equal(_back(GATE, fmt, stored), w).item()
+    biases = stored[GATE[: -len(".weight")] + ".biases"]
+    assert biases[0].tolist() == [-1.0, 0.0]

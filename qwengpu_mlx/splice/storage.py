@@ -91,52 +91,54 @@ def affine_bytes(rows: int, cols: int, bits: int, group_size: int, dtype: mx.Dty
     return rows * cols * bits // 8 + 2 * rows * (cols // group_size) * dtype.size
 
 
-def _group_grid(vecs: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """(scales [n], codes [n, gs]) with ``vecs == scales * codes`` exactly, codes in
-    ``[0, 2^bits)``, one sign per group; None if some group has no such grid. The step is
-    the group's smallest magnitude over 1..4 (``{2, 3}`` needs a step of 1), the first
-    that works for each group."""
+def _group_grid(vecs: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(scales [n], codes [n, gs], ok [n]): where ``ok``, ``vecs == scales * codes`` exactly
+    with codes in ``[0, 2^bits)`` (one sign per group, no bias). The step is the group's
+    smallest magnitude over 1..4 (``{2, 3}`` needs a step of 1), the first that works."""
     mag = np.where(vecs != 0, np.abs(vecs), np.inf).min(axis=-1)
     neg = (vecs < 0).any(axis=-1)
-    if ((vecs > 0).any(axis=-1) & neg).any():
-        return None
     scales = np.zeros(len(vecs), np.float32)
     codes = np.zeros(vecs.shape, np.float32)
-    todo = np.ones(len(vecs), bool)
+    todo = ~((vecs > 0).any(axis=-1) & neg)  # a group of both signs has no bias-free grid
+    done = ~(vecs != 0).any(axis=-1)  # all-zero groups: scale 0, codes 0
+    todo &= ~done
     for k in SPLITS:
         s = (np.where(neg, -mag, mag) / np.float32(k)).astype(np.float32)
         q = vecs[todo] / s[todo, None]
         ok = np.all((q == np.rint(q)) & (q <= 2 ** bits - 1) & (s[todo, None] * q == vecs[todo]), axis=-1)
         rows = np.flatnonzero(todo)[ok]
         scales[rows], codes[rows] = s[rows], q[ok]
-        todo[rows] = False
-        if not todo.any():
-            return scales, codes
-    return None
+        todo[rows], done[rows] = False, True
+    return scales, codes, done
 
 
-def _biased_grid(vecs: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """(scales, biases, codes) with ``vecs == scales * codes + biases`` exactly: the bias the
-    group's least value (0 included), the step its least gap above it; None if some group
-    has no such grid within ``2^bits`` codes."""
+def _biased_grid(vecs: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(scales, biases, codes, ok) with ``vecs == scales * codes + biases`` exactly where
+    ``ok``: the bias the group's least value (0 included), the step its least gap above."""
     lo = np.minimum(vecs.min(axis=-1), 0).astype(np.float32)
     above = np.where(vecs > lo[:, None], vecs - lo[:, None], np.inf)
-    gap = np.minimum(above.min(axis=-1), np.where(lo < 0, -lo, np.inf))  # the zeros' gap too
-    step = np.where(np.isfinite(gap), gap, 0).astype(np.float32)
+    step = above.min(axis=-1)
+    step = np.where(np.isfinite(step), step, 0).astype(np.float32)
     q = np.rint((vecs - lo[:, None]) / np.where(step > 0, step, 1)[:, None])
-    ok = (q <= 2 ** bits - 1) & (step[:, None] * q + lo[:, None] == vecs)
-    return (step, lo, q.astype(np.float32)) if ok.all() else None
+    ok = np.all((q <= 2 ** bits - 1) & (step[:, None] * q + lo[:, None] == vecs), axis=-1)
+    return step, lo, q.astype(np.float32), ok
 
 
 def _group_forms(vecs: np.ndarray, bits: int, biased: bool):
     """(scales, biases, codes) of ``vecs`` [n, gs] at ``bits``: bias-free where the group
-    allows, else (if ``biased``) with a bias; None if some group fits neither."""
-    free = _group_grid(vecs, bits)
-    if free is not None:
-        return free[0], np.zeros_like(free[0]), free[1]
+    allows, else (only if ``biased``) with a bias; None if some group fits neither."""
+    scales, codes, ok = _group_grid(vecs, bits)
+    biases = np.zeros_like(scales)
+    if ok.all():
+        return scales, biases, codes
     if not biased:
         return None
-    return _biased_grid(vecs, bits)
+    sb, bb, qb, okb = _biased_grid(vecs[~ok], bits)
+    if not okb.all():
+        return None
+    rest = np.flatnonzero(~ok)
+    scales[rest], biases[rest], codes[rest] = sb, bb, qb
+    return scales, biases, codes
 
 
 def _scale_dtype(*values: np.ndarray) -> mx.Dtype:
@@ -150,7 +152,7 @@ def _scale_dtype(*values: np.ndarray) -> mx.Dtype:
 
 @dataclass(frozen=True)
 class AffinePlan:
-    """A matrix's bias-free affine form: its non-zero groups' places, scales and codes."""
+    """A matrix's affine form: its non-zero groups' places, scales, biases and codes."""
 
     bits: int
     group_size: int
