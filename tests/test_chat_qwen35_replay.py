@@ -145,7 +145,8 @@ def test_a_malformed_call(tokenizer, runner):
     _, printed, summary = replay(s, "1*3 + 2*4?")
     result = summary.tool_results[0]
     assert result.error and ("did not parse" in result.content or "names no function" in result.content)
-    assert f"[tool response: {result.content}]" in printed and summary.answer == "Let me answer without the GPU."
+    assert f"[tool call: (it did not parse)]\n[tool response: {result.content}]" in printed
+    assert summary.answer == "Let me answer without the GPU."
     assert "gpu_eval([1, 2] @ [3, 4])" in s.messages[1]["content"]  # the history keeps what it wrote
 
 

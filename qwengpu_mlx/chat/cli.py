@@ -14,7 +14,7 @@ import argparse
 import json
 import sys
 
-from .session import MODES, ChatSettings, ReasoningPiece, TextPiece, ToolCallDone, ToolCallStarted, TurnSummary
+from .session import MODES, UNPARSED, ChatSettings, ReasoningPiece, TextPiece, ToolCallDone, ToolCallStarted, TurnSummary
 
 HELP = "commands: q exit, r reset the conversation, h help"
 RESET = "[context cleared]"
@@ -195,7 +195,8 @@ class _TurnView:
                 self.out.write(ev.text)
             elif isinstance(ev, ToolCallStarted):
                 args = ", ".join(f"{k}={v!r}" for k, v in ev.arguments.items())
-                self.out.write(f"\n[tool call: {ev.name}({args})]\n")
+                called = f"{ev.name}({args})" if ev.name != UNPARSED else "(it did not parse)"
+                self.out.write(f"\n[tool call: {called}]\n")
             elif isinstance(ev, ToolCallDone):
                 self.out.write(f"[tool response: {ev.outcome.content}]\n")
         self.out.flush()

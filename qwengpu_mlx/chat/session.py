@@ -27,6 +27,7 @@ from .tools import TOOLS, error_text
 MODES = ("normal", "advanced")
 MAX_RETRIES = 3  # advanced mode: failed kernels the model may fix, per turn
 MAX_CALLS = 8  # tool calls per turn before the model is told to answer without the GPU
+UNPARSED = "?"  # ToolCallStarted's name for a call that did not parse
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,7 @@ class ChatSession:
             parsed = [self._parse_call(c) for c in msg.calls]
             self.messages.append(_assistant_message(msg, parsed))
             for call in parsed:
-                yield ToolCallStarted(call.get("name", "?"), call.get("arguments") or {})
+                yield ToolCallStarted(call.get("name", UNPARSED), call.get("arguments") or {})
                 outcome = self._run_call(call, len(summary.tool_results), failures, launch_events)
                 failures += outcome.error
                 summary.tool_results.append(outcome)
