@@ -115,9 +115,12 @@ class ChatSession:
             return
         from .prefix import prefill_prefix, shared_prefix
 
+        from .startup import timed
+
         s = self.settings
         tokens = shared_prefix(self.model.tokenizer, s.system_prompt, TOOLS[s.mode], s.thinking)
-        self.text.prefix = prefill_prefix(self.model.combined.base, tokens, self.model.identity, self.model.log)
+        with timed(self.model.log, f"the prompt's shared start ({len(tokens)} tokens: system prompt and tools)"):
+            self.text.prefix = prefill_prefix(self.model.combined.base, tokens, self.model.identity, self.model.log)
 
     def reset(self) -> None:
         """mlx_lm.chat's ``r``: a fresh conversation and cache."""
