@@ -32,9 +32,25 @@ LAUNCH_TOKENS = 10_414  # the default machine's vocabulary (the launch rows)
 WIDTH = 4  # layout.WIDTH_FACTOR, kept here so the model needs the config alone
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 
-# How storage.py stored the default machine's 45 circuit layers at Qwen3.5-2B's layout
-# (bench/size_model.py --circuit prints this table; measured 2026-12-04).
-CIRCUIT_FORMATS: dict[str, dict[str, int]] = {}
+# How storage.py stored the default machine's 45 circuit layers at Qwen3.5-2B's layout:
+# module -> {format: matrices} (bench/size_model.py --circuit prints this table;
+# measured 2026-12-04). Other widths are predicted with the same formats.
+CIRCUIT_FORMATS: dict[str, dict[str, int]] = {
+    "down_proj": {"mxfp4": 36, "mxfp8": 9},
+    "gate_proj": {"affine2/g128/bfloat16": 13, "affine4/g128/float32": 4, "affine4/g64/float32": 2,
+                  "affine8/g128/bfloat16": 2, "affine8/g128/float32": 7, "affine8/g64/float32": 1,
+                  "affine8/g32/float32": 1, "mxfp8": 5, "bfloat16": 1, "float32": 9},
+    "in_proj_a": {"affine2/g128/bfloat16": 34},
+    "in_proj_b": {"affine2/g128/bfloat16": 34},
+    "in_proj_qkv": {"affine2/g128/bfloat16": 22, "mxfp8": 9, "bfloat16": 3},
+    "in_proj_z": {"affine2/g128/bfloat16": 34},
+    "out_proj": {"affine2/g128/bfloat16": 29, "affine2/g128/float32": 5},
+    "up_proj": {"affine2/g128/bfloat16": 45},
+    "q_proj": {"affine2/g128/bfloat16": 11},
+    "k_proj": {"affine2/g128/bfloat16": 11},
+    "v_proj": {"affine2/g128/bfloat16": 11},
+    "o_proj": {"affine2/g128/bfloat16": 11},
+}
 
 
 @dataclass(frozen=True)
@@ -182,33 +198,47 @@ def circuit_bytes(text: dict, circuit_layers: int, formats: dict[str, dict[str, 
     return total
 
 
+def _copies(text: dict, fmt: BaseFormat, formats: dict[str, dict[str, int]], rows: int) -> dict[str, int]:
+    """The float32 copies MLX makes at run time: a dense 16-bit output layer's (the float32
+    final state multiplies it at every token) and the largest bfloat16 circuit matrix's."""
+    out, W = {}, WIDTH * int(text["hidden_size"])
+    if fmt.bits is None and fmt.dtype != "float32":
+        out["the output layer's float32 copy"] = rows * W * 4
+    shapes = {**module_shapes(text, False), **module_shapes(text, True)}
+    dense16 = [shapes[m] for m, f in formats.items() if f.get("bfloat16") and m in shapes]
+    if dense16:
+        out["a bfloat16 circuit matrix's float32 copy"] = max(r * c * WIDTH * 4 for r, c, _ in dense16)
+    return out
+
+
+def _runtime(text: dict, layers: int, rows: int, prompt_tokens: int) -> dict[str, int]:
+    """Caches (recurrent states and conv windows, float32; KV caches in steps of 256
+    tokens) and a prompt's activations at the combined width, plus the logits."""
+    g = _geometry(text)
+    W = WIDTH * g["hidden_size"]
+    linear = sum(is_linear(i, g["interval"]) for i in range(layers))
+    qkv = 2 * g["linear_num_key_heads"] * g["linear_key_head_dim"] + \
+        g["linear_num_value_heads"] * g["linear_value_head_dim"]
+    state = g["linear_num_value_heads"] * g["linear_value_head_dim"] * g["linear_key_head_dim"] * 4
+    kv = 2 * g["num_key_value_heads"] * g["head_dim"] * 4 * (-(-prompt_tokens // 256) * 256)
+    return {"caches": linear * (state + (g["conv"] - 1) * qkv * 4) + (layers - linear) * kv,
+            "activations": prompt_tokens * (4 * W + 3 * g["intermediate_size"] + 2 * qkv) * 4 + rows * 8}
+
+
 def estimate(config: dict, circuit_layers: int = 45, launch_tokens: int = LAUNCH_TOKENS, *,
              prompt_tokens: int = 256, circuit_formats: dict[str, dict[str, int]] | None = None) -> SizeEstimate:
     """The combined checkpoint of the base ``config`` (its config.json) on disk and in
     unmodified mlx-lm decoding after a prompt of ``prompt_tokens``."""
     text = config.get("text_config", config)
-    fmt, g = base_format(config), _geometry(text)
-    W, rows = WIDTH * g["hidden_size"], int(text["vocab_size"]) + launch_tokens
+    fmt = base_format(config)
+    W, rows = WIDTH * int(text["hidden_size"]), int(text["vocab_size"]) + launch_tokens
     formats = CIRCUIT_FORMATS if circuit_formats is None else circuit_formats
     est = SizeEstimate()
     est.parts["base layers"] = base_bytes(text, fmt)
     est.parts["embedding"] = fmt.matrix(rows, W) + fmt.vector(W)
     est.parts["circuit"] = circuit_bytes(text, circuit_layers, formats)
-    if fmt.bits is None and fmt.dtype != "float32":
-        est.transient["the output layer's float32 copy"] = rows * W * 4
-    dense16 = [module_shapes(text, True).get(m) or module_shapes(text, False)[m]
-               for m, f in formats.items() if f.get("bfloat16")]
-    if dense16:
-        est.transient["a bfloat16 circuit matrix's float32 copy"] = max(
-            r * c * WIDTH * 4 for r, c, _ in dense16)
-    layers = int(text["num_hidden_layers"]) + circuit_layers
-    linear = sum(is_linear(i, g["interval"]) for i in range(layers))
-    qkv = 2 * g["linear_num_key_heads"] * g["linear_key_head_dim"] + g["linear_num_value_heads"] * g[
-        "linear_value_head_dim"]
-    state = g["linear_num_value_heads"] * g["linear_value_head_dim"] * g["linear_key_head_dim"] * 4
-    kv = 2 * g["num_key_value_heads"] * g["head_dim"] * 4 * (-(-prompt_tokens // 256) * 256)
-    est.transient["caches"] = linear * (state + (g["conv"] - 1) * qkv * 4) + (layers - linear) * kv
-    est.transient["activations"] = prompt_tokens * (4 * W + 3 * g["intermediate_size"] + 2 * qkv) * 4 + rows * 8
+    est.transient.update(_copies(text, fmt, formats, rows))
+    est.transient.update(_runtime(text, int(text["num_hidden_layers"]) + circuit_layers, rows, prompt_tokens))
     return est
 
 
