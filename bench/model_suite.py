@@ -42,6 +42,18 @@ def circuit_size(plan) -> tuple[int, int]:
     return dense_parameters(plan.shape, len(plan.layers), len(plan.vocab)), nonzero_parameters(compact(plan))
 
 
+def expected_error(name: str, error: str, prog, runner) -> bool:
+    """The model's launch stops with the launch file's ``error`` (e.g. DivisionByZero); prints the line."""
+    try:
+        run_launch(prog, runner, check=True)
+    except Exception as e:  # the expected outcome
+        ok = type(e).__name__ == error
+        print(f"{name:24s} {'exact' if ok else 'WRONG'}: stopped with {type(e).__name__}: {e}", flush=True)
+        return ok
+    print(f"{name:24s} WRONG: ran to its end, expected {error}", flush=True)
+    return False
+
+
 SUBSET = ["nested_branches", "early_return", "lane_while", "reduce_shared_tree", "atomic_contention",
           "shfl_xor_allreduce", "shfl_down_reduce", "shfl_up_scan", "shfl_broadcast", "grid_index"]
 
@@ -71,8 +83,14 @@ def main(argv: list[str]) -> int:
     worst = 1.0
     for name in kernels:
         spec = json.loads((ROOT / "examples" / "kernels" / f"{name}.json").read_text())
+        if MACHINES[spec.get("machine", "default")] not in (MACHINES["default"], machine):
+            print(f"{name:24s} skipped: its launch file asks for the {spec['machine']} machine", flush=True)
+            continue
         prog = bind(compile_kernel(ROOT / "examples" / "kernels" / f"{name}.cu", spec["kernel"]), spec["args"],
                     block=spec["block"], grid=spec["grid"], machine=machine)
+        if "error" in spec:  # the launch must stop with this error on the model too
+            exact += expected_error(name, spec["error"], prog, runner)
+            continue
         t = time.perf_counter()
         ref = run_program(prog, machine, trace=False)
         t_ref += time.perf_counter() - t

@@ -397,3 +397,12 @@ def test_snapshot_after_dot_launch(snap_compare):
         await pilot.pause()
 
     assert snap_compare(DashboardApp(show_timing=False), terminal_size=SIZE, run_before=run_before)
+
+
+def test_run_takes_the_machine_its_launch_file_names():
+    """/run of a 32-thread example runs on the large machine its launch file asks for."""
+    from qwengpu_mlx.tui import commands
+
+    req = commands.parse("/run block32_reduce").run
+    assert req.machine == "large" and req.block == 32
+    assert commands.parse("/run dot").run.machine == "default"

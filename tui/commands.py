@@ -40,6 +40,7 @@ class RunRequest:
     grid: int = 1
     kernel: str | None = None
     text: str = ""  # the command as typed
+    machine: str = "default"  # the named machine the launch file asks for (``qwengpu_mlx.machine.MACHINES``)
 
     def describe(self) -> str:
         args = " ".join(f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in self.args.items())
@@ -125,7 +126,8 @@ def parse_run(rest: str, kernels: Path | None = None, full: str = "") -> RunRequ
         opts.setdefault("block", desc.get("block", 4))
         opts.setdefault("grid", desc.get("grid", 1))
         opts.setdefault("kernel", desc.get("kernel"))
-    return RunRequest(source, args, opts.get("block", 4), opts.get("grid", 1), opts.get("kernel"), full)
+    machine = (desc or {}).get("machine", "default")
+    return RunRequest(source, args, opts.get("block", 4), opts.get("grid", 1), opts.get("kernel"), full, machine)
 
 
 def kernel_description(source: Path) -> dict | None:

@@ -13,7 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input
 from textual.worker import Worker
 
-from qwengpu_mlx.machine import DEFAULT_MACHINE
+from qwengpu_mlx.machine import MACHINES
 from qwengpu_mlx.runtime import CircuitStore, LaunchCancelled
 from qwengpu_mlx.vocab import RECORD_KINDS
 
@@ -230,7 +230,7 @@ class MainScreen(Screen):
         sink = _UiSink(self, cancel)
         try:
             outcome = run_in_mlx_thread(execute_launch, req, sink, cancel, check=check, store=self.store,
-                                        machine=DEFAULT_MACHINE, name="qwengpu-mlx-launch")
+                                        machine=MACHINES[req.machine], name="qwengpu-mlx-launch")
         except Exception as e:  # pragma: no cover - execute_launch catches its own errors
             outcome = LaunchOutcome(req, error=f"{type(e).__name__}: {e}")
         try:
@@ -242,7 +242,8 @@ class MainScreen(Screen):
         self.status_bar.set(phase=text)
 
     def _ui_begin(self, req, program, prompt) -> None:
-        self.decoder = LaunchDecoder(program, DEFAULT_MACHINE)
+        machine = MACHINES[req.machine if req is not None else "default"]  # the chat's launches: the default
+        self.decoder = LaunchDecoder(program, machine)
         for line in self.decoder.prompt_lines(prompt):
             self.launch_pane.add(line)
         self.machine_pane.show(self.decoder.state)
