@@ -43,9 +43,10 @@ TEXT = "When in the course of human events it becomes necessary for one people t
 FORMATS = {"bf16": None, "4bit": {"group_size": 64, "bits": 4}, "8bit": {"group_size": 64, "bits": 8}}
 
 
-def full_config(width: str, fmt: str, layers: int | None = None, vocab: int = 248320) -> dict:
-    """A base config.json as the size model reads it: Qwen3.5-2B's or 4B's, in a format."""
-    text = dict(qwen_like_config(layers=24, vocab=vocab), intermediate_size=6144) if width == "2b" \
+def full_config(width: str, fmt: str, layers: int | None = None, vocab: int = 248320, hidden: int = 2048) -> dict:
+    """A base config.json as the size model reads it: Qwen3.5-2B's or 4B's, in a format
+    (``hidden``: a narrower 2B-like base, still wide enough for the circuit, for a quicker launch)."""
+    text = dict(qwen_like_config(hidden, layers=24, vocab=vocab), intermediate_size=6144) if width == "2b" \
         else qwen4b_like_config(layers=32, vocab=vocab)
     if layers:
         text["num_hidden_layers"] = layers
@@ -100,15 +101,16 @@ def measure_circuit() -> None:
     print("CIRCUIT_FORMATS = " + json.dumps({m: dict(c) for m, c in sorted(by_module.items())}, indent=4))
 
 
-def _base_dir(work: Path, fmt: str, layers: int, vocab: int) -> Path:
+def _base_dir(work: Path, fmt: str, layers: int, vocab: int, hidden: int) -> Path:
     """A random base at 2B's widths in ``fmt``: bf16 written as a standard checkpoint,
     quantized ones by mlx-lm's own ``convert``."""
     from build_real import write_base
 
-    dense = write_base(work / f"base-bf16-{layers}-{vocab}", full_config("2b", "bf16", layers, vocab)["text_config"])
+    tag = f"{layers}-{vocab}" + ("" if hidden == 2048 else f"-h{hidden}")
+    dense = write_base(work / f"base-bf16-{tag}", full_config("2b", "bf16", layers, vocab, hidden)["text_config"])
     if not FORMATS[fmt]:
         return dense
-    out = work / f"base-{fmt}-{layers}-{vocab}"
+    out = work / f"base-{fmt}-{tag}"
     if not (out / "config.json").is_file():
         from mlx_lm import convert
 
@@ -123,7 +125,7 @@ def _disk(d: Path) -> int:
     return sum(f.stat().st_size for f in d.iterdir() if f.suffix == ".safetensors")
 
 
-def probe(model_dir: str, prompt_file: str, base: bool) -> None:
+def probe(model_dir: str, prompt_file: str, base: bool, text_tokens: int, launch: bool) -> None:
     """(In a fresh process) unmodified mlx-lm on one checkpoint: peaks, text, a launch."""
     import mlx.core as mx
     import mlx_lm
@@ -137,12 +139,12 @@ def probe(model_dir: str, prompt_file: str, base: bool) -> None:
     model, tok = mlx_lm.load(model_dir)
     out = {"load_s": time.perf_counter() - start, "load_peak": mx.get_peak_memory() / GB, "load_rss": rss()}
     text = []
-    for r in mlx_lm.stream_generate(model, tok, tok.encode(TEXT), max_tokens=16, sampler=greedy):
+    for r in mlx_lm.stream_generate(model, tok, tok.encode(TEXT), max_tokens=text_tokens, sampler=greedy):
         text.append(r.token)
         if len(text) == 1:
             out["first_peak"], out["first_rss"] = mx.get_peak_memory() / GB, rss()
     out["text"], out["text_peak"] = text, mx.get_peak_memory() / GB
-    if not base:
+    if launch and not base:
         prompt = json.loads(Path(prompt_file).read_text())
         launch, t0 = [], time.perf_counter()
         for r in mlx_lm.stream_generate(model, tok, prompt, max_tokens=80, sampler=greedy):
@@ -153,8 +155,9 @@ def probe(model_dir: str, prompt_file: str, base: bool) -> None:
     print(json.dumps(out))
 
 
-def _probe(model_dir: Path, prompt_file: Path, base: bool = False) -> dict:
-    cmd = [sys.executable, __file__, "--probe", str(model_dir), "--prompt-file", str(prompt_file)]
+def _probe(model_dir: Path, prompt_file: Path, ns, base: bool = False) -> dict:
+    cmd = [sys.executable, __file__, "--probe", str(model_dir), "--prompt-file", str(prompt_file),
+           "--text-tokens", str(ns.text_tokens)] + ([] if ns.launch else ["--no-launch"])
     run = subprocess.run(cmd + (["--base"] if base else []), capture_output=True, text=True, check=True)
     return json.loads(run.stdout.strip().splitlines()[-1])
 
@@ -170,29 +173,36 @@ def _ours(comb: Path) -> tuple[list[int], Path]:
     return json.loads(ran.stdout)["launch_tokens"], prompt
 
 
-def measure(work: Path, fmt: str, layers: int, vocab: int) -> None:
+def measure(work: Path, fmt: str, ns, vocab: int) -> None:
     from qwengpu_mlx.splice.pipeline import build_from_base
 
-    base = _base_dir(work, fmt, layers, vocab)
-    comb = work / f"combined-{fmt}-{layers}-{vocab}"
+    base = _base_dir(work, fmt, ns.layers, vocab, ns.hidden)
+    comb = work / base.name.replace("base-", "combined-")
     if not (comb / "config.json").is_file():
         start = time.perf_counter()
         report = build_from_base(str(base), comb, "default", log=lambda s: print("  " + s, flush=True))
-        print(f"  build {time.perf_counter() - start:.0f} s; {report.storage.summary()}")
+        print(f"  build {time.perf_counter() - start:.0f} s; {report.storage.summary()}", flush=True)
     ours, prompt = _ours(comb)
-    got, want = _probe(comb, prompt), _probe(base, prompt, base=True)
-    launch = (comb / "mlx-lm-launch.json")
+    got, want = _probe(comb, prompt, ns), _probe(base, prompt, ns, base=True)
+    est = estimate(json.loads((base / "config.json").read_text()), prompt_tokens=len(json.loads(prompt.read_text())))
+    print(f"{fmt} base, {ns.layers} layers, hidden {ns.hidden}, vocab {vocab}: disk {_disk(comb) / GB:.2f} GB "
+          f"(predicted {est.disk / GB:.2f}); peak after load {got['load_peak']:.2f}, first token "
+          f"{got['first_peak']:.2f}, at the end {got['peak']:.2f} GB (predicted {est.peak / GB:.2f}); ru_maxrss "
+          f"{got['rss']:.2f} GB; the base alone {want['peak']:.2f} GB; text "
+          f"{'identical' if got['text'] == want['text'] else 'DIFFERENT'} ({len(got['text'])} tokens)", flush=True)
+    if "launch" in got:
+        _report_launch(comb, got, ours)
+
+
+def _report_launch(comb: Path, got: dict, ours: list[int]) -> None:
+    """mlx-lm's launch against our runner's, and ``qwengpu-mlx check`` on it."""
+    launch = comb / "mlx-lm-launch.json"
     launch.write_text(json.dumps(got["launch"]))
     check = subprocess.run(CLI + ["check", *DOT, "--launch-tokens", str(launch), "--model", str(comb)], cwd=ROOT,
                            capture_output=True, text=True)
-    est = estimate(json.loads((base / "config.json").read_text()), prompt_tokens=len(json.loads(prompt.read_text())))
-    print(f"{fmt} base, {layers} layers, vocab {vocab}: disk {_disk(comb) / GB:.2f} GB (predicted {est.disk / GB:.2f}); "
-          f"peak after load {got['load_peak']:.2f}, first token {got['first_peak']:.2f}, after decoding "
-          f"{got['peak']:.2f} GB (predicted {est.peak / GB:.2f}); ru_maxrss {got['rss']:.2f} GB; base alone "
-          f"peak {want['peak']:.2f} GB; text {'identical' if got['text'] == want['text'] else 'DIFFERENT'} "
-          f"({len(got['text'])} tokens); launch {len(got['launch'])} tokens "
+    print(f"  launch: {len(got['launch'])} tokens, "
           f"{'identical to our runner' if got['launch'] == ours else 'DIFFERENT from our runner'}, "
-          f"{got['launch_tok_s']:.2f} tokens/s; check: {(check.stdout or check.stderr).strip().splitlines()[-1]}")
+          f"{got['launch_tok_s']:.3f} tokens/s; check: {(check.stdout or check.stderr).strip().splitlines()[-1]}")
     print(f"  mlx-lm wrote: {got['launch_text']}")
 
 
@@ -205,17 +215,20 @@ def main() -> int:
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--vocab", type=int, default=248320, help="the quantized bases' vocabulary")
     ap.add_argument("--vocab-bf16", type=int, default=32768)
+    ap.add_argument("--hidden", type=int, default=2048, help="a narrower base (>= 704) for a quicker launch")
+    ap.add_argument("--text-tokens", type=int, default=16)
+    ap.add_argument("--no-launch", dest="launch", action="store_false", help="peaks and text only")
     ap.add_argument("--probe")
     ap.add_argument("--prompt-file")
     ap.add_argument("--base", action="store_true")
     ns = ap.parse_args()
     if ns.probe:
-        probe(ns.probe, ns.prompt_file, ns.base)
+        probe(ns.probe, ns.prompt_file, ns.base, ns.text_tokens, ns.launch)
     elif ns.circuit:
         measure_circuit()
     elif ns.measure:
         for fmt in ns.formats.split(","):
-            measure(ns.work, fmt, ns.layers, ns.vocab_bf16 if fmt == "bf16" else ns.vocab)
+            measure(ns.work, fmt, ns, ns.vocab_bf16 if fmt == "bf16" else ns.vocab)
     else:
         print_table()
     return 0
