@@ -78,13 +78,14 @@ def main(argv: list[str]) -> int:
     build_s = time.perf_counter() - t0
     kernels = ns.kernels or (SUBSET if ns.subset else
                              sorted(p.stem for p in (ROOT / "examples" / "kernels").glob("*.json")))
-    exact = tokens = 0
+    exact = tokens = skipped = 0
     t_model = t_ref = 0.0
     worst = 1.0
     for name in kernels:
         spec = json.loads((ROOT / "examples" / "kernels" / f"{name}.json").read_text())
         if MACHINES[spec.get("machine", "default")] not in (MACHINES["default"], machine):
             print(f"{name:24s} skipped: its launch file asks for the {spec['machine']} machine", flush=True)
+            skipped += 1
             continue
         prog = bind(compile_kernel(ROOT / "examples" / "kernels" / f"{name}.cu", spec["kernel"]), spec["args"],
                     block=spec["block"], grid=spec["grid"], machine=machine)
@@ -112,7 +113,8 @@ def main(argv: list[str]) -> int:
         for p in problems[:3]:
             print(f"    {p}", flush=True)
     dense, nz = circuit_size(compiled.plan)
-    print(f"\n{exact}/{len(kernels)} kernels exact through the model; {tokens} tokens; "
+    print(f"\n{exact}/{len(kernels) - skipped} kernels exact through the model ({skipped} for another machine "
+          f"skipped); {tokens} tokens; "
           f"smallest gate margin {worst:.4f} bits (0.5 ideal)")
     print(f"model/reference time ratio {t_model / max(t_ref, 1e-9):.0f}x; {tokens / max(t_model, 1e-9):.1f} tokens/s "
           f"on this CPU; circuit built in {build_s:.1f} s; {len(compiled.plan.layers)} layers")
