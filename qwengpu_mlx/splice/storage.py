@@ -1,8 +1,8 @@
 """Each circuit matrix stored in the smallest standard format that holds it exactly.
 
 Why: the combined residual is ``4 H`` wide (``layout.py``), so the 45 circuit layers
-hold about 8 billion parameters at Qwen3.5-2B's width, all but 1.7 million of them
-zero. Dense float32 that is 33 GB; what unmodified mlx-lm needs in memory is what is
+hold about 10 billion parameters at Qwen3.5-2B's width, all but 1.7 million of them
+zero. Dense float32 that is 41 GB; what unmodified mlx-lm needs in memory is what is
 stored (``sizes.py``). The smallest formats mlx reads are its affine quantizations
 (``w = s q + beta`` per group of 32, 64 or 128 inputs, codes of 2, 4 or 8 bits) and the
 microscaled ``mxfp4`` / ``mxfp8``:
