@@ -270,6 +270,7 @@ def _fake_splice(monkeypatch, shards: list[dict], interrupt_at: int | None):
     lay = SimpleNamespace(base_layers=1, circuit_layers=0, base={}, circuit={}, launch_tokens=1,
                           config=lambda base_config: {"model_type": "qwen3_5"}, launch_id=lambda i: 5 + i)
     monkeypatch.setattr(build, "check_fits", lambda *a: None)
+    monkeypatch.setattr(build, "estimate", lambda *a, **kw: SimpleNamespace(line=lambda: "faked"))
     monkeypatch.setattr(build, "SpliceLayout", lambda *a: lay)
     monkeypatch.setattr(build, "text_config", lambda cfg: cfg)
     monkeypatch.setattr(build, "suppression_row", lambda *a, **kw: SimpleNamespace(
