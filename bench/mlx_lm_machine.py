@@ -1,6 +1,6 @@
 """A whole SIMT machine as a Qwen3.5-2B-shaped checkpoint, run by unmodified mlx-lm.
 
-    .venv/bin/python bench/mlx_lm_machine.py [--machine default|one-slot] [--out DIR] [--kernel NAME]
+    .venv/bin/python -m bench.mlx_lm_machine [--machine default|one-slot] [--out DIR] [--kernel NAME]
 
 Builds the machine's circuit (``qwengpu-mlx build [--machine M] --shape qwen3.5-2b``:
 hidden 2048, intermediate 6144, 16 linear heads of 128 x 128; 45 layers for the default
@@ -29,20 +29,19 @@ from pathlib import Path
 import mlx.core as mx
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
 
-from oracles import ORACLES  # noqa: E402
+from tests.oracles import ORACLES  # noqa: E402
 
 import qwengpu_mlx.host.frontend  # noqa: E402,F401  (import order: the launch module needs it first)
-from qwengpu_mlx.checkpoint import save_checkpoint  # noqa: E402
+from qwengpu_mlx.runtime.checkpoint import save_checkpoint  # noqa: E402
 from qwengpu_mlx.compiler.pipeline import compile_machine  # noqa: E402
 from qwengpu_mlx.compiler.sizing import QWEN35_2B, dense_parameters  # noqa: E402
 from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs  # noqa: E402
 from qwengpu_mlx.host.reference import run_program  # noqa: E402
-from qwengpu_mlx.machine import MACHINES  # noqa: E402
-from qwengpu_mlx.runner import CircuitRunner  # noqa: E402
+from qwengpu_mlx.core.machine import MACHINES  # noqa: E402
+from qwengpu_mlx.runtime.circuit_runner import CircuitRunner  # noqa: E402
 from qwengpu_mlx.runtime import CircuitStore, check_launch, prompt_tokens, read_memory, run_launch  # noqa: E402
-from qwengpu_mlx.vocab import vocab_for  # noqa: E402
+from qwengpu_mlx.core.vocab import vocab_for  # noqa: E402
 
 
 class CacheState:

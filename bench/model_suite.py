@@ -1,7 +1,7 @@
 """Run the conformance suite on the model backend: exactness, margins, speed.
 
-    .venv/bin/python bench/model_suite.py [KERNEL ...]
-    .venv/bin/python bench/model_suite.py --machine one-slot --shape qwen3.5-2b [--subset | KERNEL ...]
+    .venv/bin/python -m bench.model_suite [KERNEL ...]
+    .venv/bin/python -m bench.model_suite --machine one-slot --shape qwen3.5-2b [--subset | KERNEL ...]
 
 ``--shape qwen3.5-2b`` runs the circuit folded for a dense Qwen3.5-2B-shaped checkpoint
 (``compiler.pipeline.compile_machine``: the very weights ``qwengpu-mlx build`` saves) through the compact
@@ -23,14 +23,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
 
-from oracles import ORACLES  # noqa: E402
+from tests.oracles import ORACLES  # noqa: E402
 
 from qwengpu_mlx.host.launch import bind, compile_kernel  # noqa: E402
 from qwengpu_mlx.host.reference import run_program  # noqa: E402
-from qwengpu_mlx.machine import MACHINES  # noqa: E402
-from qwengpu_mlx.runner import CircuitRunner  # noqa: E402
+from qwengpu_mlx.core.machine import MACHINES  # noqa: E402
+from qwengpu_mlx.runtime.circuit_runner import CircuitRunner  # noqa: E402
 from qwengpu_mlx.runtime import CircuitStore, run_launch  # noqa: E402
 
 

@@ -1,9 +1,9 @@
 """Where a launch token's time goes, and the three runners against each other, in one run.
 
-    .venv/bin/python bench/profile_step.py [--subset] [--repeat N] [--shape narrow|qwen3.5-2b]
+    .venv/bin/python -m bench.profile_step [--subset] [--repeat N] [--shape narrow|qwen3.5-2b]
 
 1. One decode token of the dot product's launch, stage by stage and layer by layer, on
-   the MLX-ops runner (``qwengpu_mlx/runner.py``): every stage evaluated on its own, so
+   the MLX-ops runner (``qwengpu_mlx/runtime/circuit_runner.py``): every stage evaluated on its own, so
    the times add up to more than a compiled token (which fuses across stages).
 2. The same token on the native step (``native_step.py``): its stages timed inside the
    one primitive (``native/circuit_step.cpp``, a profiling plan).
@@ -25,19 +25,18 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
 
 import mlx.core as mx  # noqa: E402
 
-from qwengpu_mlx import native  # noqa: E402
-from qwengpu_mlx.machine import DEFAULT_MACHINE  # noqa: E402
-from qwengpu_mlx.runner import CircuitRunner, live_dims  # noqa: E402
-from qwengpu_mlx.runner_wide import WideCircuitRunner  # noqa: E402
+from qwengpu_mlx.runtime import native  # noqa: E402
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE  # noqa: E402
+from qwengpu_mlx.runtime.circuit_runner import CircuitRunner, live_dims  # noqa: E402
+from qwengpu_mlx.runtime.runner_wide import WideCircuitRunner  # noqa: E402
 from qwengpu_mlx.runtime import CircuitStore, run_launch  # noqa: E402
 from qwengpu_mlx.runtime.prompt import prompt_tokens  # noqa: E402
 
-from model_suite import SUBSET  # noqa: E402
-from oracles import ORACLES  # noqa: E402
+from bench.model_suite import SUBSET  # noqa: E402
+from tests.oracles import ORACLES  # noqa: E402
 
 
 def program(name: str):

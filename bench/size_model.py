@@ -1,8 +1,8 @@
 """The size model (``qwengpu_mlx/splice/sizes.py``) against measurements.
 
-    .venv/bin/python bench/size_model.py                      # the table: full depth, predicted
-    .venv/bin/python bench/size_model.py --circuit            # the circuit alone at 2B's layout, measured
-    .venv/bin/python bench/size_model.py --measure --work DIR [--formats 4bit,bf16,8bit] [--layers 4]
+    .venv/bin/python -m bench.size_model                      # the table: full depth, predicted
+    .venv/bin/python -m bench.size_model --circuit            # the circuit alone at 2B's layout, measured
+    .venv/bin/python -m bench.size_model --measure --work DIR [--formats 4bit,bf16,8bit] [--layers 4]
 
 ``--circuit`` stores the default machine's 45 layers at Qwen3.5-2B's combined width as
 ``build --base`` does (``splice/storage.py``) and prints each module's formats (the
@@ -30,8 +30,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "bench"))
 
 from qwengpu_mlx.splice.random_base import qwen4b_like_config, qwen_like_config  # noqa: E402
 from qwengpu_mlx.splice.sizes import GB, estimate  # noqa: E402
@@ -71,7 +69,7 @@ def measure_circuit() -> None:
     from collections import Counter
 
     from qwengpu_mlx.compiler.sizing import QWEN35_2B
-    from qwengpu_mlx.machine import MACHINES
+    from qwengpu_mlx.core.machine import MACHINES
     from qwengpu_mlx.runtime import CircuitStore
     from qwengpu_mlx.splice.layout import SpliceLayout
     from qwengpu_mlx.splice.sizes import circuit_bytes
@@ -104,7 +102,7 @@ def measure_circuit() -> None:
 def _base_dir(work: Path, fmt: str, layers: int, vocab: int, hidden: int) -> Path:
     """A random base at 2B's widths in ``fmt``: bf16 written as a standard checkpoint,
     quantized ones by mlx-lm's own ``convert``."""
-    from build_real import write_base
+    from bench.build_real import write_base
 
     tag = f"{layers}-{vocab}" + ("" if hidden == 2048 else f"-h{hidden}")
     dense = write_base(work / f"base-bf16-{tag}", full_config("2b", "bf16", layers, vocab, hidden)["text_config"])
@@ -156,9 +154,9 @@ def probe(model_dir: str, prompt_file: str, base: bool, text_tokens: int, launch
 
 
 def _probe(model_dir: Path, prompt_file: Path, ns, base: bool = False) -> dict:
-    cmd = [sys.executable, __file__, "--probe", str(model_dir), "--prompt-file", str(prompt_file),
+    cmd = [sys.executable, "-m", "bench.size_model", "--probe", str(model_dir), "--prompt-file", str(prompt_file),
            "--text-tokens", str(ns.text_tokens)] + ([] if ns.launch else ["--no-launch"])
-    run = subprocess.run(cmd + (["--base"] if base else []), capture_output=True, text=True, check=True)
+    run = subprocess.run(cmd + (["--base"] if base else []), cwd=ROOT, capture_output=True, text=True, check=True)
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 

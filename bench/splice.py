@@ -1,6 +1,6 @@
 """The combined model (base + circuit) through our runner, against the base alone.
 
-    .venv/bin/python bench/splice.py [--layers N] [--vocab V] [--tokens N] [--width 2b|4b]
+    .venv/bin/python -m bench.splice [--layers N] [--vocab V] [--tokens N] [--width 2b|4b]
 
 A random Qwen3.5 base at a real width (Qwen-like statistics, massive dims; depth and
 vocabulary reduced, this CPU decodes the whole 2B at 0.6 tokens/s) and the default
@@ -30,22 +30,21 @@ import numpy as np
 from mlx.utils import tree_flatten
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
 
-from oracles import ORACLES  # noqa: E402
+from tests.oracles import ORACLES  # noqa: E402
 
 import qwengpu_mlx.host.frontend  # noqa: E402,F401
 from qwengpu_mlx.compiler.sizing import QWEN35_2B  # noqa: E402
 from qwengpu_mlx.host.launch import bind, compile_kernel  # noqa: E402
-from qwengpu_mlx.machine import DEFAULT_MACHINE  # noqa: E402
-from qwengpu_mlx.runner import CircuitRunner  # noqa: E402
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE  # noqa: E402
+from qwengpu_mlx.runtime.circuit_runner import CircuitRunner  # noqa: E402
 from qwengpu_mlx.runtime import CircuitStore, launch_program  # noqa: E402
 from qwengpu_mlx.splice.layout import SpliceLayout  # noqa: E402
 from qwengpu_mlx.splice.logits import (combined_text_logits, final_hidden, launch_mass_from_logits,  # noqa: E402
                                        suppression_row)
 from qwengpu_mlx.splice.pipeline import combined_parameters  # noqa: E402
 from qwengpu_mlx.splice.random_base import qwen4b_like_config, qwen_like_config, qwen_like_weights  # noqa: E402
-from qwengpu_mlx.splice.runner import CombinedModel, base_model_from_config  # noqa: E402
+from qwengpu_mlx.splice.combined_runner import CombinedModel, base_model_from_config  # noqa: E402
 
 REAL_2B = dict(qwen_like_config(layers=24, vocab=248320), intermediate_size=6144)
 REAL_4B = qwen4b_like_config(layers=32, vocab=248320)
@@ -158,7 +157,7 @@ def main() -> int:
           f"{'exact' if launch.check.exact and launch.outputs == want else 'WRONG'}, margin {launch.min_margin:.4f}; "
           f"launch tokens/s over base text tokens/s: {launch.tokens_per_s / base_tps:.1f}")
 
-    from qwengpu_mlx import native
+    from qwengpu_mlx.runtime import native
 
     found = native.load()
     if found.module is not None:  # the same launch on the native step over the same circuit

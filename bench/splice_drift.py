@@ -1,9 +1,9 @@
 """Drift of a combined checkpoint through unmodified mlx-lm and through our runner.
 
-    .venv/bin/python bench/splice_drift.py [--tokens N]
+    .venv/bin/python -m bench.splice_drift [--tokens N]
 
 A dense combined checkpoint at a real width is tens of gigabytes, so this splices a
-small complete circuit (``tests/test_equivalence.py``'s pointer chase) into small random
+small complete circuit (``tests/compiler/test_equivalence.py``'s pointer chase) into small random
 Qwen3.5 bases (Qwen-like statistics), float32 and bfloat16, writes the checkpoint as
 ``build --base`` does, and measures on the shipped public-domain sample (its UTF-8 bytes
 folded into the base's vocabulary): mean and largest KL(base || combined) per token,
@@ -33,18 +33,17 @@ from pathlib import Path
 import mlx.core as mx
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
 
-from test_equivalence import build_circuit  # noqa: E402
+from tests.compiler.test_equivalence import build_circuit  # noqa: E402
 
-from qwengpu_mlx.checkpoint import random_config  # noqa: E402
+from qwengpu_mlx.runtime.checkpoint import random_config  # noqa: E402
 from qwengpu_mlx.compiler.compact import compact  # noqa: E402
-from qwengpu_mlx.runner import CircuitRunner  # noqa: E402
+from qwengpu_mlx.runtime.circuit_runner import CircuitRunner  # noqa: E402
 from qwengpu_mlx.splice.build import write_combined  # noqa: E402
 from qwengpu_mlx.splice.drift import bf16_ties, measure, mlx_lm_logits, ours_logits  # noqa: E402
 from qwengpu_mlx.splice.pipeline import calibration_text, sample_text  # noqa: E402
 from qwengpu_mlx.splice.random_base import qwen_like_weights  # noqa: E402
-from qwengpu_mlx.splice.runner import base_model_from_config, load_combined  # noqa: E402
+from qwengpu_mlx.splice.combined_runner import base_model_from_config, load_combined  # noqa: E402
 
 VOCAB = 300
 

@@ -71,7 +71,7 @@ Cost of a full instance (all seven ops): 3 MLP layers, 353 gates (706 hidden uni
 
 from __future__ import annotations
 
-from .residual import Subspace
+from qwengpu_mlx.compiler.residual import Subspace
 
 OPS = ("add", "sub", "neg", "abs", "min", "max", "setp")
 CMPS = ("eq", "ne", "lt", "le", "gt", "ge")

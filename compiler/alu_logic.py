@@ -38,8 +38,8 @@ Every gate's input sum lies within [-30, 8] bit units.
 
 from __future__ import annotations
 
-from .mlp import eq_terms
-from .residual import BIT, Subspace
+from qwengpu_mlx.compiler.mlp import eq_terms
+from qwengpu_mlx.compiler.residual import BIT, Subspace
 
 OPS = ("mov", "and", "or", "xor", "not", "shl", "shr", "selp")
 W = 32

@@ -48,7 +48,7 @@ one layer (G/P straight from the byte remainders) but multiply the outputs of su
 8168 by 256, which float32 does not survive.  Largest input sum of any gate (bit units):
 L1 3, L2 484, L3 41, L4 262, L5 2104 (the carry fold ``8 x_t``), all < 2^12.
 
-Costs per instance (``tests/test_alu_mul.py`` prints them): mul/mad 974 gates = 1948 MLP
+Costs per instance (``tests/compiler/test_alu_mul.py`` prints them): mul/mad 974 gates = 1948 MLP
 units (L1 560, L2 134, L3 224, L4 3, L5 53) and 42 scratch dims (8 nibbles, 32 digits,
 2 carry sums); 5-term multi-add with masks and enable 393 gates (160, 32, 148, 3, 50) and
 40 scratch dims.
@@ -59,7 +59,7 @@ and holds 0/1 within ~1e-4 (L1 re-levels all of them).
 
 from __future__ import annotations
 
-from .residual import Subspace
+from qwengpu_mlx.compiler.residual import Subspace
 
 NIB = 4  # bits per nibble limb
 BYTE = 8

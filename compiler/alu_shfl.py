@@ -33,7 +33,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .residual import Subspace
+from qwengpu_mlx.compiler.residual import Subspace
 
 MODES = ("idx", "up", "down", "bfly")
 LANES = 4

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field, replace
 import mlx.core as mx
 import numpy as np
 
-from .deltanet import DeltaNetBuilder
-from .levels import DEFAULT_LEVELS, Levels
-from .mlp import MLPBuilder
-from .placement import placing
-from .residual import ResidualLayout
+from qwengpu_mlx.compiler.deltanet import DeltaNetBuilder
+from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS, Levels
+from qwengpu_mlx.compiler.mlp import MLPBuilder
+from qwengpu_mlx.compiler.placement import placing
+from qwengpu_mlx.compiler.residual import ResidualLayout
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 The compiled layers are mostly zeros. For every layer this keeps only the residual
 dims a projection reads, the heads and MLP units that exist and the dims they write,
-as small dense matrices. ``qwengpu_mlx.runner`` runs them with the same operations as
+as small dense matrices. ``qwengpu_mlx.runtime.circuit_runner`` runs them with the same operations as
 the dense model (full-width RMSNorm, the same recurrence), so a launch is token for
 token the same; tests compare the two on small shapes.
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .assemble import CircuitPlan
+from qwengpu_mlx.compiler.assemble import CircuitPlan
 
 
 @dataclass

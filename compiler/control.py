@@ -23,10 +23,10 @@ mask is not all its live lanes.
 
 from __future__ import annotations
 
-from qwengpu_mlx.encoding import PSRC_FILE, PSRC_FWD, term_fields
-from qwengpu_mlx.isa import TermKind
-from qwengpu_mlx.records import NEXT_KINDS, ent_layout, next_layout, pc_bits, wst_layout
-from qwengpu_mlx.vocab import CHUNK_BITS, CHUNK_SHIFT, ENT_ITEMS, MAX_GRID, STACK_LEVELS
+from qwengpu_mlx.core.encoding import PSRC_FILE, PSRC_FWD, term_fields
+from qwengpu_mlx.core.isa import TermKind
+from qwengpu_mlx.core.records import NEXT_KINDS, ent_layout, next_layout, pc_bits, wst_layout
+from qwengpu_mlx.core.vocab import CHUNK_BITS, CHUNK_SHIFT, ENT_ITEMS, MAX_GRID, STACK_LEVELS
 
 
 D = STACK_LEVELS
@@ -40,7 +40,7 @@ class Control:
         self.t = mc.t
         self.W = mc.m.max_warps
         self.N = mc.m.lanes
-        # record bit layouts (``qwengpu_mlx.records``): the status row, a stack entry, the next token
+        # record bit layouts (``qwengpu_mlx.core.records``): the status row, a stack entry, the next token
         self.ST, self.EN, self.NX = wst_layout(self.m), ent_layout(self.m), next_layout(self.m)
         self.P = pc_bits(self.m)  # bits of a pc
         if self.P > term_fields(self.m)["target"][1]:

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .levels import DEFAULT_LEVELS, Levels
-from .residual import ResidualLayout
+from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS, Levels
+from qwengpu_mlx.compiler.residual import ResidualLayout
 
 CURRENT = 3  # conv tap of the current token
 

@@ -9,14 +9,14 @@ record, then ``EXEC(0, 0, lanes of warp 0)``. docs/CIRCUIT.md, "Pass layout", it
 
 from __future__ import annotations
 
-from qwengpu_mlx.records import NEXT_KINDS, ent_layout, next_layout, wst_layout
-from qwengpu_mlx.vocab import CHUNK_BITS, CHUNK_SHIFT, ENT_ITEMS
+from qwengpu_mlx.core.records import NEXT_KINDS, ent_layout, next_layout, wst_layout
+from qwengpu_mlx.core.vocab import CHUNK_BITS, CHUNK_SHIFT, ENT_ITEMS
 
-from .control import LEVEL_BITS
-from .deltanet import CURRENT
-from .residual import BIT
-from .slot import MEM_WORD_BITS, mem_word_bits
-from .tokens import OUT_GAIN
+from qwengpu_mlx.compiler.control import LEVEL_BITS
+from qwengpu_mlx.compiler.deltanet import CURRENT
+from qwengpu_mlx.compiler.residual import BIT
+from qwengpu_mlx.compiler.slot import MEM_WORD_BITS, mem_word_bits
+from qwengpu_mlx.compiler.tokens import OUT_GAIN
 
 
 class EmitStage:

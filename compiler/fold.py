@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .assemble import CircuitPlan, Shape
-from .reuse import Reuse, reuse_dims
-from .sizing import DoesNotFit, Misfit, needs, shape_misfits
+from qwengpu_mlx.compiler.assemble import CircuitPlan, Shape
+from qwengpu_mlx.compiler.reuse import Reuse, reuse_dims
+from qwengpu_mlx.compiler.sizing import DoesNotFit, Misfit, needs, shape_misfits
 
 SPREAD_SHARES = (0.8, 0.75, 0.85, 0.7, 0.9)
 """Shares of the target MLP width the logical gates are spread to, tried in turn: the

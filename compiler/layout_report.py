@@ -3,8 +3,8 @@ residual dims hold what, and which stage placed each layer's gates and heads."""
 
 from __future__ import annotations
 
-from .placement import describe
-from .sizing import live_dims
+from qwengpu_mlx.compiler.placement import describe
+from qwengpu_mlx.compiler.sizing import live_dims
 
 
 def _plan(mc_or_compiled):

@@ -20,25 +20,25 @@ registers and memory, so the other passes' datapath values are harmless.
 
 from __future__ import annotations
 
-from qwengpu_mlx.encoding import (
+from qwengpu_mlx.core.encoding import (
     CMPS, MODES, OPCODES, PSRC_FWD, SLOT_BITS, SLOT_FIELDS, SRC_SCALED, TERM_KINDS, pfinal_piece, term_fields,
     term_piece,
 )
-from qwengpu_mlx.machine import DEFAULT_MACHINE, SCALED_SPECIALS, MachineConfig
-from qwengpu_mlx.vocab import CHUNK_BITS, CHUNK_SHIFT, ENT_ITEMS, vocab_for
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE, SCALED_SPECIALS, MachineConfig
+from qwengpu_mlx.core.vocab import CHUNK_BITS, CHUNK_SHIFT, ENT_ITEMS, vocab_for
 
-from .assemble import CircuitPlan, Shape
-from .control import Control
-from .deltanet import CURRENT
-from .emit import EmitStage
-from .levels import DEFAULT_LEVELS, Levels
-from .mlp import eq_terms
-from .placement import placing
-from .residual import ResidualLayout, Subspace
-from .schedule import ScheduleOutcome, schedule_plan
-from .sizing import QWEN35_2B
-from .slot import EARLY_OPNDS, PREDOPS, SlotStage
-from .tokens import TokenDims
+from qwengpu_mlx.compiler.assemble import CircuitPlan, Shape
+from qwengpu_mlx.compiler.control import Control
+from qwengpu_mlx.compiler.deltanet import CURRENT
+from qwengpu_mlx.compiler.emit import EmitStage
+from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS, Levels
+from qwengpu_mlx.compiler.mlp import eq_terms
+from qwengpu_mlx.compiler.placement import placing
+from qwengpu_mlx.compiler.residual import ResidualLayout, Subspace
+from qwengpu_mlx.compiler.schedule import ScheduleOutcome, schedule_plan
+from qwengpu_mlx.compiler.sizing import QWEN35_2B
+from qwengpu_mlx.compiler.slot import EARLY_OPNDS, PREDOPS, SlotStage
+from qwengpu_mlx.compiler.tokens import TokenDims
 
 MAX_LAYERS = 48
 """A sanity bound on the circuit's depth: the published machine needs 45 layers (the

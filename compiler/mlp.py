@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .levels import DEFAULT_LEVELS, Levels
-from .residual import ResidualLayout
+from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS, Levels
+from qwengpu_mlx.compiler.residual import ResidualLayout
 
 
 def eq_terms(dims, value: int) -> tuple[list, int]:

@@ -19,15 +19,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from qwengpu_mlx.machine import DEFAULT_MACHINE, MachineConfig
-from qwengpu_mlx.machine_support import check_circuit_supports
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
+from qwengpu_mlx.core.machine_support import check_circuit_supports
 
-from .assemble import CircuitPlan, Shape
-from .fold import SPREAD_SHARES, fit_shape, fold_onto, residual_misfit, spread_units
-from .machine_circuit import LINEAR_HEADS, MLP_UNITS, NARROW, MachineCircuit, memory_heads_in
-from .reuse import Reuse
-from .schedule import ScheduleOutcome
-from .sizing import DoesNotFit
+from qwengpu_mlx.compiler.assemble import CircuitPlan, Shape
+from qwengpu_mlx.compiler.fold import SPREAD_SHARES, fit_shape, fold_onto, residual_misfit, spread_units
+from qwengpu_mlx.compiler.machine_circuit import LINEAR_HEADS, MLP_UNITS, NARROW, MachineCircuit, memory_heads_in
+from qwengpu_mlx.compiler.reuse import Reuse
+from qwengpu_mlx.compiler.schedule import ScheduleOutcome
+from qwengpu_mlx.compiler.sizing import DoesNotFit
 
 
 @dataclass
@@ -53,7 +53,7 @@ class CompiledMachine:
 
     def compact(self):
         """The compact circuit of ``plan`` (``compiler.compact``), knowing where the host reads memory."""
-        from .compact import compact
+        from qwengpu_mlx.compiler.compact import compact
 
         cc = compact(self.plan)
         cc.memory_heads = self.memory_heads

@@ -40,9 +40,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from . import placement
-from .assemble import CircuitPlan
-from .mlp import Gate
+from qwengpu_mlx.compiler import placement
+from qwengpu_mlx.compiler.assemble import CircuitPlan
+from qwengpu_mlx.compiler.mlp import Gate
 
 CLEAR_RANGE = 64  # the most clear gates one value may need (hi - lo)
 GATE_RESIDUE, HEAD_RESIDUE = 1e-6, 5e-4  # relative residue a clear leaves (see ``_residue``)

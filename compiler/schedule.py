@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, replace
 
-from .assemble import CircuitPlan
-from .placement import note_moves
+from qwengpu_mlx.compiler.assemble import CircuitPlan
+from qwengpu_mlx.compiler.placement import note_moves
 
 
 class ScheduleError(ValueError):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .assemble import CircuitPlan, Shape
+from qwengpu_mlx.compiler.assemble import CircuitPlan, Shape
 
 QWEN35_2B = Shape(hidden=2048, intermediate=6144, linear_heads=16, key_dim=128, value_dim=128,
                   attn_heads=8, kv_heads=2, head_dim=256)

@@ -11,19 +11,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from qwengpu_mlx.encoding import (
+from qwengpu_mlx.core.encoding import (
     CMPS, MODES, PSRC_FILE, PSRC_FWD, PSRC_NONE, SRC_FWD, SRC_IMM, SRC_SCALED, SRC_SPECIAL,
 )
-from qwengpu_mlx.isa import Op
-from qwengpu_mlx.machine import SCALED_SPECIALS, SPECIAL_REGISTERS
-from qwengpu_mlx.vocab import CHUNK_BITS, CHUNK_SHIFT
+from qwengpu_mlx.core.isa import Op
+from qwengpu_mlx.core.machine import SCALED_SPECIALS, SPECIAL_REGISTERS
+from qwengpu_mlx.core.vocab import CHUNK_BITS, CHUNK_SHIFT
 
-from .alu_add import build_add_family
-from .alu_logic import build_logic_family
-from .alu_mul import build_multi_add, build_mul_family
-from .alu_shfl import build_shfl
-from .mlp import eq_terms
-from .residual import BIT, Subspace
+from qwengpu_mlx.compiler.alu_add import build_add_family
+from qwengpu_mlx.compiler.alu_logic import build_logic_family
+from qwengpu_mlx.compiler.alu_mul import build_multi_add, build_mul_family
+from qwengpu_mlx.compiler.alu_shfl import build_shfl
+from qwengpu_mlx.compiler.mlp import eq_terms
+from qwengpu_mlx.compiler.residual import BIT, Subspace
 
 MEM_WORD_BITS = 7  # binary digits of a memory word index, at least (the published machine's)
 

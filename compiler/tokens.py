@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from qwengpu_mlx.machine import MachineConfig
-from qwengpu_mlx.vocab import CHUNK_BITS, ENT_ITEMS, MAX_GRID, STACK_LEVELS, Vocab
+from qwengpu_mlx.core.machine import MachineConfig
+from qwengpu_mlx.core.vocab import CHUNK_BITS, ENT_ITEMS, MAX_GRID, STACK_LEVELS, Vocab
 
-from .residual import ResidualLayout
+from qwengpu_mlx.compiler.residual import ResidualLayout
 
 KINDS = ["PROG", "MEM", "C0", "C1", "C2", "DIMS", "GRID", "GO", "CTA", "EXEC", "VAL", "PVAL", "ENT", "WST",
          "STOP", "FAULT", "VALU"]

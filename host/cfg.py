@@ -7,7 +7,7 @@ at the end of the kernel.
 
 from __future__ import annotations
 
-from qwengpu_mlx.isa import Block, TermKind
+from qwengpu_mlx.core.isa import Block, TermKind
 
 EXIT_NODE = -1
 

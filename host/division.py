@@ -29,9 +29,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from qwengpu_mlx.isa import Imm, Op
+from qwengpu_mlx.core.isa import Imm, Op
 
-from .ir import LInstr, LLabel, LTerm, VPred, VReg
+from qwengpu_mlx.host.ir import LInstr, LLabel, LTerm, VPred, VReg
 
 __all__ = ["TRAP_ADDRESS", "divide", "mul_hi"]
 

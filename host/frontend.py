@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from qwengpu_mlx.errors import ClangNotFound, FrontendError
+from qwengpu_mlx.core.errors import ClangNotFound, FrontendError
 from qwengpu_mlx.host.ptx_ast import PtxKernel, PtxModule
 from qwengpu_mlx.host.ptx_parser import parse_ptx
 

@@ -24,10 +24,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from qwengpu_mlx.isa import Imm, Op
+from qwengpu_mlx.core.isa import Imm, Op
 
-from .ir import BasicBlock, LInstr, VPred
-from .regalloc import PURE_OPS, _data_defs, _pred_defs, live_before
+from qwengpu_mlx.host.ir import BasicBlock, LInstr, VPred
+from qwengpu_mlx.host.regalloc import PURE_OPS, _data_defs, _pred_defs, live_before
 
 MAX_BODY = 9
 """Instructions a converted body may have: every lane runs them, taken or not."""

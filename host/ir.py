@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from qwengpu_mlx.isa import Op, Terminator, TermKind
+from qwengpu_mlx.core.isa import Op, Terminator, TermKind
 
 
 @dataclass(frozen=True)

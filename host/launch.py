@@ -1,8 +1,9 @@
 """The host's driver API: compile a kernel, bind a launch, run it on a backend.
 
 This plays NVRTC + the CUDA driver: CUDA (or PTX) source -> PTX module -> machine
-program bound to the launch's arguments. Running it is the launch runtime's job
-(``qwengpu_mlx.runtime``); :func:`launch` and :func:`run` are shortcuts into it.
+program bound to the launch's arguments. Running it on the model is the launch runtime's
+job (``qwengpu_mlx.runtime``, the floor above); :func:`launch` and :func:`run` run it on the
+reference interpreter, which is what the host's tests of the front end need.
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from qwengpu_mlx.errors import FrontendError, LaunchError
-from qwengpu_mlx.isa import Program
-from qwengpu_mlx.machine import DEFAULT_MACHINE, MachineConfig
-from qwengpu_mlx.runtime.readout import read_outputs  # noqa: F401 - part of the host's API
+from qwengpu_mlx.core.errors import FrontendError
+from qwengpu_mlx.core.isa import Program
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
+from qwengpu_mlx.core.readout import read_outputs  # also part of the host's API
 
-from .signature import KernelParam, cuda_kernel_params, ptx_param_name
+from qwengpu_mlx.host.reference import run_program
+from qwengpu_mlx.host.signature import KernelParam, cuda_kernel_params, ptx_param_name
 
 
 @dataclass
@@ -45,8 +47,8 @@ class LaunchResult:
 
 def compile_kernel(source: str | Path, kernel: str | None = None, *, frontend: str = "clang") -> CompiledKernel:
     """CUDA (.cu) or PTX (.ptx) file -> the selected kernel, parsed."""
-    from .frontend import cuda_to_ptx, read_ptx_file, read_source, select_kernel
-    from .ptx_parser import parse_ptx
+    from qwengpu_mlx.host.frontend import cuda_to_ptx, read_ptx_file, read_source, select_kernel
+    from qwengpu_mlx.host.ptx_parser import parse_ptx
 
     path = Path(source)
     if not path.exists():
@@ -61,7 +63,7 @@ def compile_kernel(source: str | Path, kernel: str | None = None, *, frontend: s
     k = select_kernel(module, kernel)
     params = None
     if cuda is not None:
-        from .frontend import demangle_kernel_name
+        from qwengpu_mlx.host.frontend import demangle_kernel_name
 
         params = cuda_kernel_params(cuda, demangle_kernel_name(k.name))
     if params is None or len(params) != len(k.params):
@@ -72,7 +74,7 @@ def compile_kernel(source: str | Path, kernel: str | None = None, *, frontend: s
 def bind(ck: CompiledKernel, args: dict, *, block: int = 4, grid: int = 1,
          machine: MachineConfig = DEFAULT_MACHINE, few_tokens: bool = True) -> Program:
     """Lower a compiled kernel for one launch (arguments become memory and immediates)."""
-    from .lowering import lower
+    from qwengpu_mlx.host.lowering import lower
 
     return lower(ck.module, ck.kernel, ck.params, args, block_dim=block, grid_dim=grid, machine=machine,
                  few_tokens=few_tokens)
@@ -84,28 +86,18 @@ def placeholder_args(ck: CompiledKernel) -> dict:
 
 
 def launch(source: str | Path, kernel: str | None = None, *, block: int = 4, grid: int = 1,
-           args: dict, backend: str = "reference", machine: MachineConfig = DEFAULT_MACHINE,
-           step_budget: int | None = None, frontend: str = "clang", store=None) -> LaunchResult:
-    """Compile, bind and run one launch; outputs are every pointer parameter afterwards."""
+           args: dict, machine: MachineConfig = DEFAULT_MACHINE, step_budget: int | None = None,
+           frontend: str = "clang") -> LaunchResult:
+    """Compile, bind and run one launch on the reference interpreter (the host's own check
+    of what a kernel means); outputs are every pointer parameter afterwards."""
     ck = compile_kernel(source, kernel, frontend=frontend)
     program = bind(ck, args, block=block, grid=grid, machine=machine)
-    return run(program, backend=backend, machine=machine, step_budget=step_budget, store=store)
+    return run(program, machine=machine, step_budget=step_budget)
 
 
-def run(program: Program, *, backend: str = "reference", machine: MachineConfig = DEFAULT_MACHINE,
-        step_budget: int | None = None, store=None) -> LaunchResult:
-    """Run a bound program through the launch runtime (``qwengpu_mlx.runtime``).
-
-    ``store``: the CircuitStore whose circuit the model backend runs on (default: a
-    new one, which reads the on-disk circuit cache)."""
-    from qwengpu_mlx import runtime
-
-    if backend == "reference":
-        ref = runtime.run_reference(program, machine, step_budget=step_budget)
-        return LaunchResult(program.kernel, "reference", ref.outputs, ref.steps, program)
-    if backend == "model":
-        ml = runtime.launch_program(program, store or runtime.CircuitStore(), machine, step_budget=step_budget)
-        return LaunchResult(program.kernel, "model", ml.outputs, ml.steps, program,
-                            {"tokens": len(ml.tokens), "launch_tokens": ml.tokens,
-                             "tokens_per_s": round(ml.tokens_per_s, 2)})
-    raise LaunchError(f"unknown backend `{backend}` (available: model, reference)")
+def run(program: Program, *, machine: MachineConfig = DEFAULT_MACHINE,
+        step_budget: int | None = None) -> LaunchResult:
+    """A bound program on the reference interpreter. Launches on the model go through the
+    launch runtime (``qwengpu_mlx.runtime.launch_program``), a floor above this one."""
+    res = run_program(program, machine, step_budget=step_budget, trace=False)
+    return LaunchResult(program.kernel, "reference", read_outputs(program, res.memory), res.steps, program)

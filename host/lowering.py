@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from qwengpu_mlx.errors import LaunchError, ResourceError, UnsupportedError
-from qwengpu_mlx.isa import (
+from qwengpu_mlx.core.errors import LaunchError, ResourceError, UnsupportedError
+from qwengpu_mlx.core.isa import (
     ArrayBinding,
     Block,
     Imm,
@@ -34,11 +34,11 @@ from qwengpu_mlx.isa import (
     Terminator,
     TermKind,
 )
-from qwengpu_mlx.machine import DEFAULT_MACHINE, LARGE_MACHINE, SPECIAL_REGISTERS, MachineConfig
-from qwengpu_mlx.vocab import RECORD_TOKENS
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE, LARGE_MACHINE, SPECIAL_REGISTERS, MachineConfig
+from qwengpu_mlx.core.vocab import RECORD_TOKENS
 
-from . import cfg, division, ifconvert, packing, ranges, regalloc, wide_index
-from .ir import (  # noqa: F401 - the IR's names stay importable from here
+from qwengpu_mlx.host import cfg, division, ifconvert, packing, ranges, regalloc, wide_index
+from qwengpu_mlx.host.ir import (  # noqa: F401 - the IR's names stay importable from here
     BasicBlock,
     LBarrier,
     LConst,
@@ -50,8 +50,8 @@ from .ir import (  # noqa: F401 - the IR's names stay importable from here
     VPred,
     VReg,
 )
-from .ir import successors as _succ
-from .ptx_ast import (
+from qwengpu_mlx.host.ir import successors as _succ
+from qwengpu_mlx.host.ptx_ast import (
     ImmRef,
     MemRef,
     PairRef,
@@ -63,9 +63,9 @@ from .ptx_ast import (
     SpecialRef,
     SymRef,
 )
-from .signature import KernelParam
-from .srcloc import source_error
-from .validate import check_program, validate_kernel
+from qwengpu_mlx.host.signature import KernelParam
+from qwengpu_mlx.host.srcloc import source_error
+from qwengpu_mlx.host.validate import check_program, validate_kernel
 
 M32 = 0xFFFFFFFF
 INT_TYPES32 = {"s32", "u32", "b32"}
@@ -632,7 +632,7 @@ FOLDABLE = (Op.MOV, Op.ADD, Op.SUB, Op.MUL, Op.MAD, Op.SHL, Op.AND, Op.OR)  # ad
 
 def _fold(op: Op, vals: list[int], signed: bool) -> int | None:
     """The constant value of an instruction whose operands are all constants, if we fold it."""
-    from .reference import alu_value
+    from qwengpu_mlx.host.reference import alu_value
 
     return alu_value(op, vals, signed=signed) if op in FOLDABLE else None
 
@@ -1302,6 +1302,6 @@ def _extend(value: int, bits: int, signed: bool) -> int:
 
 
 def _display_name(name: str) -> str:
-    from .frontend import demangle_kernel_name
+    from qwengpu_mlx.host.frontend import demangle_kernel_name
 
     return demangle_kernel_name(name)

@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from itertools import islice
 
-from qwengpu_mlx.isa import Op, Special
+from qwengpu_mlx.core.isa import Op, Special
 
-from .ir import LInstr, MBlock, VReg
-from .regalloc import _data_defs, _data_uses, _liveness, _pred_defs, _pred_uses, _term_pred, live_before
+from qwengpu_mlx.host.ir import LInstr, MBlock, VReg
+from qwengpu_mlx.host.regalloc import _data_defs, _data_uses, _liveness, _pred_defs, _pred_uses, _term_pred, live_before
 
 Cutter = Callable[[Sequence[LInstr]], list[list[LInstr]]]
 MEMORY_OPS = (Op.LD, Op.ST, Op.ATOM_ADD)

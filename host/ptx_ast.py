@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .srcloc import SourceLoc
+from qwengpu_mlx.host.srcloc import SourceLoc
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from qwengpu_mlx.errors import FrontendError, UnsupportedError
+from qwengpu_mlx.core.errors import FrontendError, UnsupportedError
 from qwengpu_mlx.host.srcloc import SourceLoc, source_error
 from qwengpu_mlx.host.ptx_ast import (
     ImmRef,

@@ -17,9 +17,9 @@ over every definition, so the lowering can
 
 from __future__ import annotations
 
-from qwengpu_mlx.isa import Imm, Op, Special
+from qwengpu_mlx.core.isa import Imm, Op, Special
 
-from .ir import BasicBlock, LInstr, VReg
+from qwengpu_mlx.host.ir import BasicBlock, LInstr, VReg
 
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 FULL = (INT_MIN, INT_MAX)

@@ -1,7 +1,7 @@
 """The exact reference interpreter of the SIMT machine (``docs/MACHINE.md``).
 
-:func:`run_program` runs a lowered :class:`~qwengpu_mlx.isa.Program` on a
-:class:`~qwengpu_mlx.machine.MachineConfig` and returns the final memory, the step
+:func:`run_program` runs a lowered :class:`~qwengpu_mlx.core.isa.Program` on a
+:class:`~qwengpu_mlx.core.machine.MachineConfig` and returns the final memory, the step
 count and a per-step trace. The model backend is replayed against that trace step by
 step, so everything here is deterministic and follows the specification literally:
 
@@ -14,7 +14,7 @@ step, so everything here is deterministic and follows the specification literall
   with ``reconv=None`` reconverges only at exit;
 * a barrier releases when every live (not exited) thread of the thread block waits
   at a barrier; if no warp can run and some live thread is not at a barrier the
-  launch stops with :class:`~qwengpu_mlx.errors.BarrierDeadlock`.
+  launch stops with :class:`~qwengpu_mlx.core.errors.BarrierDeadlock`.
 
 Step numbers in :class:`StepRecord` are 0-based and count over the whole grid, so
 ``result.trace[i].step == i``. Errors raised while running
@@ -28,8 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from qwengpu_mlx import isa
-from qwengpu_mlx.errors import (
+from qwengpu_mlx.core import isa
+from qwengpu_mlx.core.errors import (
     BarrierDeadlock,
     DivisionByZero,
     ExecutionError,
@@ -37,8 +37,8 @@ from qwengpu_mlx.errors import (
     ResourceError,
     StepBudgetExceeded,
 )
-from qwengpu_mlx.isa import Imm, Instr, Op, Pred, Reg, Special, TermKind
-from qwengpu_mlx.machine import DEFAULT_MACHINE, OPERAND_SPECIALS, MachineConfig, to_signed
+from qwengpu_mlx.core.isa import Imm, Instr, Op, Pred, Reg, Special, TermKind
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE, OPERAND_SPECIALS, MachineConfig, to_signed
 
 EXIT_PC = -1
 """Sentinel block index: "reconverge only at exit" (a branch with ``reconv=None``)."""

@@ -9,12 +9,12 @@ the number of values live at once and the PTX line where that happens.
 
 from __future__ import annotations
 
-from qwengpu_mlx.errors import ResourceError
-from qwengpu_mlx.isa import Block, Imm, Instr, Op, Pred, Reg, Special
-from qwengpu_mlx.machine import MachineConfig
+from qwengpu_mlx.core.errors import ResourceError
+from qwengpu_mlx.core.isa import Block, Imm, Instr, Op, Pred, Reg, Special
+from qwengpu_mlx.core.machine import MachineConfig
 
-from .ir import LInstr, MBlock, VPred, VReg, successors
-from .srcloc import where
+from qwengpu_mlx.host.ir import LInstr, MBlock, VPred, VReg, successors
+from qwengpu_mlx.host.srcloc import where
 
 PURE_OPS = {o for o in Op} - {Op.ST, Op.ATOM_ADD}
 

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import re
 
-from qwengpu_mlx import isa
-from qwengpu_mlx.errors import InvalidPtx, MalformedProgram
-from qwengpu_mlx.isa import Imm, Op, Reg, Special, TermKind
-from qwengpu_mlx.machine import OPERAND_SPECIALS, MachineConfig
+from qwengpu_mlx.core import isa
+from qwengpu_mlx.core.errors import InvalidPtx, MalformedProgram
+from qwengpu_mlx.core.isa import Imm, Op, Reg, Special, TermKind
+from qwengpu_mlx.core.machine import OPERAND_SPECIALS, MachineConfig
 
-from .srcloc import source_error
-from .ptx_ast import ImmRef, MemRef, PairRef, PtxInstr, PtxKernel, PtxLabel, PtxModule, RegRef, SpecialRef, SymRef
+from qwengpu_mlx.host.srcloc import source_error
+from qwengpu_mlx.host.ptx_ast import ImmRef, MemRef, PairRef, PtxInstr, PtxKernel, PtxLabel, PtxModule, RegRef, SpecialRef, SymRef
 
 __all__ = ["SIGNATURES", "validate_kernel", "check_program"]
 
@@ -307,7 +307,7 @@ def check_program(program: isa.Program, machine: MachineConfig) -> None:
     """Raise :class:`MalformedProgram` unless every block and instruction of ``program``
     is well-formed for ``machine`` and the whole program encodes into its ROM: the
     proof, before either backend runs it, that both run the same valid program."""
-    from qwengpu_mlx.encoding import EncodeError, encode_program
+    from qwengpu_mlx.core.encoding import EncodeError, encode_program
 
     if not 1 <= len(program.blocks) <= machine.rom_blocks:
         raise _bad("program", f"{len(program.blocks)} blocks for a ROM of {machine.rom_blocks}")

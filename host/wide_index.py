@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from qwengpu_mlx.isa import Imm, Op
+from qwengpu_mlx.core.isa import Imm, Op
 
-from . import ranges
-from .ir import BasicBlock, LInstr, VReg
+from qwengpu_mlx.host import ranges
+from qwengpu_mlx.host.ir import BasicBlock, LInstr, VReg
 
 M32 = 0xFFFFFFFF
 SPAN = 1 << 28

@@ -51,7 +51,7 @@ ensure_venv() {
   fi
 }
 
-# The native token step (qwengpu_mlx/native) is built with CMake on first use; without it
+# The native token step (qwengpu_mlx/runtime/native) is built with CMake on first use; without it
 # launches still run, on the slower MLX-ops path.
 ensure_cmake() {
   if command -v cmake >/dev/null 2>&1 || [ -x "$VENV/bin/cmake" ]; then return; fi

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from qwengpu_mlx.errors import ClangNotFound
+from qwengpu_mlx.core.errors import ClangNotFound
 from qwengpu_mlx.host.frontend import find_clang
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,7 +33,7 @@ def cu(tmp_path: Path, code: str, name: str = "kernel.cu") -> Path:
 
 
 def cli(*argv, env: dict | None = None) -> subprocess.CompletedProcess:
-    """``python -m qwengpu_mlx.cli ARGV``; ``run`` defaults to the reference backend here,
+    """``python -m qwengpu_mlx.cli.main ARGV``; ``run`` defaults to the reference backend here,
     since these tests are about the machine and its front end."""
     argv = [str(a) for a in argv]
     if argv and argv[0] == "run" and "--backend" not in argv:
@@ -41,5 +41,5 @@ def cli(*argv, env: dict | None = None) -> subprocess.CompletedProcess:
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
-    return subprocess.run([sys.executable, "-m", "qwengpu_mlx.cli", *argv],
+    return subprocess.run([sys.executable, "-m", "qwengpu_mlx.cli.main", *argv],
                           capture_output=True, text=True, cwd=REPO, env=full_env, timeout=120)

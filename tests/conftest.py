@@ -13,7 +13,7 @@ def pytest_configure(config):
         _OWN_CACHE = tempfile.mkdtemp(prefix="qwengpu-mlx-test-cache-")
         os.environ["QWENGPU_MLX_CACHE"] = _OWN_CACHE
     # the native token step is built once, here, so no test's output shows the build line
-    from qwengpu_mlx import native
+    from qwengpu_mlx.runtime import native
 
     native.load(log=lambda line: None)
 
@@ -44,7 +44,7 @@ def example_launch(store):
     from pathlib import Path
 
     from qwengpu_mlx.host.launch import bind, compile_kernel
-    from qwengpu_mlx.machine import DEFAULT_MACHINE
+    from qwengpu_mlx.core.machine import DEFAULT_MACHINE
     from qwengpu_mlx.runtime import run_launch
 
     here = Path(__file__).resolve().parent

@@ -59,7 +59,7 @@ def arrays(spec: dict) -> dict[str, np.ndarray]:
 
 def machine_of(spec: dict):
     """The machine a launch file names (``"machine"``), the published one when it names none."""
-    from qwengpu_mlx.machine import MACHINES
+    from qwengpu_mlx.core.machine import MACHINES
 
     return MACHINES[spec.get("machine", "default")]
 

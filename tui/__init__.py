@@ -9,7 +9,7 @@ backend seam), :mod:`.cli_entry` (the ``tui`` subcommand).
 
 def __getattr__(name):  # lazy: importing the package does not import Textual
     if name == "DashboardApp":
-        from .app import DashboardApp
+        from qwengpu_mlx.tui.app import DashboardApp
 
         return DashboardApp
     raise AttributeError(name)

@@ -13,9 +13,9 @@ from pathlib import Path
 from textual.app import App
 from textual.binding import Binding
 
-from .chat import ChatBackend, chat_backend
-from .palette import DashboardCommands
-from .screens import MainScreen
+from qwengpu_mlx.tui.chat import ChatBackend, chat_backend
+from qwengpu_mlx.tui.palette import DashboardCommands
+from qwengpu_mlx.tui.screens import MainScreen
 
 
 class DashboardApp(App):

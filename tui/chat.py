@@ -87,6 +87,6 @@ def chat_backend(model: str | None, *, log=lambda s: None, thinking: bool | None
         return NoChat()
     from qwengpu_mlx.chat.cli import open_model
     from qwengpu_mlx.chat.session import ChatSettings
-    from qwengpu_mlx.machine import DEFAULT_MACHINE
+    from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 
     return SessionChat(open_model(model, DEFAULT_MACHINE, log=log), ChatSettings(check=True, thinking=thinking))

@@ -1,4 +1,4 @@
-"""The ``tui`` subcommand: ``add_parser(subparsers)`` and ``run(ns)`` for qwengpu_mlx/cli.py."""
+"""The ``tui`` subcommand: ``add_parser(subparsers)`` and ``run(ns)`` for qwengpu_mlx/cli/main.py."""
 
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ def run(ns) -> int:
     """Open the chat model first (a bad --model is the CLI's error, before any screen), then the app."""
     import sys
 
-    from .app import DashboardApp
-    from .chat import chat_backend
+    from qwengpu_mlx.tui.app import DashboardApp
+    from qwengpu_mlx.tui.chat import chat_backend
 
     model = getattr(ns, "model", None)
     chat = chat_backend(model, log=lambda text: print(f"[{text}]", file=sys.stderr, flush=True),

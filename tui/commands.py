@@ -40,7 +40,7 @@ class RunRequest:
     grid: int = 1
     kernel: str | None = None
     text: str = ""  # the command as typed
-    machine: str = "default"  # the named machine the launch file asks for (``qwengpu_mlx.machine.MACHINES``)
+    machine: str = "default"  # the named machine the launch file asks for (``qwengpu_mlx.core.machine.MACHINES``)
 
     def describe(self) -> str:
         args = " ".join(f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in self.args.items())
@@ -132,9 +132,9 @@ def parse_run(rest: str, kernels: Path | None = None, full: str = "") -> RunRequ
 
 def kernel_description(source: Path) -> dict | None:
     """The launch file beside the kernel, read as the command line reads it
-    (``qwengpu_mlx.launch_spec``); None when there is none or it is malformed."""
-    from qwengpu_mlx.errors import LaunchError
-    from qwengpu_mlx.launch_spec import read_launch_spec, spec_beside
+    (``qwengpu_mlx.core.launch_spec``); None when there is none or it is malformed."""
+    from qwengpu_mlx.core.errors import LaunchError
+    from qwengpu_mlx.core.launch_spec import read_launch_spec, spec_beside
 
     j = spec_beside(source)
     if j is None:

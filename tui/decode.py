@@ -9,7 +9,7 @@ dashboard feeds it every generated token as the model writes it:
 * ``PVAL(lane, bits)`` is the predicate file of ``lane`` of the current warp;
 * ``MEM(item, addr)`` + chunks writes memory word ``addr``;
 * ``ENT``/``WST`` + chunks are SIMT stack entries and warp statuses (decoded with
-  ``qwengpu_mlx.records``' layouts for the decoder's machine, the control unit's own);
+  ``qwengpu_mlx.core.records``' layouts for the decoder's machine, the control unit's own);
 * ``CTA(c)`` starts thread block ``c``; ``STOP``/``FAULT`` end the launch (after ``STOP``
   every warp's status is ``done``).
 
@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from qwengpu_mlx import records
-from qwengpu_mlx.isa import Program
-from qwengpu_mlx.machine import DEFAULT_MACHINE, MachineConfig, to_signed
-from qwengpu_mlx.records import mask_bits  # noqa: F401 - re-exported for the panes
-from qwengpu_mlx.vocab import CHUNK_KINDS, FAULT_CODES, RECORD_KINDS, SHORT_KINDS, Token, chunk_value, vocab_for
+from qwengpu_mlx.core import records
+from qwengpu_mlx.core.isa import Program
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig, to_signed
+from qwengpu_mlx.core.records import mask_bits  # noqa: F401 - re-exported for the panes
+from qwengpu_mlx.core.vocab import CHUNK_KINDS, FAULT_CODES, RECORD_KINDS, SHORT_KINDS, Token, chunk_value, vocab_for
 
 def lane_list(mask: int, lanes: int = 4) -> str:
     return ",".join(str(lane) for lane in range(lanes) if mask >> lane & 1) or "none"

@@ -23,10 +23,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
-from qwengpu_mlx.machine import DEFAULT_MACHINE, MachineConfig
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
 from qwengpu_mlx.runtime import CircuitStore, LaunchCancelled, LaunchRequest, launch_kernel
 
-from .commands import RunRequest
+from qwengpu_mlx.tui.commands import RunRequest
 
 
 class LaunchSink(Protocol):
@@ -105,7 +105,7 @@ def execute_launch(req: RunRequest, sink: LaunchSink, cancel: threading.Event, *
                    store: CircuitStore, machine: MachineConfig = DEFAULT_MACHINE,
                    step_budget: int | None = None) -> LaunchOutcome:
     """One launch through the runtime. Call on an MLX thread (see :func:`run_in_mlx_thread`)."""
-    from qwengpu_mlx.errors import QwenGpuError
+    from qwengpu_mlx.core.errors import QwenGpuError
 
     out = LaunchOutcome(req)
     request = LaunchRequest(req.source, req.args, kernel=req.kernel, block=req.block, grid=req.grid,

@@ -12,7 +12,7 @@ from typing import Callable, Iterator
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from . import commands
+from qwengpu_mlx.tui import commands
 
 
 class DashboardCommands(Provider):

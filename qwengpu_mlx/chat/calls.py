@@ -15,10 +15,10 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from qwengpu_mlx.errors import QwenGpuError
-from qwengpu_mlx.machine import MachineConfig
+from qwengpu_mlx.core.errors import QwenGpuError
+from qwengpu_mlx.core.machine import MachineConfig
 
-from .tools import GPU_EVAL_NAME, GPU_KERNEL_NAME, TOOLS, error_text, result_text
+from qwengpu_mlx.chat.tools import GPU_EVAL_NAME, GPU_KERNEL_NAME, TOOLS, error_text, result_text
 
 KERNEL_FILE = "kernel.cu"  # the name clang's messages give a kernel the model wrote
 
@@ -90,7 +90,7 @@ class GpuTools:
     def _eval(self, args: dict, launches: list[LaunchRecord], events):
         from qwengpu_mlx.runtime import LaunchRequest, prepare
 
-        from .expression import evaluate
+        from qwengpu_mlx.chat.expression import evaluate
 
         text = args.get("expression")
         if not isinstance(text, str):

@@ -14,7 +14,7 @@ import argparse
 import json
 import sys
 
-from .session import MODES, UNPARSED, ChatSettings, ReasoningPiece, TextPiece, ToolCallDone, ToolCallStarted, TurnSummary
+from qwengpu_mlx.chat.session import MODES, UNPARSED, ChatSettings, ReasoningPiece, TextPiece, ToolCallDone, ToolCallStarted, TurnSummary
 
 HELP = "commands: q exit, r reset the conversation, h help"
 RESET = "[context cleared]"
@@ -56,10 +56,10 @@ def _log(text: str) -> None:
 
 def open_model(spec: str, machine, log=_log):
     """The chat model, or the CLI's error (exit 2) with the reason."""
-    from qwengpu_mlx.errors import ModelError
+    from qwengpu_mlx.core.errors import ModelError
     from qwengpu_mlx.runtime import CircuitStore
 
-    from .models import ChatModelError, open_chat_model
+    from qwengpu_mlx.chat.models import ChatModelError, open_chat_model
 
     try:
         return open_chat_model(spec, CircuitStore(), machine=machine, log=log)
@@ -69,7 +69,7 @@ def open_model(spec: str, machine, log=_log):
 
 def _choose_model(ns) -> str | None:
     """--model, or (without it) the demo if the user says so: never a silent fallback."""
-    from .models import DEMO, GET_A_MODEL
+    from qwengpu_mlx.chat.models import DEMO, GET_A_MODEL
 
     if ns.model:
         return ns.model
@@ -82,9 +82,9 @@ def _choose_model(ns) -> str | None:
 
 
 def run(ns) -> int:
-    from qwengpu_mlx.machine import MACHINES
+    from qwengpu_mlx.core.machine import MACHINES
 
-    from .session import ChatSession
+    from qwengpu_mlx.chat.session import ChatSession
 
     spec = _choose_model(ns)
     if spec is None:

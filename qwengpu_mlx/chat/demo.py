@@ -155,7 +155,7 @@ def greedy_reply(model, tok, messages: list[dict], stop: str | None = None, max_
     import mlx.core as mx
     from mlx_lm.generate import generate_step
 
-    from .tools import TOOLS
+    from qwengpu_mlx.chat.tools import TOOLS
 
     prompt = mx.array(tok.apply_chat_template(messages, tools=TOOLS["normal"], add_generation_prompt=True))
     detok = tok.detokenizer

@@ -22,7 +22,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from .tools import GPU_EVAL_NAME, error_text, result_text
+from qwengpu_mlx.chat.tools import GPU_EVAL_NAME, error_text, result_text
 
 SYSTEM_PROMPTS = ("You are a helpful assistant.", "You are a helpful assistant with a GPU in your layers.",
                   "Answer briefly.", "You are Qwen, a helpful assistant.")

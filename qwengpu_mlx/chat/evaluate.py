@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable
 
-from .session import ChatSession, ChatSettings, TurnSummary
+from qwengpu_mlx.chat.session import ChatSession, ChatSettings, TurnSummary
 
 _INT = re.compile(r"-?\d+")
 

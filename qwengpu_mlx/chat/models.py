@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from qwengpu_mlx.machine import DEFAULT_MACHINE, MachineConfig
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
 
-from .prefix import base_identity
-from .startup import timed
+from qwengpu_mlx.chat.prefix import base_identity
+from qwengpu_mlx.chat.startup import timed
 
 DEMO = "demo"
 GET_A_MODEL = ("Chat needs a Qwen3.5 chat model: `qwengpu-mlx chat --model Qwen/Qwen3.5-2B` (downloaded once; "
@@ -85,7 +85,7 @@ def model_kind(spec: str) -> str:
 
 def _model_errors():
     from qwengpu_mlx.splice.errors import SPLICE_ERRORS
-    from qwengpu_mlx.splice.runner import CombinedCheckpointError
+    from qwengpu_mlx.splice.combined_runner import CombinedCheckpointError
 
     return (CombinedCheckpointError, *SPLICE_ERRORS)
 
@@ -105,7 +105,7 @@ def open_launch_model(spec: str, store, *, machine: MachineConfig = DEFAULT_MACH
 
 
 def _launch_checkpoint(path: Path, store, runner: bool) -> LaunchModel:
-    from qwengpu_mlx.splice.runner import checkpoint_circuit, recorded_machine
+    from qwengpu_mlx.splice.combined_runner import checkpoint_circuit, recorded_machine
 
     machine, lay = recorded_machine(path)
     run = checkpoint_circuit(path, store) if runner else None
@@ -113,7 +113,7 @@ def _launch_checkpoint(path: Path, store, runner: bool) -> LaunchModel:
 
 
 def _demo_config() -> dict:
-    from .demo import demo_splice_config
+    from qwengpu_mlx.chat.demo import demo_splice_config
 
     return demo_splice_config()  # the splice's base: hidden 1024, MLP 6144, 16 linear heads
 
@@ -153,7 +153,7 @@ def _circuit_beside(base_config: dict, store, machine: MachineConfig, log, runne
 
 
 def machine_name(machine: MachineConfig) -> str:
-    from qwengpu_mlx.machine import MACHINES
+    from qwengpu_mlx.core.machine import MACHINES
 
     return next((k for k, v in MACHINES.items() if v == machine), "custom")
 
@@ -168,7 +168,7 @@ def combine_in_memory(base_model, base_config: dict, store, machine: MachineConf
     import numpy as np
 
     from qwengpu_mlx.splice.layout import text_config
-    from qwengpu_mlx.splice.runner import CombinedModel
+    from qwengpu_mlx.splice.combined_runner import CombinedModel
 
     lay, runner = _circuit_beside(base_config, store, machine, log)
     row = np.zeros((int(text_config(base_config)["hidden_size"]),), np.float32)
@@ -176,11 +176,11 @@ def combine_in_memory(base_model, base_config: dict, store, machine: MachineConf
 
 
 def _open_demo(store, machine: MachineConfig, log) -> ChatModel:
-    from .demo import DEMO_DIR, load_demo
+    from qwengpu_mlx.chat.demo import DEMO_DIR, load_demo
 
     with timed(log, "the demo chat model"):
         # Our runner runs the toy itself: the widening is exact (the same logits, bit for bit:
-        # tests/test_widen.py), and the toy's prefill is ~100x cheaper on a CPU.
+        # tests/splice/test_widen.py), and the toy's prefill is ~100x cheaper on a CPU.
         model, tokenizer = load_demo()
     combined = combine_in_memory(model, _demo_config(), store, machine, log)
     return ChatModel(DEMO, combined, tokenizer, machine,
@@ -192,7 +192,7 @@ def _open_demo(store, machine: MachineConfig, log) -> ChatModel:
 def _open_checkpoint(path: Path, store, log) -> ChatModel:
     from mlx_lm.tokenizer_utils import load as load_tokenizer
 
-    from qwengpu_mlx.splice.runner import open_combined
+    from qwengpu_mlx.splice.combined_runner import open_combined
 
     with timed(log, f"the combined checkpoint {path}"):
         combined = open_combined(path, store)

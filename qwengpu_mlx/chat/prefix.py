@@ -19,7 +19,7 @@ from typing import Callable
 
 import mlx.core as mx
 
-from .template import render_prompt
+from qwengpu_mlx.chat.template import render_prompt
 
 
 def shared_prefix(tokenizer, system_prompt: str | None, tools, thinking: bool | None) -> list[int]:
@@ -63,7 +63,7 @@ class PrefixCache:
 
 
 def _path(identity: str, tokens: list[int]) -> Path:
-    from qwengpu_mlx.circuit_cache import cache_dir
+    from qwengpu_mlx.runtime.circuit_cache import cache_dir
 
     key = hashlib.sha256(json.dumps([identity, tokens]).encode()).hexdigest()
     return cache_dir() / f"prompt-{key[:16]}.safetensors"
@@ -85,7 +85,7 @@ def prefill_prefix(model, tokens: list[int], identity: str, log: Callable[[str],
         model(mx.array([tokens[i:i + 512]]), cache=cache)
         mx.eval([c.state for c in cache])
     if path is not None:
-        from qwengpu_mlx.circuit_cache import write_atomically
+        from qwengpu_mlx.runtime.circuit_cache import write_atomically
 
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

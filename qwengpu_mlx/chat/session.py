@@ -18,11 +18,11 @@ from typing import Iterator
 
 import mlx.core as mx
 
-from .calls import GpuTools, LaunchRecord, ToolOutcome
-from .reply import Markers, ReplySplitter
-from .template import Prompt, render_prompt
-from .textgen import GenStats, TextGenerator
-from .tools import TOOLS, error_text
+from qwengpu_mlx.chat.calls import GpuTools, LaunchRecord, ToolOutcome
+from qwengpu_mlx.chat.reply import Markers, ReplySplitter
+from qwengpu_mlx.chat.template import Prompt, render_prompt
+from qwengpu_mlx.chat.textgen import GenStats, TextGenerator
+from qwengpu_mlx.chat.tools import TOOLS, error_text
 
 MODES = ("normal", "advanced")
 MAX_RETRIES = 3  # advanced mode: failed kernels the model may fix, per turn
@@ -113,9 +113,9 @@ class ChatSession:
         """The shared prompt start (system prompt, tools) prefilled once, before the first turn."""
         if self.text.prefix is not None or not self.model.identity:
             return
-        from .prefix import prefill_prefix, shared_prefix
+        from qwengpu_mlx.chat.prefix import prefill_prefix, shared_prefix
 
-        from .startup import timed
+        from qwengpu_mlx.chat.startup import timed
 
         s = self.settings
         tokens = shared_prefix(self.model.tokenizer, s.system_prompt, TOOLS[s.mode], s.thinking)

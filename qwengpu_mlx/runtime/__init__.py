@@ -8,14 +8,14 @@
 * ``expect`` and ``check``: the complete launch the reference implies, and the check.
 """
 
-from .check import CheckReport, Mismatch, check_launch
-from .generate import Launch, LaunchCancelled, run_launch
-from .launch import (LaunchEvents, LaunchRequest, Prepared, QuietEvents, ReferenceLaunch, launch_kernel,
+from qwengpu_mlx.runtime.check import CheckReport, Mismatch, check_launch
+from qwengpu_mlx.runtime.generate import Launch, LaunchCancelled, run_launch
+from qwengpu_mlx.runtime.launch import (LaunchEvents, LaunchRequest, Prepared, QuietEvents, ReferenceLaunch, launch_kernel,
                      launch_program, prepare, run_reference)
-from .prompt import prompt_tokens
-from .readout import read_memory
-from .runner import Runner
-from .store import CircuitStore
+from qwengpu_mlx.runtime.prompt import prompt_tokens
+from qwengpu_mlx.core.readout import read_memory
+from qwengpu_mlx.runtime.runner import Runner
+from qwengpu_mlx.runtime.store import CircuitStore
 
 __all__ = ["CheckReport", "CircuitStore", "Launch", "LaunchCancelled", "LaunchEvents", "LaunchRequest", "Mismatch",
            "Prepared", "QuietEvents", "ReferenceLaunch", "Runner", "check_launch",

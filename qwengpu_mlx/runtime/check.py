@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from qwengpu_mlx.errors import MemoryFault
-from qwengpu_mlx.isa import Program
-from qwengpu_mlx.machine import MachineConfig, to_signed
-from qwengpu_mlx.vocab import CHUNK_KINDS, RECORD_KINDS, SHORT_KINDS, Vocab, chunk_value, record_end, vocab_for
+from qwengpu_mlx.core.errors import MemoryFault
+from qwengpu_mlx.core.isa import Program
+from qwengpu_mlx.core.machine import MachineConfig, to_signed
+from qwengpu_mlx.core.vocab import CHUNK_KINDS, RECORD_KINDS, SHORT_KINDS, Vocab, chunk_value, record_end, vocab_for
 
-from .expect import Segment, expected_segments
+from qwengpu_mlx.runtime.expect import Segment, expected_segments
 
 BOUNDARY_KINDS = ("CTA", "EXEC", "STOP", "FAULT")
 MAX_REPORTED = 20
@@ -134,7 +134,7 @@ class ReferenceRun:
 
 def reference_run(program: Program, machine: MachineConfig, budget: int) -> ReferenceRun:
     """The reference's run of ``program``, at most ``budget`` steps."""
-    from qwengpu_mlx.errors import BarrierDeadlock, StepBudgetExceeded
+    from qwengpu_mlx.core.errors import BarrierDeadlock, StepBudgetExceeded
     from qwengpu_mlx.host.reference import run_program
 
     try:

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from qwengpu_mlx.encoding import live_out_predicates, live_out_registers
+from qwengpu_mlx.core.encoding import live_out_predicates, live_out_registers
 from qwengpu_mlx.host.reference import EXIT_PC
-from qwengpu_mlx.isa import Program
-from qwengpu_mlx.machine import MachineConfig, to_signed
-from qwengpu_mlx.records import describe_ent, describe_wst, ent_payload, mask_bits, wst_payload
-from qwengpu_mlx.vocab import FAULT_CODES, ENT_ITEMS, chunk_value, short_record, vocab_for
+from qwengpu_mlx.core.isa import Program
+from qwengpu_mlx.core.machine import MachineConfig, to_signed
+from qwengpu_mlx.core.records import describe_ent, describe_wst, ent_payload, mask_bits, wst_payload
+from qwengpu_mlx.core.vocab import FAULT_CODES, ENT_ITEMS, chunk_value, short_record, vocab_for
 
 ENT_ROLES = ("reconverge", "other", "taken")  # ENT item k carries the entry of role k
 assert len(ENT_ROLES) == ENT_ITEMS

@@ -9,10 +9,10 @@ disagree (then ``--check`` shows where).
 
 from __future__ import annotations
 
-from qwengpu_mlx.errors import BarrierDeadlock, DivisionByZero, ExecutionError, MemoryFault
-from qwengpu_mlx.isa import Program
-from qwengpu_mlx.machine import MachineConfig
-from qwengpu_mlx.vocab import FAULT_CODES
+from qwengpu_mlx.core.errors import BarrierDeadlock, DivisionByZero, ExecutionError, MemoryFault
+from qwengpu_mlx.core.isa import Program
+from qwengpu_mlx.core.machine import MachineConfig
+from qwengpu_mlx.core.vocab import FAULT_CODES
 
 __all__ = ["model_fault"]
 

@@ -16,14 +16,14 @@ from typing import Callable
 
 import numpy as np
 
-from qwengpu_mlx.errors import (ExecutionError, LaunchTimeout, StepBudgetExceeded,
+from qwengpu_mlx.core.errors import (ExecutionError, LaunchTimeout, StepBudgetExceeded,
                                 TokenBudgetExceeded)
-from qwengpu_mlx.isa import MEM_OPS, Op, Program, TermKind
-from qwengpu_mlx.vocab import CHUNK_KINDS, ENT_ITEMS, FAULT_CODES, RECORD_TOKENS, Token, vocab_for
+from qwengpu_mlx.core.isa import MEM_OPS, Op, Program, TermKind
+from qwengpu_mlx.core.vocab import CHUNK_KINDS, ENT_ITEMS, FAULT_CODES, RECORD_TOKENS, Token, vocab_for
 
-from .fault import model_fault
-from .prompt import check_launchable, prompt_tokens
-from .readout import read_memory, read_outputs
+from qwengpu_mlx.runtime.fault import model_fault
+from qwengpu_mlx.runtime.prompt import check_launchable, prompt_tokens
+from qwengpu_mlx.core.readout import read_memory, read_outputs
 
 
 class LaunchCancelled(Exception):
@@ -83,7 +83,7 @@ class LaunchBounds:
     """
 
     def __init__(self, program: Program, machine, step_budget: int):
-        from .expect import LaunchExpectation
+        from qwengpu_mlx.runtime.expect import LaunchExpectation
 
         ex = LaunchExpectation(program, machine)
         self.machine, self.step_budget = machine, step_budget
@@ -222,7 +222,7 @@ def run_launch(program: Program, runner, *, step_budget: int | None = None,
     finally:
         runner.track_margins = tracked
     if check:
-        from .check import check_launch
+        from qwengpu_mlx.runtime.check import check_launch
 
         if on_checking is not None:
             on_checking()

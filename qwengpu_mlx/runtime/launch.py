@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol
 
-from qwengpu_mlx.isa import Program
-from qwengpu_mlx.machine import DEFAULT_MACHINE, MachineConfig
+from qwengpu_mlx.core.isa import Program
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
 
-from .generate import Launch, run_launch
-from .readout import read_outputs
-from .store import CircuitStore
+from qwengpu_mlx.runtime.generate import Launch, run_launch
+from qwengpu_mlx.core.readout import read_outputs
+from qwengpu_mlx.runtime.store import CircuitStore
 
 
 @dataclass
@@ -93,8 +93,8 @@ def launch_program(program: Program, store: CircuitStore, machine: MachineConfig
 
     ``timeout`` bounds the launch (prefill and generation), not the circuit's build: a
     first launch's build is a one-off of a few seconds the user did not ask to bound."""
-    from .generate import LaunchCancelled
-    from .prompt import check_launchable
+    from qwengpu_mlx.runtime.generate import LaunchCancelled
+    from qwengpu_mlx.runtime.prompt import check_launchable
 
     ev = events or QuietEvents()
     check_launchable(program, machine)  # before the runner is built (run_launch checks again, cheaply)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from qwengpu_mlx.encoding import encode_program
-from qwengpu_mlx.errors import ResourceError
-from qwengpu_mlx.isa import Program
-from qwengpu_mlx.machine import MachineConfig
-from qwengpu_mlx.vocab import MAX_GRID, vocab_for
+from qwengpu_mlx.core.encoding import encode_program
+from qwengpu_mlx.core.errors import ResourceError
+from qwengpu_mlx.core.isa import Program
+from qwengpu_mlx.core.machine import MachineConfig
+from qwengpu_mlx.core.vocab import MAX_GRID, vocab_for
 
 
 def prompt_tokens(program: Program, machine: MachineConfig) -> list[int]:

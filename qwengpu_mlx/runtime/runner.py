@@ -2,7 +2,7 @@
 
 A launch needs only this of a model: start from empty state, feed tokens and get the
 logits of the last one, read the recurrent state of a head, and know which head holds
-memory. The compact circuit runner (``qwengpu_mlx.runner.CircuitRunner``) is one
+memory. The compact circuit runner (``qwengpu_mlx.runtime.circuit_runner.CircuitRunner``) is one
 implementation; a combined Qwen3.5 + circuit model is another. Launch token ids are
 the machine vocabulary's (``vocab.py``); a runner over a larger vocabulary maps them.
 """
@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from qwengpu_mlx.machine import MachineConfig
+from qwengpu_mlx.core.machine import MachineConfig
 
 
 @runtime_checkable

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from qwengpu_mlx.machine import MachineConfig
+from qwengpu_mlx.core.machine import MachineConfig
 
 
 class CircuitStore:
@@ -44,7 +44,7 @@ class CircuitStore:
 
     def compact(self, machine: MachineConfig):
         """The compact circuit: from the on-disk cache when it checks out, else compiled."""
-        from qwengpu_mlx.circuit_cache import cached_compact
+        from qwengpu_mlx.runtime.circuit_cache import cached_compact
 
         self._check_supported(machine)
         return cached_compact(machine, lambda: self.compiled(machine).compact(), directory=self.directory,
@@ -60,10 +60,10 @@ class CircuitStore:
         """A new runner over the compact circuit ``cc`` (e.g. one folded for a base's
         shape), on the recurrence this device has proven (``gpu_trust``) and, on the CPU,
         on the native token step once it passed its probe (``native_trust``)."""
-        from qwengpu_mlx.gpu_trust import choose_recurrence
-        from qwengpu_mlx.native_trust import choose_native
-        from qwengpu_mlx.recurrent import gated_delta_ops
-        from qwengpu_mlx.runner import CircuitRunner
+        from qwengpu_mlx.runtime.gpu_trust import choose_recurrence
+        from qwengpu_mlx.runtime.native_trust import choose_native
+        from qwengpu_mlx.runtime.recurrent import gated_delta_ops
+        from qwengpu_mlx.runtime.circuit_runner import CircuitRunner
 
         recurrence = choose_recurrence(cc, machine, kernel=self.kernel, directory=self.directory, warn=self.warn)
         native = None  # a trusted GPU recurrence means the GPU path; the native step is the CPU's
@@ -78,6 +78,6 @@ class CircuitStore:
     @staticmethod
     def _check_supported(machine: MachineConfig) -> None:
         """Refuse a machine the circuit cannot build before any cache read or weight."""
-        from qwengpu_mlx.machine_support import check_circuit_supports
+        from qwengpu_mlx.core.machine_support import check_circuit_supports
 
         check_circuit_supports(machine)

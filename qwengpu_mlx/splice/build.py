@@ -20,11 +20,11 @@ from typing import Callable
 import mlx.core as mx
 from mlx.utils import tree_flatten
 
-from .layout import SpliceLayout, splice_misfits, text_config
-from .logits import Suppression, suppression_row
-from .sizes import estimate
-from .storage import StorageTally, compact_circuit, quantization_entry
-from .weights import combined_shards, launch_row_as_held, wide_columns
+from qwengpu_mlx.splice.layout import SpliceLayout, splice_misfits, text_config
+from qwengpu_mlx.splice.logits import Suppression, suppression_row
+from qwengpu_mlx.splice.sizes import estimate
+from qwengpu_mlx.splice.storage import StorageTally, compact_circuit, quantization_entry
+from qwengpu_mlx.splice.weights import combined_shards, launch_row_as_held, wide_columns
 
 SPLICE_RECORD = "qwengpu-splice.json"  # what the splice did; provenance is source.py's manifest
 
@@ -99,7 +99,7 @@ def write_combined(out: Path, base_model, base_config: dict, circuit_plan, launc
     leaves no half-written checkpoint; a non-empty ``out`` is refused (before any work)
     unless ``force``. The tokenizer and the provenance manifest are the caller's
     (``tokenizer.extend_tokenizer``, ``source.write_manifest``)."""
-    from qwengpu_mlx.checkpoint import atomic_directory, check_output_dir
+    from qwengpu_mlx.runtime.checkpoint import atomic_directory, check_output_dir
 
     start = time.perf_counter()
     check_output_dir(out, force=force)

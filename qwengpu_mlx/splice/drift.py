@@ -19,7 +19,7 @@ from typing import Iterator
 import mlx.core as mx
 import numpy as np
 
-from .logits import launch_mass
+from qwengpu_mlx.splice.logits import launch_mass
 
 CHUNK = 128
 
@@ -156,7 +156,7 @@ def ours_logits(combined, tokens: list[int], chunk: int = CHUNK) -> Iterator[mx.
     The base part is the base's own mlx-lm model, so it runs with its own cache."""
     from mlx_lm.models.cache import make_prompt_cache
 
-    from .logits import combined_text_logits, final_hidden
+    from qwengpu_mlx.splice.logits import combined_text_logits, final_hidden
 
     cache = make_prompt_cache(combined.base)
     for i in range(0, len(tokens), chunk):

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from .build import SpliceMisfit, SpliceTooLarge
-from .logits import SuppressionError
-from .runner import CombinedCheckpointError
-from .source import BaseSourceError
-from .tokenizer import TokenizerExtensionError
-from .quantized import QuantizedBaseError
+from qwengpu_mlx.splice.build import SpliceMisfit, SpliceTooLarge
+from qwengpu_mlx.splice.logits import SuppressionError
+from qwengpu_mlx.splice.combined_runner import CombinedCheckpointError
+from qwengpu_mlx.splice.source import BaseSourceError
+from qwengpu_mlx.splice.tokenizer import TokenizerExtensionError
+from qwengpu_mlx.splice.quantized import QuantizedBaseError
 
 SPLICE_ERRORS = (SpliceMisfit, SpliceTooLarge, SuppressionError, QuantizedBaseError, BaseSourceError,
                  TokenizerExtensionError, CombinedCheckpointError)

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from qwengpu_mlx.machine import MachineConfig
+from qwengpu_mlx.core.machine import MachineConfig
 
 
 @dataclass
@@ -29,7 +29,7 @@ class FoldedCircuit:
 
 
 def _key(machine: MachineConfig) -> str:
-    from qwengpu_mlx.circuit_cache import circuit_key
+    from qwengpu_mlx.runtime.circuit_cache import circuit_key
     from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS
     from qwengpu_mlx.compiler.sizing import QWEN35_2B
 
@@ -37,7 +37,7 @@ def _key(machine: MachineConfig) -> str:
 
 
 def _config_path(key: str, directory: Path | None) -> Path:
-    from qwengpu_mlx.circuit_cache import cache_dir
+    from qwengpu_mlx.runtime.circuit_cache import cache_dir
 
     return (directory or cache_dir()) / f"folded-{key[:16]}.json"
 
@@ -55,7 +55,7 @@ def _read_config(path: Path, key: str) -> dict | None:
 
 def folded_circuit(store, machine: MachineConfig) -> FoldedCircuit:
     """The folded circuit from the cache, or compiled (through ``store``) and cached."""
-    from qwengpu_mlx.circuit_cache import cached_compact, write_atomically
+    from qwengpu_mlx.runtime.circuit_cache import cached_compact, write_atomically
     from qwengpu_mlx.compiler.sizing import QWEN35_2B
 
     key = _key(machine)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import mlx.core as mx
 import numpy as np
 
-from qwengpu_mlx.checkpoint import random_config, random_weights
+from qwengpu_mlx.runtime.checkpoint import random_config, random_weights
 
 EMBED_STD = 0.02
 MASSIVE = {5: 2.0e3, 17: 6.0e3, 40: 1.0e4}  # dim -> rough size it reaches in the hidden state

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from qwengpu_mlx.hashing import file_sha256
+from qwengpu_mlx.core.hashing import file_sha256
 
 MANIFEST = "qwengpu-manifest.json"
 CONFIG = "config.json"

@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 import mlx.core as mx
 import numpy as np
 
-from .quantized import pack_codes
-from .weights import IN_SIDE, OUT_SIDE, layer_index, module_of
+from qwengpu_mlx.splice.quantized import pack_codes
+from qwengpu_mlx.splice.weights import IN_SIDE, OUT_SIDE, layer_index, module_of
 
 GROUP_SIZES = (128, 64, 32)  # mlx's affine group sizes
 AFFINE_BITS = (2, 4, 8)  # the widths whose packing is a whole number of values per uint32

@@ -24,9 +24,9 @@ import numpy as np
 
 from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS
 
-from .layout import RESIDUAL_SCALE, SpliceLayout
-from .quantized import QuantizedBaseError, affine_format, check_affine, double, is_quantized, pack_exact
-from .units import unit_slots
+from qwengpu_mlx.splice.layout import RESIDUAL_SCALE, SpliceLayout
+from qwengpu_mlx.splice.quantized import QuantizedBaseError, affine_format, check_affine, double, is_quantized, pack_exact
+from qwengpu_mlx.splice.units import unit_slots
 
 PREFIX = "language_model.model."
 _LAYER = re.compile(r"^language_model\.model\.layers\.(\d+)\.(.+)$")

@@ -26,7 +26,7 @@ zeros, and scales the residual stream so every RMSNorm sees the base's own mean:
 
 Exactness: every number a base position computes is the base's own (times a power of
 two) plus exact zeros. Whether the kernels give bitwise-equal sums over the longer,
-zero-padded rows is the kernels' business; ``tests/test_widen.py`` measures it (float32,
+zero-padded rows is the kernels' business; ``tests/splice/test_widen.py`` measures it (float32,
 mlx CPU: bit-exact logits).
 """
 
@@ -37,7 +37,7 @@ import math
 import mlx.core as mx
 import numpy as np
 
-from .weights import IN_SIDE, OUT_SIDE, module_of
+from qwengpu_mlx.splice.weights import IN_SIDE, OUT_SIDE, module_of
 
 GDN_KEYS = ("linear_num_key_heads", "linear_num_value_heads")
 

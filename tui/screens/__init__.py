@@ -1,5 +1,5 @@
 """Dashboard screens."""
 
-from .main import MainScreen
+from qwengpu_mlx.tui.screens.main import MainScreen
 
 __all__ = ["MainScreen"]

@@ -13,16 +13,16 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input
 from textual.worker import Worker
 
-from qwengpu_mlx.machine import MACHINES
+from qwengpu_mlx.core.machine import MACHINES
 from qwengpu_mlx.runtime import CircuitStore, LaunchCancelled
-from qwengpu_mlx.vocab import RECORD_KINDS
+from qwengpu_mlx.core.vocab import RECORD_KINDS
 
-from .. import commands
-from ..chat import ChatBackend
-from ..decode import LaunchDecoder
-from ..launcher import LaunchOutcome, execute_launch, run_in_mlx_thread
-from ..widgets import LaunchPane, MachinePane, PromptInput, Status, StatusBar, Transcript
-from .kernel_picker import KernelPicker
+from qwengpu_mlx.tui import commands
+from qwengpu_mlx.tui.chat import ChatBackend
+from qwengpu_mlx.tui.decode import LaunchDecoder
+from qwengpu_mlx.tui.launcher import LaunchOutcome, execute_launch, run_in_mlx_thread
+from qwengpu_mlx.tui.widgets import LaunchPane, MachinePane, PromptInput, Status, StatusBar, Transcript
+from qwengpu_mlx.tui.screens.kernel_picker import KernelPicker
 
 MODEL_LABEL = "embedded circuit (narrow)"
 

@@ -1,10 +1,10 @@
 """Dashboard widgets: chat transcript and input, launch token stream, machine state, status bar."""
 
-from .launch_pane import LaunchPane
-from .machine_pane import MachinePane
-from .prompt_input import CommandSuggester, PromptInput
-from .status_bar import Status, StatusBar
-from .token_stream import TokenStream
-from .transcript import Transcript
+from qwengpu_mlx.tui.widgets.launch_pane import LaunchPane
+from qwengpu_mlx.tui.widgets.machine_pane import MachinePane
+from qwengpu_mlx.tui.widgets.prompt_input import CommandSuggester, PromptInput
+from qwengpu_mlx.tui.widgets.status_bar import Status, StatusBar
+from qwengpu_mlx.tui.widgets.token_stream import TokenStream
+from qwengpu_mlx.tui.widgets.transcript import Transcript
 
 __all__ = ["CommandSuggester", "LaunchPane", "MachinePane", "PromptInput", "Status", "StatusBar", "TokenStream", "Transcript"]

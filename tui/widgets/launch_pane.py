@@ -6,8 +6,8 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
-from ..decode import Line
-from .token_stream import TokenStream
+from qwengpu_mlx.tui.decode import Line
+from qwengpu_mlx.tui.widgets.token_stream import TokenStream
 
 KIND_STYLES = {
     "PROMPT": "dim italic",

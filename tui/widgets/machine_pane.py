@@ -14,9 +14,9 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Static
 
-from qwengpu_mlx.machine import to_signed
+from qwengpu_mlx.core.machine import to_signed
 
-from ..decode import MachineState, lane_list, mask_bits
+from qwengpu_mlx.tui.decode import MachineState, lane_list, mask_bits
 
 CHANGED = "bold reverse #87d75f"
 CHANGED_MEM = "bold reverse #5fafff"

@@ -1,0 +1,1 @@
+"""The command line (the top floor): one module per subcommand."""

@@ -1,0 +1,79 @@
+"""Pieces every command-line subcommand shares: error conversion, the machine a launch
+runs on, and a kernel compiled and bound from the command line's arguments."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+
+from qwengpu_mlx.cli import args as cli_args
+from qwengpu_mlx.core.machine import MACHINES
+
+
+@contextmanager
+def errors_as(caught, convert):
+    """Run a step, turning the ``caught`` exceptions into this CLI's errors (``convert(e)``:
+    exit 2 with a message, no traceback)."""
+    try:
+        yield
+    except caught as e:
+        raise convert(e) from None
+
+
+def splice_errors(what: str):
+    """Run a splice step, its typed refusals as this CLI's errors."""
+    from qwengpu_mlx.core.errors import ModelError
+    from qwengpu_mlx.splice.errors import SPLICE_ERRORS
+
+    return errors_as(SPLICE_ERRORS, lambda e: ModelError(f"{what}: {e}"))
+
+
+def launch_model(ns, *, runner: bool = False):
+    """``--model`` as a launch sees it (``chat.models.open_launch_model``: demo, a repo id, a
+    base directory or a combined checkpoint): its machine, its ids and, with ``runner``, the
+    circuit's runner; resolved once per command. An unusable one is a clear error (exit 2)."""
+    from qwengpu_mlx.chat.models import ChatModelError, open_launch_model
+    from qwengpu_mlx.core.errors import ModelError
+    from qwengpu_mlx.runtime import CircuitStore
+
+    held = getattr(ns, "_launch_model", None)
+    if held is not None and (held.runner is not None or not runner):
+        return held
+    try:
+        held = open_launch_model(ns.model, CircuitStore(), machine=_flag_machine(ns), runner=runner,
+                                 log=lambda line: print(f"[{line}]", file=sys.stderr, flush=True))
+    except ChatModelError as e:
+        raise ModelError(f"--model {ns.model}: {e}") from None
+    ns._launch_model = held
+    return held
+
+
+def named_machine(ns, launch: cli_args.LaunchArgs | None = None):
+    """``--machine``, else the machine the launch file names, else the default (published) one."""
+    name = getattr(ns, "machine", None) or (launch.machine if launch is not None else None) or "default"
+    return MACHINES[name]
+
+
+def machine_for(ns):
+    """``--machine`` (or the launch file's), or the machine a combined checkpoint (``--model``) was built with."""
+    if getattr(ns, "model", None):
+        return launch_model(ns).machine
+    return _flag_machine(ns)
+
+
+def _flag_machine(ns):
+    """``--machine``, else the launch file's, else the default."""
+    if getattr(ns, "machine", None) or getattr(ns, "source", None) is None:
+        return named_machine(ns)
+    return named_machine(ns, cli_args.resolve(ns))
+
+
+def program_for(ns, machine):
+    """The kernel of ``ns.source`` compiled and bound to the launch ``cli_args`` resolves
+    (``--arg``, ``--args``, ``KERNEL.json``); a missing argument is refused with the syntax."""
+    from qwengpu_mlx.host.launch import bind, compile_kernel
+
+    la = cli_args.resolve(ns)
+    ck = compile_kernel(ns.source, la.kernel, frontend=ns.frontend)
+    cli_args.check_complete(ck, la)
+    return bind(ck, la.args, block=la.block, grid=la.grid, machine=machine)

@@ -1,0 +1,144 @@
+"""``qwengpu-mlx run``: one launch on the model backend (or the reference), its outputs
+and mlx-lm's summary lines (prompt and generation tokens and tokens/s, peak memory).
+
+Long work (compiling, the circuit's build or cache read, the prefill, the generated
+tokens) shows on stderr through ``progress``; the results go to stdout after it ends.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from qwengpu_mlx.cli import progress
+from qwengpu_mlx.cli.common import launch_model, machine_for, program_for
+from qwengpu_mlx.core.errors import ExecutionError, LaunchError
+
+
+def cmd_run(ns) -> int:
+    if ns.check and ns.backend == "reference":
+        raise LaunchError("--check replays the model backend's launch on the reference interpreter; with "
+                          "--backend reference there is nothing to check (drop --check, or use --backend model)")
+    machine = machine_for(ns)
+    stream = sys.stderr if ns.json else sys.stdout
+    trace = (lambda tok_id, tok: print(f"{tok_id:6d}  {tok}", file=stream, flush=True)) if ns.trace else None
+    try:
+        with progress.display(ns, trace=trace) as shown:
+            shown.phase(f"compiling {Path(ns.source).name}")
+            prog = program_for(ns, machine)
+            if ns.backend == "model":
+                launch, layout = _launch_model(ns, machine, prog, shown)
+            else:
+                shown.phase("running on the reference interpreter")
+                res = _run_reference(ns, machine, prog, stream)
+    except ExecutionError as e:
+        return _check_stopped(e)
+    if ns.backend == "model":
+        return _report_model(ns, prog, launch, layout)
+    if ns.json:
+        print(json.dumps({"kernel": prog.kernel, "backend": ns.backend, "outputs": res.outputs, "steps": res.steps}))
+    else:
+        print_outputs(prog, ns.backend, res.steps, res.outputs)
+    return 0
+
+
+def _run_reference(ns, machine, prog, stream):
+    from qwengpu_mlx.host.reference import format_step
+    from qwengpu_mlx.runtime import run_reference
+
+    on_step = (lambda rec: print(format_step(rec), file=stream)) if ns.trace else None
+    return run_reference(prog, machine, step_budget=ns.step_budget, on_step=on_step)
+
+
+def _launch_model(ns, machine, prog, events):
+    """(launch, layout) on the embedded circuit, or on ``--model``'s (layout: its ids)."""
+    from qwengpu_mlx.runtime import CircuitStore, launch_program
+
+    store, runner, layout = CircuitStore(), None, None
+    if getattr(ns, "model", None):
+        events.phase(f"opening {ns.model}")
+        held = launch_model(ns, runner=True)
+        runner, layout = held.runner, held.layout
+    launch = launch_program(prog, store, machine, events=events, check=ns.check, step_budget=ns.step_budget,
+                            runner=runner, timeout=ns.timeout)
+    return launch, layout
+
+
+def _check_stopped(e: ExecutionError) -> int:
+    """The model stopped the launch: with --check, say where it left the reference (exit 1)."""
+    checked = getattr(e, "launch", None)
+    if checked is None or checked.check is None or checked.check.exact:
+        raise e
+    print(f"error: {e}", file=sys.stderr)
+    for p in checked.check.problems:
+        print(f"check: {p}", file=sys.stderr)
+    return 1
+
+
+def print_outputs(prog, backend, steps, outputs) -> None:
+    print(f"kernel {prog.kernel} on the {backend} backend: {steps} steps "
+          f"(block {prog.block_dim}, grid {prog.grid_dim}, {len(prog.blocks)} ROM blocks, {prog.regs_used} registers)")
+    for name, vals in outputs.items():
+        print(f"  {name} = {vals}")
+
+
+def peak_memory_gb() -> float:
+    """MLX's peak memory of this process so far, in GB (as mlx-lm reports it)."""
+    import mlx.core as mx
+
+    return mx.get_peak_memory() / 1e9
+
+
+def _stats(launch):
+    """A launch's prefill and generation as the chat's mlx-lm figures (``chat.textgen.GenStats``)."""
+    from qwengpu_mlx.chat.textgen import GenStats
+
+    return GenStats(len(launch.prompt), launch.prefill_seconds, len(launch.tokens), launch.generate_seconds)
+
+
+def speed_figures(launch, peak_gb: float) -> dict:
+    """mlx-lm's figures for one launch: the prompt's prefill and the generation apart."""
+    st = _stats(launch)
+    return {"prompt_tokens": st.prompt_tokens, "prompt_tps": round(st.prompt_tps, 3),
+            "generation_tokens": st.generation_tokens, "generation_tps": round(st.generation_tps, 3),
+            "peak_memory_gb": round(peak_gb, 3)}
+
+
+def summary_lines(launch, peak_gb: float) -> list[str]:
+    """The chat's mlx-lm summary lines (``chat.cli.summary_lines``) for one launch."""
+    from qwengpu_mlx.chat.cli import summary_lines as chat_lines
+    from qwengpu_mlx.chat.session import TurnSummary
+
+    return chat_lines(TurnSummary(_stats(launch), peak_gb))
+
+
+def model_record(ns, prog, launch, layout, peak_gb: float) -> dict:
+    """``run --json`` on the model backend: its stable keys, then the prefill/generation split."""
+    ids = [layout.launch_id(t) for t in launch.tokens] if layout else launch.tokens
+    info = {"kernel": prog.kernel, "backend": "model", "outputs": launch.outputs, "steps": launch.steps,
+            "tokens": len(launch.tokens), "launch_tokens": ids, "tokens_per_s": round(launch.tokens_per_s, 2),
+            **speed_figures(launch, peak_gb)}
+    if ns.check:
+        info["exact"] = launch.check.exact
+        info["min_margin"] = round(launch.min_margin, 6) if launch.min_margin is not None else None
+        info["min_state_margin"] = round(launch.min_state_margin, 6)
+    return info
+
+
+def _report_model(ns, prog, launch, layout) -> int:
+    info = model_record(ns, prog, launch, layout, peak_memory_gb())
+    if ns.json:
+        print(json.dumps(info))
+    else:
+        print_outputs(prog, "model", launch.steps, launch.outputs)
+        if ns.check:
+            print("  check: " + ("exact" if launch.check.exact else "MISMATCH") +
+                  f" ({launch.check.records_expected} records checked; smallest gate margin "
+                  f"{info['min_margin']} bits of 0.5, smallest state-bit margin {info['min_state_margin']} of 1.0)")
+        for line in summary_lines(launch, info["peak_memory_gb"]):
+            print(line)
+    problems = launch.check.problems if ns.check else []
+    for p in problems:
+        print(f"check: {p}", file=sys.stderr)
+    return 0 if not problems else 1

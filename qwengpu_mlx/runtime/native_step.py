@@ -1,0 +1,167 @@
+"""The circuit runner's token step as one MLX CPU primitive (``native/circuit_step.cpp``).
+
+MLX's CPU back end costs about 10 us per operation and a token of the circuit is about a
+thousand of them (``bench/profile_step.py``), which keeps the MLX-ops runner near 20
+tokens/s however its products are stored. :class:`NativeStep` hands the same arithmetic,
+over the same weights and the same narrow residual, to one primitive: every product by
+output row with its non-zeros in input order (the MLX path's sparse sum order), MLX's
+own CPU elementwise functions. The MLX-ops runner stays the reference: the runtime uses
+this step only after a probe launch matched it (``native_trust``), and
+``tests/runtime/test_native_step.py`` compares the two on the representative kernels.
+"""
+
+from __future__ import annotations
+
+import mlx.core as mx
+import numpy as np
+
+from qwengpu_mlx.runtime.sparse_product import Product
+
+MIXER, MLP = 1, 2
+
+
+def by_row(p: Product):
+    """``(rowptr, cols, vals, row_targets)`` of a :class:`Product`, whichever way it is stored."""
+    if p.dense:
+        W = np.array(p.w_t).T
+        targets = None if p.targets is None else np.array(p.targets)
+    else:
+        rows = np.array(p.rows)
+        cols = np.arange(p.inp) if p.cols is None else np.array(p.cols)
+        W = np.zeros((p.out, p.inp), np.float32)
+        W[rows, cols] = np.array(p.vals)
+        targets = None
+        if p.targets is not None:
+            targets = np.zeros(p.out, np.int64)
+            targets[rows] = np.array(p.targets)
+    r, c = np.nonzero(W)  # row-major: by row, then by input
+    rowptr = np.searchsorted(r, np.arange(p.out + 1))
+    return rowptr, c, W[r, c], targets
+
+
+class _Blobs:
+    """The weights packed into one float32 and one int32 array; the program holds offsets."""
+
+    def __init__(self):
+        self.floats: list[np.ndarray] = []
+        self.ints: list[np.ndarray] = []
+        self._nf = self._ni = 0
+
+    def f(self, a) -> int:
+        a = np.asarray(a, np.float32).ravel()
+        self.floats.append(a)
+        self._nf += a.size
+        return self._nf - a.size
+
+    def i(self, a) -> int:
+        a = np.asarray(a, np.int64).ravel()
+        assert a.size == 0 or (a.min() >= np.iinfo(np.int32).min and a.max() <= np.iinfo(np.int32).max)
+        self.ints.append(a.astype(np.int32))
+        self._ni += a.size
+        return self._ni - a.size
+
+    def product(self, p: Product) -> list[int]:
+        rowptr, cols, vals, targets = by_row(p)
+        return [p.out, self.i(rowptr), self.i(cols), self.f(vals), -1 if targets is None else self.i(targets)]
+
+    def arrays(self) -> tuple[mx.array, mx.array]:
+        cat = lambda parts, dt: mx.array(np.concatenate(parts) if parts else np.zeros(0, dt))  # noqa: E731
+        return cat(self.floats, np.float32), cat(self.ints, np.int32)
+
+
+class NativeStep:
+    """One token of a :class:`~qwengpu_mlx.runtime.circuit_runner.CircuitRunner` in one primitive.
+
+    ``module``: the built extension (``native.load``). Holds its own copy of the weights,
+    by row (:meth:`nbytes`); conv and recurrent states are one float32 array each,
+    every mixer at its offset (:meth:`layer_states` gives one layer's)."""
+
+    def __init__(self, runner, module):
+        self.module = module
+        blobs = _Blobs()
+        self.layout = {}  # mixer layer -> (conv shape, conv offset, state shape, state offset)
+        conv_at = state_at = 0
+        body, blocks = [], 0
+        for L, (mz, ml) in enumerate(zip(runner.mixers, runner.mlps)):
+            w_in, w_post = runner.norm_w[L]
+            if mz is not None:
+                C = mz.H * (2 * mz.Dk + mz.Dv)
+                self.layout[L] = ((3, C), conv_at, (1, mz.H, mz.Dv, mz.Dk), state_at)
+                body += [MIXER, blobs.f(w_in), blobs.i(mz.inputs), mz.inputs.size, *blobs.product(mz.w_in),
+                         C, mz.H, mz.Dk, mz.Dv, blobs.f(mz.conv), blobs.f(mz.dt_bias), blobs.f(mz.A_log),
+                         blobs.f(mz.norm), *blobs.product(mz.out), conv_at, state_at]
+                conv_at += 3 * C
+                state_at += mz.H * mz.Dv * mz.Dk
+                blocks += 1
+            if ml is not None:
+                body += self._mlp(blobs, ml, w_post)
+                blocks += 1
+        self.conv_size, self.state_size = conv_at, state_at
+        self.V = runner.emb_out.shape[1]
+        header = [runner.width, self.V, blocks, 0, runner.one_pos, runner.out_pos.size,
+                  blobs.i(runner.out_pos), blobs.f(runner.final_norm),
+                  *blobs.product(Product(np.array(runner.emb_out).T))]  # the tied rows, [V, |out|]
+        key_dims = {runner.mixers[L].Dk for L in self.layout}
+        if len(key_dims) > 1:  # the q/k scales below are one pair of constants for every mixer
+            raise ValueError(f"the native step needs one key width in every mixer, not {sorted(key_dims)}")
+        inv = key_dims.pop() ** -0.5 if key_dims else 1.0
+        consts = [1.0 / runner.hidden, runner.eps, runner.K, runner.gain, runner.delta, inv ** 2, inv,
+                  1e-6 * inv ** 2]
+        self.floats, self.ints = blobs.arrays()
+        mx.eval(self.floats, self.ints)
+        program = {track: header[:3] + [int(track)] + header[4:] + body for track in (False, True)}
+        self._plans = {track: module.plan(p, consts) for track, p in program.items()}
+        self._program, self._consts = program[False], consts
+
+    @staticmethod
+    def _mlp(blobs: _Blobs, ml, w_post) -> list[int]:
+        from qwengpu_mlx.runtime.circuit_runner import _PairedGate
+
+        rec = [MLP, blobs.f(w_post), blobs.i(ml.inputs), ml.inputs.size]
+        if isinstance(ml.gate, _PairedGate):
+            units = int(ml.gate.bias.size)
+            rec += [1, *blobs.product(ml.gate.shared), ml.gate.one_col, blobs.f(ml.gate.bias)]
+        else:
+            units = ml.gate.out
+            rec += [0, *blobs.product(ml.gate)]
+        if ml.up is None:
+            rec += [1, ml.up_col, blobs.f([ml.up_val])]
+        else:
+            rec += [0, *blobs.product(ml.up)]
+        return rec + [*blobs.product(ml.down), units]
+
+    def zeros(self) -> tuple[mx.array, mx.array]:
+        """Packed conv and recurrent states of a fresh sequence (the MLX path's ``None``)."""
+        # materialized (a broadcast zero is not contiguous, and the step updates state in place)
+        return mx.array(np.zeros(self.conv_size, np.float32)), mx.array(np.zeros(self.state_size, np.float32))
+
+    def __call__(self, x: mx.array, conv: mx.array, state: mx.array, track: bool):
+        """``(logits [1, V], conv, state, smallest gate margin [1])`` after token ``x`` [1, W].
+
+        ``state`` is given up: when no other array shares its buffer, the new state is
+        written over it (the largest array of a token; nothing then copies it)."""
+        lg, conv, state, margin, _ = self.module.step(self._plans[track], [x, conv, state, self.floats, self.ints])
+        return lg, conv, state, margin
+
+    def profiled(self, x: mx.array, conv: mx.array, state: mx.array, tokens: int) -> dict[str, float]:
+        """Seconds per token in each stage of the step, over ``tokens`` decode tokens of ``x``."""
+        plan = self.module.plan(self._program, self._consts, profile=True)
+        for _ in range(tokens):
+            _, conv, state, _, _ = self.module.step(plan, [x, conv, state, self.floats, self.ints])
+            mx.eval(conv, state)
+        seconds, ran = self.module.profile(plan)
+        return {stage: t / ran for stage, t in zip(self.module.STAGES, seconds)}
+
+    def residual(self, x: mx.array, conv: mx.array, state: mx.array, blocks: int) -> mx.array:
+        """The residual after the first ``blocks`` layer blocks (mixers and MLPs), for tests."""
+        plan = self.module.plan(self._program, self._consts, blocks)
+        return self.module.step(plan, [x, conv, state, self.floats, self.ints])[-1]
+
+    def layer_states(self, conv: mx.array, state: mx.array, layer: int) -> tuple[mx.array, mx.array]:
+        """Mixer ``layer``'s conv state [3, C] and recurrent state [1, H, Dv, Dk], of packed states."""
+        cs, co, ss, so = self.layout[layer]
+        return conv[co:co + int(np.prod(cs))].reshape(cs), state[so:so + int(np.prod(ss))].reshape(ss)
+
+    def nbytes(self) -> int:
+        """Bytes of the weights this step holds beyond the runner's."""
+        return self.floats.nbytes + self.ints.nbytes

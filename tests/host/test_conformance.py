@@ -1,0 +1,101 @@
+"""Conformance suite: every kernel in examples/kernels against its NumPy oracle.
+
+Each ``examples/kernels/NAME.json`` holds a launch (kernel name, block, grid, one
+argument per kernel parameter in order). The kernel runs on the reference backend and
+its final memory must equal what ``tests/oracles.py`` computes from the kernel's meaning.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.oracles import ORACLES
+
+ROOT = Path(__file__).resolve().parents[2]
+KERNELS = ROOT / "examples" / "kernels"
+EXAMPLES = sorted(KERNELS.glob("*.json"))
+
+def _spec(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def _machine(spec: dict):
+    """The machine the launch file names (the published one when it names none)."""
+    from qwengpu_mlx.core.machine import MACHINES
+
+    return MACHINES[spec.get("machine", "default")]
+
+
+def test_enough_examples_and_every_one_has_an_oracle():
+    assert len(EXAMPLES) >= 49
+    stems = {p.stem for p in EXAMPLES}
+    assert sorted(stems - ORACLES.keys()) == [], "examples without an oracle"
+    assert sorted(ORACLES.keys() - stems) == [], "oracles without an example"
+    for p in EXAMPLES:
+        assert p.with_suffix(".cu").is_file(), f"{p.stem}.cu is missing"
+    assert "dot" in stems
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_launch_spec_is_well_formed(path: Path):
+    spec = _spec(path)
+    assert isinstance(spec["kernel"], str) and spec["kernel"]
+    m = _machine(spec)
+    assert 1 <= spec["block"] <= m.max_block_dim
+    assert spec["grid"] >= 1
+    words = 0
+    for name, value in spec["args"].items():
+        if isinstance(value, list):
+            assert value, f"{name}: empty array"
+            assert all(isinstance(v, int) and -(2**31) <= v < 2**31 for v in value), name
+            words += len(value)
+        else:
+            assert isinstance(value, int) and -(2**31) <= value < 2**31, name
+    assert words <= m.mem_words
+    # the oracle returns every pointer parameter, in parameter order
+    expected = ORACLES[path.stem](spec)
+    assert list(expected) == [k for k, v in spec["args"].items() if isinstance(v, list)]
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_kernel_matches_oracle(path: Path):
+    from qwengpu_mlx.host.launch import launch
+
+    from qwengpu_mlx.core import errors
+
+    spec = _spec(path)
+    run = lambda: launch(  # noqa: E731
+        source=path.with_suffix(".cu"),
+        kernel=spec["kernel"],
+        block=spec["block"],
+        grid=spec["grid"],
+        args=spec["args"],
+        machine=_machine(spec),
+    )
+    if "error" in spec:  # the launch must stop with this error, naming the kernel's line
+        with pytest.raises(getattr(errors, spec["error"]), match=rf"{path.stem}\.cu:\d+"):
+            run()
+        return
+    assert run().outputs == ORACLES[path.stem](spec)
+
+
+def test_cli_runs_dot_and_prints_one_json_object():
+    cmd = [
+        sys.executable, "-m", "qwengpu_mlx.cli.main", "run", "examples/kernels/dot.cu",
+        "--backend", "reference",
+        "--arg", "a=1,2,3", "--arg", "b=4,5,6", "--arg", "out=0", "--arg", "n=3",
+        "--json",
+    ]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert isinstance(data, dict)
+    assert data["outputs"]["out"] == [32]
+    assert data["kernel"] == "dot"
+    assert data["backend"] == "reference"
+    assert isinstance(data["steps"], int) and not isinstance(data["steps"], bool)

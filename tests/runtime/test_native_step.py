@@ -1,0 +1,174 @@
+"""The native token step against the MLX-ops runner it must equal, and the trust around it.
+
+Expected values come from the MLX-ops runner (``runner.py``, itself checked against the
+dense model and mlx-lm in ``test_equivalence.py``), from the reference interpreter and
+from the NumPy oracles; the native step is the code under test.
+"""
+
+import json
+from pathlib import Path
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+from qwengpu_mlx.runtime import native
+from qwengpu_mlx.host.launch import bind, compile_kernel
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.runtime.native_step import NativeStep
+from qwengpu_mlx.runtime.native_trust import choose_native
+from qwengpu_mlx.runtime.circuit_runner import CircuitRunner
+from qwengpu_mlx.runtime import CircuitStore, run_launch
+
+from tests.oracles import ORACLES
+
+KERNELS = Path(__file__).resolve().parents[2] / "examples" / "kernels"
+# divergence, atomics, a shuffle (the representative ten, with loops, barriers and the
+# other shuffle modes, run on both paths in bench/profile_step.py --subset)
+SUBSET = ["early_return", "atomic_contention", "shfl_broadcast"]
+
+
+@pytest.fixture(scope="module")
+def module():
+    found = native.load()
+    assert found.module is not None, f"the native step did not build here: {found.reason}"
+    return found.module
+
+
+@pytest.fixture(scope="module")
+def cc(store):
+    return store.compact(DEFAULT_MACHINE)
+
+
+def _program(name):
+    spec = json.loads((KERNELS / f"{name}.json").read_text())
+    return spec, bind(compile_kernel(KERNELS / f"{name}.cu", spec["kernel"]), spec["args"], block=spec["block"],
+                      grid=spec["grid"])
+
+
+def test_exp_and_sigmoid_are_mlx_own_bit_for_bit(module):
+    # every 97th float bit pattern: normals, subnormals, infinities, NaNs, both signs
+    assert module.math_mismatches(97) == 0
+
+
+def test_residual_after_every_block_equals_the_mlx_layers(cc, module):
+    ops = CircuitRunner(cc, DEFAULT_MACHINE)
+    step = NativeStep(ops, module)
+    x = ops.embed([5])
+    mx.eval(x)
+    n = len(ops.mixers)
+    trace = [x]
+    ops._forward(x, [None] * n, [None] * n, False, trace)
+    conv, state = step.zeros()
+    blocks = 0
+    for L, (mz, ml) in enumerate(zip(ops.mixers, ops.mlps)):
+        blocks += (mz is not None) + (ml is not None)
+        got = np.array(step.residual(x, conv, state, blocks))
+        want = np.array(trace[L + 1])
+        assert np.array_equal(got, want), f"residual after layer {L} differs by {np.abs(got - want).max()}"
+
+
+@pytest.mark.parametrize("name", SUBSET)
+def test_launch_tokens_and_margins_equal_the_ops_path(cc, module, name):
+    spec, prog = _program(name)
+    want = run_launch(prog, CircuitRunner(cc, DEFAULT_MACHINE), check=True)
+    got = run_launch(prog, CircuitRunner(cc, DEFAULT_MACHINE, native=module), check=True)
+    assert got.tokens == want.tokens
+    assert got.min_margin == pytest.approx(want.min_margin, abs=1e-6)
+    assert got.min_state_margin == pytest.approx(want.min_state_margin, abs=1e-6)
+    assert got.check.problems == [] and got.outputs == ORACLES[name](spec)
+
+
+TEN = ["nested_branches", "early_return", "lane_while", "reduce_shared_tree", "atomic_contention",
+       "shfl_xor_allreduce", "shfl_down_reduce", "shfl_up_scan", "shfl_broadcast", "grid_index"]
+
+
+@pytest.mark.benchmark
+@pytest.mark.parametrize("name", TEN)
+def test_the_representative_ten_equal_the_ops_path(cc, module, name):
+    """The whole representative subset (loops, barriers, every shuffle mode too): about
+    two minutes on the MLX-ops path, so a benchmark (``-m benchmark``)."""
+    test_launch_tokens_and_margins_equal_the_ops_path(cc, module, name)
+
+
+def test_states_and_logits_equal_the_ops_path_over_a_prefill(cc, module):
+    ops = CircuitRunner(cc, DEFAULT_MACHINE)
+    fast = CircuitRunner(cc, DEFAULT_MACHINE, native=module)
+    tokens = [7, 300, 42, 9, 1000, 17]
+    lo, lf = np.array(ops.step(tokens)), np.array(fast.step(tokens))
+    assert np.array_equal(lo, lf)
+    lo, lf = np.array(ops.step([11])), np.array(fast.step([11]))  # a decode token after the prefill
+    assert np.array_equal(lo, lf)
+    for L, mz in enumerate(ops.mixers):
+        if mz is not None:
+            for head in mz.heads[:2]:
+                assert np.array_equal(ops.recurrent_state(L, head), fast.recurrent_state(L, head)), (L, head)
+
+
+def test_a_state_another_array_shares_is_not_overwritten(cc, module):
+    ops = CircuitRunner(cc, DEFAULT_MACHINE)
+    step = NativeStep(ops, module)
+    conv, state = step.zeros()
+    _, conv, state, _ = step(ops.embed([5]), conv, state, False)
+    mx.eval(conv, state)
+    shared = state.reshape(-1)  # a view: the same buffer
+    before = np.array(shared)
+    _, conv2, state2, _ = step(ops.embed([300]), conv, state, False)
+    mx.eval(state2)
+    assert not np.array_equal(np.array(state2), before)  # the token changed the state...
+    assert np.array_equal(np.array(shared), before)  # ...and the shared old one is intact
+
+
+class _Faulty:
+    """The real module with one fault: the logits of every token negated, or the
+    recurrent state never updated."""
+
+    def __init__(self, real, fault):
+        self.real, self.fault, self.__name__ = real, fault, f"faulty-{fault}"
+        self.plan = real.plan
+
+    def step(self, plan, inputs):
+        lg, conv, state, margin, x = self.real.step(plan, inputs)
+        if self.fault == "logits":
+            lg = -lg
+        else:
+            state = inputs[2] + 0
+        return [lg, conv, state, margin, x]
+
+
+@pytest.mark.parametrize("fault", ["logits", "state"])
+def test_a_faulty_step_is_refused_once_and_launches_run_on_the_ops_path(cc, module, tmp_path, fault):
+    warnings = []
+    chosen = choose_native(cc, DEFAULT_MACHINE, directory=tmp_path, warn=warnings.append,
+                           module=_Faulty(module, fault))
+    assert chosen is None and len(warnings) == 1 and "native circuit step" in warnings[0]
+    verdicts = json.loads((tmp_path / "gpu-trust.json").read_text())
+    assert [v["trusted"] for v in verdicts.values()] == [False]
+    again = choose_native(cc, DEFAULT_MACHINE, directory=tmp_path, warn=warnings.append,
+                          module=_Faulty(module, fault))
+    assert again is None and len(warnings) == 2  # the cached verdict (no second probe), said again
+
+
+def test_the_built_step_is_trusted_and_the_store_runs_on_it(cc, module, tmp_path):
+    assert choose_native(cc, DEFAULT_MACHINE, directory=tmp_path) is module  # probed afresh here
+    verdicts = json.loads((tmp_path / "gpu-trust.json").read_text())
+    assert [v["trusted"] for v in verdicts.values()] == [True]
+    runner = CircuitStore(directory=tmp_path).runner_over(cc, DEFAULT_MACHINE)
+    assert runner.native is not None and runner.native.module is module
+    shared = json.loads((native.native_dir() / "gpu-trust.json").read_text())  # the stores' verdicts
+    assert shared[f"native circuit step {native.build_key()}"]["trusted"] is True
+
+
+def test_without_cmake_launches_run_on_the_ops_path_quietly(cc, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("QWENGPU_MLX_CACHE", str(tmp_path / "cache"))  # no module built there
+    monkeypatch.setenv("QWENGPU_MLX_CMAKE", str(tmp_path / "no-cmake"))  # and no cmake
+    found = native.load()
+    assert found.module is None and "cmake" in found.reason
+    runner = CircuitStore(directory=tmp_path).runner_over(cc, DEFAULT_MACHINE)
+    assert runner.native is None
+    assert capsys.readouterr().err == ""
+
+
+def test_switched_off_by_the_environment(monkeypatch):
+    monkeypatch.setenv("QWENGPU_MLX_NATIVE", "0")
+    assert native.load().module is None

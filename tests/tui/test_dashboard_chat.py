@@ -1,0 +1,89 @@
+"""The dashboard chats: plain text goes to the chat loop, its launches stream to the panes.
+
+The chat model is the scripted stand-in of ``test_chat_session`` (it writes a given tool
+call and answer) with the demo model's tokenizer; the launch is real, on the embedded
+circuit, checked against the reference interpreter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+pytest.importorskip("textual")
+
+from tests.chat_script import ScriptedModel  # noqa: E402
+from tests.tui.test_dashboard import SIZE, type_command, wait_until  # noqa: E402
+
+from qwengpu_mlx.chat.models import ChatModel  # noqa: E402
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE  # noqa: E402
+from qwengpu_mlx.runtime import CircuitStore  # noqa: E402
+from qwengpu_mlx.tui.app import DashboardApp  # noqa: E402
+from qwengpu_mlx.tui.chat import SessionChat  # noqa: E402
+
+
+def scripted_chat(script: list[str]) -> SessionChat:
+    from mlx_lm.tokenizer_utils import load
+
+    from qwengpu_mlx.chat.demo import DEMO_DIR
+    from qwengpu_mlx.splice.combined_runner import CombinedModel
+
+    tok = load(DEMO_DIR)
+    runner = CircuitStore().runner(DEFAULT_MACHINE)
+    base = ScriptedModel(tok, script, len(tok.vocab))
+    return SessionChat(ChatModel("scripted", CombinedModel(base, None, None, runner), tok, DEFAULT_MACHINE))
+
+
+def test_plain_text_chats_and_the_launch_streams_to_the_panes():
+    a, b = [2, 5], [7, -3]
+    expected = a[0] * b[0] + a[1] * b[1]
+    call = ("<tool_call>\n<function=gpu_eval>\n<parameter=expression>\n"
+            f"{a} @ {b}\n</parameter>\n</function>\n</tool_call>")
+    chat = scripted_chat([call, f"The GPU in my layers computed {expected}."])
+
+    async def go():
+        app = DashboardApp(show_timing=False, chat=chat)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.main
+            tr = screen.transcript
+            assert "chat: scripted" in screen.status_bar.plain()
+            await type_command(pilot, f"what is {a} @ {b}?")
+            await wait_until(pilot, lambda: any(k == "assistant" for k, _ in tr.entries), timeout=120,
+                             what="the chat's answer")
+            await wait_until(pilot, lambda: not screen.chatting, timeout=30, what="the chat turn to end")
+            text = tr.plain_text()
+            assert "tool call: gpu_eval(expression=" in text
+            assert "launch dot:" in text and "check: exact" in text
+            assert f"tool response: {expected}" in text
+            assert ("assistant", f"The GPU in my layers computed {expected}.") in tr.entries
+            # the launch pane showed the launch as the model wrote it; the machine pane its memory
+            assert screen.launch_pane.border_title.startswith("launch (chat): dot")
+            assert screen.decoder is not None and screen.decoder.count > 0
+            assert expected & 0xFFFFFFFF in screen.decoder.state.memory  # words as unsigned 32-bit
+            assert "check: exact" in screen.status_bar.plain()  # the chat's launch verdict, not a stale "on"
+            # /run keeps working beside the chat
+            await type_command(pilot, "/check off")
+            assert "check: off" in screen.status_bar.plain()
+
+    asyncio.run(go())
+
+
+def test_reasoning_has_its_own_style_and_is_not_the_answer():
+    from qwengpu_mlx.tui.widgets.transcript import STYLES
+
+    chat = scripted_chat(["<think>\nA greeting needs no GPU.\n</think>\n\nHello."])
+
+    async def go():
+        app = DashboardApp(show_timing=False, chat=chat)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.main
+            tr = screen.transcript
+            await type_command(pilot, "hi")
+            await wait_until(pilot, lambda: any(k == "assistant" for k, _ in tr.entries), timeout=60,
+                             what="the chat's answer")
+            kinds = [(k, t) for k, t in tr.entries if k in ("reasoning", "assistant")]
+            assert kinds == [("reasoning", "A greeting needs no GPU."), ("assistant", "Hello.")]
+            assert STYLES["reasoning"] not in (STYLES["assistant"], STYLES["info"])
+
+    asyncio.run(go())
