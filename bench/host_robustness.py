@@ -80,7 +80,7 @@ def massive_for(hidden: int) -> dict[int, float]:
 def subset(runner: CircuitRunner, free: np.ndarray, scale: float, host_dims: int = 256) -> int:
     """The representative subset with the host in front at one scale."""
     from tests.oracles import ORACLES
-    from qwengpu_mlx.host.reference import run_program
+    from qwengpu_mlx.core.reference import run_program
 
     host = random_host(host_dims, massive=massive_for(host_dims))
     exact, smallest = 0, 1.0

@@ -37,7 +37,7 @@ from qwengpu_mlx.runtime.checkpoint import save_checkpoint  # noqa: E402
 from qwengpu_mlx.compiler.pipeline import compile_machine  # noqa: E402
 from qwengpu_mlx.compiler.sizing import QWEN35_2B, dense_parameters  # noqa: E402
 from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs  # noqa: E402
-from qwengpu_mlx.host.reference import run_program  # noqa: E402
+from qwengpu_mlx.core.reference import run_program  # noqa: E402
 from qwengpu_mlx.core.machine import MACHINES  # noqa: E402
 from qwengpu_mlx.runtime.circuit_runner import CircuitRunner  # noqa: E402
 from qwengpu_mlx.runtime import CircuitStore, check_launch, prompt_tokens, read_memory, run_launch  # noqa: E402

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 from tests.oracles import ORACLES  # noqa: E402
 
 from qwengpu_mlx.host.launch import bind, compile_kernel  # noqa: E402
-from qwengpu_mlx.host.reference import run_program  # noqa: E402
+from qwengpu_mlx.core.reference import run_program  # noqa: E402
 from qwengpu_mlx.core.machine import MACHINES  # noqa: E402
 from qwengpu_mlx.runtime.circuit_runner import CircuitRunner  # noqa: E402
 from qwengpu_mlx.runtime import CircuitStore, run_launch  # noqa: E402

@@ -14,7 +14,7 @@ knows the branch predicate, picks the event (continue, pop, diverge, barrier, ex
 warp done, thread block done) and writes the step's records into latches. The emit
 stage then walks the latched records, one token per pass.
 
-Semantics follow the reference interpreter (host/reference.py): IPDOM stack with
+Semantics follow the reference interpreter (qwengpu_mlx/core/reference.py): IPDOM stack with
 GPGPU-Sim's compaction (no reconvergence entry when it equals the running entry's;
 no entry for a side that starts at the reconvergence point), lowest runnable warp
 first, barrier release when every live warp waits, deadlock when a waiting warp's

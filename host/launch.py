@@ -16,7 +16,7 @@ from qwengpu_mlx.core.isa import Program
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
 from qwengpu_mlx.core.readout import read_outputs  # also part of the host's API
 
-from qwengpu_mlx.host.reference import run_program
+from qwengpu_mlx.core.reference import run_program
 from qwengpu_mlx.host.signature import KernelParam, cuda_kernel_params, ptx_param_name
 
 

@@ -632,7 +632,7 @@ FOLDABLE = (Op.MOV, Op.ADD, Op.SUB, Op.MUL, Op.MAD, Op.SHL, Op.AND, Op.OR)  # ad
 
 def _fold(op: Op, vals: list[int], signed: bool) -> int | None:
     """The constant value of an instruction whose operands are all constants, if we fold it."""
-    from qwengpu_mlx.host.reference import alu_value
+    from qwengpu_mlx.core.reference import alu_value
 
     return alu_value(op, vals, signed=signed) if op in FOLDABLE else None
 

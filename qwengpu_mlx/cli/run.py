@@ -44,7 +44,7 @@ def cmd_run(ns) -> int:
 
 
 def _run_reference(ns, machine, prog, stream):
-    from qwengpu_mlx.host.reference import format_step
+    from qwengpu_mlx.core.reference import format_step
     from qwengpu_mlx.runtime import run_reference
 
     on_step = (lambda rec: print(format_step(rec), file=stream)) if ns.trace else None

@@ -135,7 +135,7 @@ class ReferenceRun:
 def reference_run(program: Program, machine: MachineConfig, budget: int) -> ReferenceRun:
     """The reference's run of ``program``, at most ``budget`` steps."""
     from qwengpu_mlx.core.errors import BarrierDeadlock, StepBudgetExceeded
-    from qwengpu_mlx.host.reference import run_program
+    from qwengpu_mlx.core.reference import run_program
 
     try:
         res = run_program(program, machine, trace=True, step_budget=budget)

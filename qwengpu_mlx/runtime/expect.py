@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from qwengpu_mlx.core.encoding import live_out_predicates, live_out_registers
-from qwengpu_mlx.host.reference import EXIT_PC
+from qwengpu_mlx.core.reference import EXIT_PC
 from qwengpu_mlx.core.isa import Program
 from qwengpu_mlx.core.machine import MachineConfig, to_signed
 from qwengpu_mlx.core.records import describe_ent, describe_wst, ent_payload, mask_bits, wst_payload

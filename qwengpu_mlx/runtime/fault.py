@@ -19,7 +19,7 @@ __all__ = ["model_fault"]
 
 def model_fault(program: Program, machine: MachineConfig, code: int | None, steps: int) -> ExecutionError:
     """``MemoryFault``/``BarrierDeadlock`` (else ``ExecutionError``) for the model's FAULT(code)."""
-    from qwengpu_mlx.host.reference import run_program
+    from qwengpu_mlx.core.reference import run_program
 
     cls = {1: MemoryFault, 2: BarrierDeadlock}.get(code, ExecutionError)
     what = FAULT_CODES.get(code, f"fault code {code}")

@@ -111,7 +111,7 @@ def probe_runner(cc, machine, candidate) -> tuple[bool, str]:
     (a wrong launch could otherwise run to its step budget)."""
     import threading
 
-    from qwengpu_mlx.host.reference import run_program
+    from qwengpu_mlx.core.reference import run_program
     from qwengpu_mlx.runtime.circuit_runner import CircuitRunner
     from qwengpu_mlx.runtime.generate import LaunchCancelled, run_launch
     from qwengpu_mlx.runtime.probe import probe_program

@@ -131,7 +131,7 @@ class ReferenceLaunch:
 def run_reference(program: Program, machine: MachineConfig, *, step_budget: int | None = None,
                   on_step: Callable | None = None) -> ReferenceLaunch:
     """The same program on the exact interpreter (``--backend reference``)."""
-    from qwengpu_mlx.host.reference import run_program
+    from qwengpu_mlx.core.reference import run_program
 
     res = run_program(program, machine, step_budget=step_budget, trace=False, on_step=on_step)
     return ReferenceLaunch(program, res.memory, res.steps)

@@ -27,7 +27,7 @@ from qwengpu_mlx.core.errors import ExecutionError, QwenGpuError
 from qwengpu_mlx.host.frontend import cuda_to_ptx, select_kernel
 from qwengpu_mlx.host.launch import CompiledKernel, bind
 from qwengpu_mlx.host.ptx_parser import parse_ptx
-from qwengpu_mlx.host.reference import run_program
+from qwengpu_mlx.core.reference import run_program
 from qwengpu_mlx.host.signature import KernelParam, ptx_param_name
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 

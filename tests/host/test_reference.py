@@ -10,8 +10,8 @@ import pytest
 
 from qwengpu_mlx.core import isa
 from qwengpu_mlx.core.errors import BarrierDeadlock, MemoryFault, ResourceError, StepBudgetExceeded
-from qwengpu_mlx.host.reference import RunResult, StepRecord, format_step
-from qwengpu_mlx.host.reference import run_program as _run_program
+from qwengpu_mlx.core.reference import RunResult, StepRecord, format_step
+from qwengpu_mlx.core.reference import run_program as _run_program
 from qwengpu_mlx.core.isa import Op, TermKind
 from qwengpu_mlx.core.machine import MachineConfig
 

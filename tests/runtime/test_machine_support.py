@@ -140,7 +140,7 @@ def test_step_budget_any_positive_host_side():
     assert_supported("step_budget", 1, 7, 1 << 20)
     # host-side: the reference interpreter (and the launch loop) stop at the budget
     from qwengpu_mlx.core.errors import StepBudgetExceeded
-    from qwengpu_mlx.host.reference import run_program
+    from qwengpu_mlx.core.reference import run_program
 
     program = _program(XORSHIFT, {"state": [1, 2, 3, 4], "rounds": 10}, 4, 1, DEFAULT_MACHINE)
     run_program(program, machine(step_budget=64))
@@ -178,7 +178,7 @@ def second_runner():
 
 def run_exact(runner, source: Path, args: dict, *, block: int, grid: int = 1) -> None:
     """Run the kernel on ``runner``'s machine: the whole launch and memory equal to the reference's."""
-    from qwengpu_mlx.host.reference import run_program
+    from qwengpu_mlx.core.reference import run_program
     from qwengpu_mlx.runtime import run_launch
 
     m = runner.machine

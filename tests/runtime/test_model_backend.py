@@ -19,7 +19,7 @@ import pytest
 
 from qwengpu_mlx.core.errors import MemoryFault, ResourceError, StepBudgetExceeded
 from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs
-from qwengpu_mlx.host.reference import run_program
+from qwengpu_mlx.core.reference import run_program
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 from qwengpu_mlx.runtime import run_launch
 
