@@ -9,7 +9,7 @@ from __future__ import annotations
 import mlx.core as mx
 import numpy as np
 
-from qwengpu_mlx.runtime.model import Model
+from qwengpu_mlx.runtime.model import Model, mix
 
 
 def load_plan(plan) -> Model:
@@ -38,13 +38,13 @@ def probe_embeddings(model: Model, embeddings, cache=None) -> dict:
     x = mx.array(np.asarray(embeddings, np.float32))[None]
     resid, mid, mlp_in = [np.array(x[0], np.float64)], [], []
     for layer, c in zip(model.layers, cache):
-        h = x + layer.mix(x, c)
+        h = x + mix(layer, x, c)
         n = layer.post_attention_layernorm(h)
         x = h + layer.mlp(n)
         mx.eval(x)
         mid.append(np.array(h[0], np.float64))
         mlp_in.append(np.array(n[0], np.float64))
         resid.append(np.array(x[0], np.float64))
-    out = model.language_model.logits(model.language_model.model.norm(x))
+    out = model.logits(model.language_model.model.norm(x))
     return {"resid": resid, "mid": mid, "mlp_in": mlp_in, "cache": cache,
             "logits": np.array(out[0], np.float64)}
