@@ -178,7 +178,7 @@ def _lane_list(mask: int, lanes: int) -> str:
 _ARITY: dict[Op, tuple[int, int]] = {op: (n, np) for op, (n, np, _) in isa.OPERAND_COUNTS.items()}
 
 
-def check_launch(program: isa.Program, machine: MachineConfig = DEFAULT_MACHINE) -> None:
+def check_runs_on(program: isa.Program, machine: MachineConfig = DEFAULT_MACHINE) -> None:
     """Raise :class:`ResourceError` (sizes, geometry) or ``ValueError`` (a malformed
     program, i.e. a lowering bug) when ``program`` cannot run on ``machine``."""
     m = machine
@@ -404,7 +404,7 @@ class _Launch:
             v = tid % lanes
         elif name == "warpid":
             v = tid // lanes
-        else:  # rejected by check_launch
+        else:  # rejected by check_runs_on
             raise ValueError(f"unknown special register %{name}")
         return v & self.M
 
@@ -728,9 +728,9 @@ def run_program(
     a launch may run exactly that many steps; the next one raises
     :class:`StepBudgetExceeded`. ``trace=False`` keeps no trace (``on_step`` is still
     called for every step). Raises :class:`ResourceError` / ``ValueError`` before
-    running when the program does not fit (see :func:`check_launch`).
+    running when the program does not fit (see :func:`check_runs_on`).
     """
-    check_launch(program, machine)
+    check_runs_on(program, machine)
     budget = machine.step_budget if step_budget is None else step_budget
     return _Launch(program, machine, budget, trace, on_step).run()
 
@@ -740,7 +740,7 @@ __all__ = [
     "WarpStatus",
     "RunResult",
     "StepRecord",
-    "check_launch",
+    "check_runs_on",
     "format_step",
     "run_program",
 ]
