@@ -9,11 +9,14 @@ the number of values live at once and the PTX line where that happens.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from qwengpu_mlx.core.encoding import block_live_out
 from qwengpu_mlx.core.errors import ResourceError
 from qwengpu_mlx.core.isa import Block, Imm, Instr, Op, Pred, Reg, Special
 from qwengpu_mlx.core.machine import MachineConfig
 
-from qwengpu_mlx.host.ir import LInstr, MBlock, VPred, VReg, successors
+from qwengpu_mlx.host.ir import LInstr, MBlock, VPred, VReg
 from qwengpu_mlx.host.srcloc import where
 
 PURE_OPS = {o for o in Op} - {Op.ST, Op.ATOM_ADD}
@@ -60,27 +63,19 @@ def live_before(it: LInstr, data: set, preds: set) -> None:
     preds |= _pred_uses(it)
 
 
-def _succ(b: MBlock) -> list[int]:
-    return successors(b.term)
-
-
 def _liveness(blocks: list[MBlock], uses, defs, term_uses) -> dict[int, set[str]]:
-    """Live-out set of every block."""
-    live_in = {b.index: set() for b in blocks}
-    live_out = {b.index: set() for b in blocks}
-    changed = True
-    while changed:
-        changed = False
-        for b in reversed(blocks):
-            out = set().union(*(live_in[s] for s in _succ(b))) if _succ(b) else set()
-            live = set(out) | term_uses(b)
-            for it in reversed(b.instrs):
-                live -= defs(it) - uses(it) if it.guard is None else set()
-                live |= uses(it)
-            if out != live_out[b.index] or live != live_in[b.index]:
-                live_out[b.index], live_in[b.index] = out, live
-                changed = True
-    return live_out
+    """Live-out set of every block: each block's use (read before written, the terminator's
+    reads included) and kill (written unguarded), solved by :func:`block_live_out`."""
+    use, kill = {}, {}
+    for b in blocks:
+        live, killed = set(term_uses(b)), set()
+        for it in reversed(b.instrs):
+            if it.guard is None:  # a guarded write keeps the old value: it kills nothing
+                live -= defs(it)
+                killed |= defs(it)
+            live |= uses(it)
+        use[b.index], kill[b.index] = live, killed
+    return block_live_out(blocks, use, kill)
 
 
 def _term_pred(b: MBlock) -> set[str]:
@@ -201,8 +196,6 @@ def allocate(blocks: list[MBlock], machine: MachineConfig, kernel: str):
                                 trap=it.trap))
         term = b.term
         if b.term_pred is not None:
-            from dataclasses import replace
-
             term = replace(term, pred=pred(b.term_pred))
         out.append(Block(b.index, instrs, term, b.label))
     regs_used = max(rmap.values(), default=0)

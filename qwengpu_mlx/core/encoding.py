@@ -116,7 +116,7 @@ def live_out_registers(blocks: list[Block]) -> dict[int, set[int]]:
                 else:
                     k.add(ins.dst)
         use[b.index], kill[b.index] = u, k
-    return _live_out(blocks, use, kill)
+    return block_live_out(blocks, use, kill)
 
 
 def live_out_predicates(blocks: list[Block]) -> dict[int, set[int]]:
@@ -139,11 +139,15 @@ def live_out_predicates(blocks: list[Block]) -> dict[int, set[int]]:
         if b.term.pred is not None and b.term.pred.index not in k:
             u.add(b.term.pred.index)
         use[b.index], kill[b.index] = u, k
-    return _live_out(blocks, use, kill)
+    return block_live_out(blocks, use, kill)
 
 
-def _live_out(blocks: list[Block], use: dict, kill: dict) -> dict[int, set[int]]:
-    """Backward dataflow: what each block's successors may read before writing."""
+def block_live_out(blocks, use: dict, kill: dict) -> dict:
+    """Backward dataflow: what each block's successors may read before writing.
+
+    ``use[i]`` is what block ``i`` reads before writing (its terminator's reads included),
+    ``kill[i]`` what it surely writes; the blocks are any with ``index`` and ``term`` (the
+    machine's blocks here, the host's virtual-register blocks in ``host.regalloc``)."""
     succ = {b.index: _successors(b) for b in blocks}
     live_in = {b.index: set() for b in blocks}
     live_out = {b.index: set() for b in blocks}
