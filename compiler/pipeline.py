@@ -23,6 +23,7 @@ from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
 from qwengpu_mlx.core.machine_support import check_circuit_supports
 
 from qwengpu_mlx.compiler.assemble import CircuitPlan, Shape
+from qwengpu_mlx.compiler.compact import compact
 from qwengpu_mlx.compiler.fold import SPREAD_SHARES, fit_shape, fold_onto, residual_misfit, spread_units
 from qwengpu_mlx.compiler.machine_circuit import LINEAR_HEADS, MLP_UNITS, NARROW, MachineCircuit, memory_heads_in
 from qwengpu_mlx.compiler.reuse import Reuse
@@ -53,8 +54,6 @@ class CompiledMachine:
 
     def compact(self):
         """The compact circuit of ``plan`` (``compiler.compact``), knowing where the host reads memory."""
-        from qwengpu_mlx.compiler.compact import compact
-
         cc = compact(self.plan)
         cc.memory_heads = self.memory_heads
         return cc

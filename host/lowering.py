@@ -35,9 +35,11 @@ from qwengpu_mlx.core.isa import (
     TermKind,
 )
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, LARGE_MACHINE, SPECIAL_REGISTERS, MachineConfig
+from qwengpu_mlx.core.reference import alu_value
 from qwengpu_mlx.core.vocab import RECORD_TOKENS
 
 from qwengpu_mlx.host import cfg, division, ifconvert, packing, ranges, regalloc, wide_index
+from qwengpu_mlx.host.frontend import demangle_kernel_name
 from qwengpu_mlx.host.ir import (  # noqa: F401 - the IR's names stay importable from here
     BasicBlock,
     LBarrier,
@@ -632,8 +634,6 @@ FOLDABLE = (Op.MOV, Op.ADD, Op.SUB, Op.MUL, Op.MAD, Op.SHL, Op.AND, Op.OR)  # ad
 
 def _fold(op: Op, vals: list[int], signed: bool) -> int | None:
     """The constant value of an instruction whose operands are all constants, if we fold it."""
-    from qwengpu_mlx.core.reference import alu_value
-
     return alu_value(op, vals, signed=signed) if op in FOLDABLE else None
 
 
@@ -1302,6 +1302,4 @@ def _extend(value: int, bits: int, signed: bool) -> int:
 
 
 def _display_name(name: str) -> str:
-    from qwengpu_mlx.host.frontend import demangle_kernel_name
-
     return demangle_kernel_name(name)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 from qwengpu_mlx.core import isa
+from qwengpu_mlx.core.encoding import EncodeError, encode_program
 from qwengpu_mlx.core.errors import InvalidPtx, MalformedProgram
 from qwengpu_mlx.core.isa import Imm, Op, Reg, Special, TermKind
 from qwengpu_mlx.core.machine import OPERAND_SPECIALS, MachineConfig
@@ -307,8 +308,6 @@ def check_program(program: isa.Program, machine: MachineConfig) -> None:
     """Raise :class:`MalformedProgram` unless every block and instruction of ``program``
     is well-formed for ``machine`` and the whole program encodes into its ROM: the
     proof, before either backend runs it, that both run the same valid program."""
-    from qwengpu_mlx.core.encoding import EncodeError, encode_program
-
     if not 1 <= len(program.blocks) <= machine.rom_blocks:
         raise _bad("program", f"{len(program.blocks)} blocks for a ROM of {machine.rom_blocks}")
     if len(program.memory) != machine.mem_words:
