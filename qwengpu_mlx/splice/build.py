@@ -19,6 +19,9 @@ from typing import Callable
 
 import mlx.core as mx
 from mlx.utils import tree_flatten
+from mlx_lm.utils import load
+
+from qwengpu_mlx.runtime.checkpoint import atomic_directory, check_output_dir
 
 from qwengpu_mlx.splice.layout import SpliceLayout, splice_misfits, text_config
 from qwengpu_mlx.splice.logits import Suppression, suppression_row
@@ -70,8 +73,6 @@ def check_fits(base_config: dict, circuit_config: dict) -> None:
 
 def load_base(path: Path):
     """(mlx-lm model, tokenizer) of a base directory, through mlx-lm's own loader."""
-    from mlx_lm.utils import load
-
     return load(str(path))
 
 
@@ -99,8 +100,6 @@ def write_combined(out: Path, base_model, base_config: dict, circuit_plan, launc
     leaves no half-written checkpoint; a non-empty ``out`` is refused (before any work)
     unless ``force``. The tokenizer and the provenance manifest are the caller's
     (``tokenizer.extend_tokenizer``, ``source.write_manifest``)."""
-    from qwengpu_mlx.runtime.checkpoint import atomic_directory, check_output_dir
-
     start = time.perf_counter()
     check_output_dir(out, force=force)
     check_fits(base_config, circuit_plan.config())

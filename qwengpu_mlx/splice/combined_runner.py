@@ -18,10 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import mlx.core as mx
+import mlx.nn as nn
 import numpy as np
+from mlx_lm.models.qwen3_5 import Model, ModelArgs
+from mlx_lm.utils import infer_quant_config
 
 from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS
+from qwengpu_mlx.core.machine import MACHINES
 
+from qwengpu_mlx.splice.build import SPLICE_RECORD
+from qwengpu_mlx.splice.folded import folded_circuit
 from qwengpu_mlx.splice.layout import RESIDUAL_SCALE, SpliceLayout
 from qwengpu_mlx.splice.logits import combined_text_logits, final_hidden
 from qwengpu_mlx.splice.quantized import affine_format, halve
@@ -37,8 +43,6 @@ def launch_rms_share(launch_row: np.ndarray) -> float:
 
 def base_model_from_config(text_cfg: dict):
     """An mlx-lm Qwen3.5 model object for the base's text config (weights not loaded)."""
-    from mlx_lm.models.qwen3_5 import Model, ModelArgs
-
     full = {"model_type": "qwen3_5", "text_config": text_cfg,
             "tie_word_embeddings": text_cfg.get("tie_word_embeddings", True)}
     return Model(ModelArgs.from_dict(full))
@@ -90,9 +94,6 @@ def unsplice_base(weights: dict[str, mx.array], lay: SpliceLayout) -> tuple[dict
 def quantize_like(model, weights: dict[str, mx.array]) -> None:
     """Make ``model``'s layers quantized wherever ``weights`` holds scales, each in its own
     format, as ``mlx_lm.load`` does (its ``infer_quant_config``)."""
-    import mlx.nn as nn
-    from mlx_lm.utils import infer_quant_config
-
     def predicate(path, module):
         if not hasattr(module, "to_quantized") or f"{path}.scales" not in weights:
             return False
@@ -133,6 +134,16 @@ class CombinedModel:
         return [self.layout.launch_id(t) for t in circuit_ids]
 
 
+def combine(base, layout: SpliceLayout, circuit, launch_row: np.ndarray | None = None) -> CombinedModel:
+    """The one place a :class:`CombinedModel` is assembled: ``base`` (an mlx-lm Qwen3.5 model),
+    the splice ``layout``, ``circuit`` (a runtime Runner over the circuit, or None) and
+    ``launch_row`` (the launch rows' shared part in the base's dims; None: zeros, as a base
+    combined in memory has no dense export whose text it would keep launch tokens out of)."""
+    if launch_row is None:
+        launch_row = np.zeros((layout.base_hidden,), np.float32)
+    return CombinedModel(base, layout, launch_row, circuit)
+
+
 class CombinedCheckpointError(ValueError):
     """A directory that is not a usable combined checkpoint (record missing, unreadable, or
     from another circuit); the message says which and what to do."""
@@ -140,8 +151,6 @@ class CombinedCheckpointError(ValueError):
 
 def read_record(path: Path) -> tuple[str, SpliceLayout]:
     """(machine name, splice layout) from a combined checkpoint's splice record."""
-    from qwengpu_mlx.splice.build import SPLICE_RECORD
-
     f = Path(path) / SPLICE_RECORD
     if not f.is_file():
         raise CombinedCheckpointError(f"{path}: not a combined checkpoint (no {SPLICE_RECORD}; "
@@ -162,8 +171,6 @@ def recorded_machine(path: Path):
 
 
 def _machine(name: str, layout: SpliceLayout, path: Path):
-    from qwengpu_mlx.core.machine import MACHINES
-
     if name not in MACHINES:
         raise CombinedCheckpointError(f"{path}: records machine {name!r}, which this version does not have "
                                       f"({', '.join(sorted(MACHINES))})")
@@ -189,14 +196,12 @@ def load_combined(path: Path, circuit) -> CombinedModel:
     quantize_like(model, weights)
     model.load_weights(list(weights.items()), strict=True)
     mx.eval(model.parameters())
-    return CombinedModel(model, lay, row, circuit)
+    return combine(model, lay, circuit, row)
 
 
 def checkpoint_circuit(path: Path, store):
     """A runner over the circuit a combined checkpoint holds: the recorded machine's circuit at
     Qwen3.5-2B's shape from ``store`` (compiled, or the same weights the checkpoint holds)."""
-    from qwengpu_mlx.splice.folded import folded_circuit
-
     name, lay = read_record(path)
     machine, _ = _machine(name, lay, path)
     folded = folded_circuit(store, machine)

@@ -18,8 +18,9 @@ from typing import Iterator
 
 import mlx.core as mx
 import numpy as np
+from mlx_lm.models.cache import make_prompt_cache
 
-from qwengpu_mlx.splice.logits import launch_mass
+from qwengpu_mlx.splice.logits import combined_text_logits, final_hidden, launch_mass
 
 CHUNK = 128
 
@@ -36,8 +37,6 @@ class DriftReport:
 
 def mlx_lm_logits(model, tokens: list[int], chunk: int = CHUNK) -> Iterator[mx.array]:
     """An mlx-lm model's logits [t, V] over ``tokens``, ``chunk`` positions at a time."""
-    from mlx_lm.models.cache import make_prompt_cache
-
     cache = make_prompt_cache(model)
     for i in range(0, len(tokens), chunk):
         yield model(mx.array([tokens[i:i + chunk]]), cache=cache)[0].astype(mx.float32)
@@ -154,10 +153,6 @@ def ours_logits(combined, tokens: list[int], chunk: int = CHUNK) -> Iterator[mx.
     """Our runner's logits over the combined vocabulary, chunked like :func:`mlx_lm_logits`.
 
     The base part is the base's own mlx-lm model, so it runs with its own cache."""
-    from mlx_lm.models.cache import make_prompt_cache
-
-    from qwengpu_mlx.splice.logits import combined_text_logits, final_hidden
-
     cache = make_prompt_cache(combined.base)
     for i in range(0, len(tokens), chunk):
         h = final_hidden(combined.base, tokens[i:i + chunk], cache)

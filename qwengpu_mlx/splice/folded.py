@@ -13,7 +13,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS
+from qwengpu_mlx.compiler.sizing import QWEN35_2B
 from qwengpu_mlx.core.machine import MachineConfig
+from qwengpu_mlx.runtime.circuit_cache import cache_dir, cached_compact, circuit_key, write_atomically
 
 
 @dataclass
@@ -29,16 +32,10 @@ class FoldedCircuit:
 
 
 def _key(machine: MachineConfig) -> str:
-    from qwengpu_mlx.runtime.circuit_cache import circuit_key
-    from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS
-    from qwengpu_mlx.compiler.sizing import QWEN35_2B
-
     return circuit_key(machine, QWEN35_2B, DEFAULT_LEVELS)
 
 
 def _config_path(key: str, directory: Path | None) -> Path:
-    from qwengpu_mlx.runtime.circuit_cache import cache_dir
-
     return (directory or cache_dir()) / f"folded-{key[:16]}.json"
 
 
@@ -55,9 +52,6 @@ def _read_config(path: Path, key: str) -> dict | None:
 
 def folded_circuit(store, machine: MachineConfig) -> FoldedCircuit:
     """The folded circuit from the cache, or compiled (through ``store``) and cached."""
-    from qwengpu_mlx.runtime.circuit_cache import cached_compact, write_atomically
-    from qwengpu_mlx.compiler.sizing import QWEN35_2B
-
     key = _key(machine)
     path = _config_path(key, store.directory)
     config = _read_config(path, key)

@@ -15,7 +15,15 @@ from typing import Callable
 import mlx.core as mx
 from mlx.utils import tree_flatten
 
+from qwengpu_mlx.compiler.sizing import QWEN35_2B
+from qwengpu_mlx.core.machine import MACHINES
+from qwengpu_mlx.runtime import CircuitStore
+
+from qwengpu_mlx.splice.build import SpliceTooLarge, check_fits, load_base, write_combined
 from qwengpu_mlx.splice.layout import WIDTH_FACTOR, SpliceLayout, shape_sizes, text_config
+from qwengpu_mlx.splice.source import acquire, write_manifest
+from qwengpu_mlx.splice.tokenizer import extend_tokenizer
+from qwengpu_mlx.splice.weights import PREFIX, tensor_role
 
 
 def calibration_text() -> str:
@@ -43,8 +51,6 @@ def _circuit_layer_parameters(lay: SpliceLayout, linear: bool) -> int:
 
 def combined_parameters(lay: SpliceLayout, base_model) -> int:
     """Parameters of the dense combined checkpoint (what ``build`` would write)."""
-    from qwengpu_mlx.splice.weights import PREFIX, tensor_role
-
     modules = dict(base_model.named_modules())
     total = 0
     for name, p in tree_flatten(base_model.parameters()):
@@ -67,14 +73,6 @@ def build_from_base(base: str, out: Path, machine_name: str, *, revision: str | 
 
     ``plan``: the circuit plan to splice (default: the machine's, folded at Qwen3.5-2B's
     shape); a small plan makes the whole pipeline testable at a small size."""
-    from qwengpu_mlx.compiler.sizing import QWEN35_2B
-    from qwengpu_mlx.core.machine import MACHINES
-    from qwengpu_mlx.runtime import CircuitStore
-
-    from qwengpu_mlx.splice.build import SpliceTooLarge, check_fits, load_base, write_combined
-    from qwengpu_mlx.splice.source import acquire, write_manifest
-    from qwengpu_mlx.splice.tokenizer import extend_tokenizer
-
     sizes = plan.config() if plan is not None else shape_sizes(QWEN35_2B)
     src = acquire(base, revision=revision, fits=lambda cfg: check_fits(cfg, sizes))
     if plan is None:

@@ -25,6 +25,7 @@ than this machine has to run, so its size is predicted from the config alone (``
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 GB = 1e9
@@ -257,8 +258,6 @@ def stored_format(tensors: dict[str, object], cols: int) -> str:
 def formats_by_module(weights: dict[str, object], first_layer: int, widths: dict[str, int]) -> dict[str, dict]:
     """{module: {format: count}} of the circuit layers (index ``first_layer`` on) of a
     checkpoint's tensors; ``widths``: each module's input width (``module_shapes``)."""
-    import re
-
     found: dict[str, dict[str, object]] = {}
     for name, t in weights.items():
         m = re.match(r"^language_model\.model\.layers\.(\d+)\.(.+)\.(\w+)\.(weight|scales|biases)$", name)

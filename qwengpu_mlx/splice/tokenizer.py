@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from tokenizers import Tokenizer
+
 # The base's other tokenizer files, copied as they are: with tokenizer.json present no
 # loader takes the added tokens' ids from any of them.
 COPIED = ("special_tokens_map.json", "vocab.json", "merges.txt", "chat_template.jinja", "chat_template.json",
@@ -143,7 +145,5 @@ def extend_tokenizer(base_dir: Path, out_dir: Path, launch_tokens: Sequence[str]
 def launch_token_ids(tokenizer_dir: Path, first_id: int = 0) -> dict[str, int]:
     """The added tokens from ``first_id`` on and their ids, as ``tokenizers`` numbers them
     on loading (not as the file claims: a loader renumbers tokens past a gap)."""
-    from tokenizers import Tokenizer
-
     decoder = Tokenizer.from_file(str(Path(tokenizer_dir) / "tokenizer.json")).get_added_tokens_decoder()
     return {token.content: token_id for token_id, token in sorted(decoder.items()) if token_id >= first_id}
