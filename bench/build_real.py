@@ -28,7 +28,7 @@ import mlx.core as mx
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from tests.oracles import ORACLES  # noqa: E402
+from tests.support.oracles import ORACLES  # noqa: E402
 
 import qwengpu_mlx.host.frontend  # noqa: E402,F401
 from qwengpu_mlx.runtime.checkpoint import save_checkpoint  # noqa: E402
@@ -53,10 +53,10 @@ def qwen_tokenizer_files(d: Path) -> None:
     tokens as with the real model."""
     import json
 
-    from tests.splice.test_tokenizer import _qwen35_config, _qwen35_tokenizer_json
+    from tests.support.qwen35_base import qwen35_config, qwen35_tokenizer_json
 
-    (d / "tokenizer.json").write_text(json.dumps(_qwen35_tokenizer_json(), ensure_ascii=False), encoding="utf-8")
-    (d / "tokenizer_config.json").write_text(json.dumps(_qwen35_config(), indent=2), encoding="utf-8")
+    (d / "tokenizer.json").write_text(json.dumps(qwen35_tokenizer_json(), ensure_ascii=False), encoding="utf-8")
+    (d / "tokenizer_config.json").write_text(json.dumps(qwen35_config(), indent=2), encoding="utf-8")
 
 
 def write_base(d: Path, cfg: dict) -> Path:

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.host_robustness
 
-A random Qwen3.5-architecture host (``qwengpu_mlx.runtime.host_front``: Gated DeltaNet and
+A random Qwen3.5-architecture host (``tests.support.host_front``: Gated DeltaNet and
 full-attention layers, hidden 256, three massive-activation dims at 1e3, 3e3 and 1e4)
 runs in front of the circuit: its hidden state shares the residual stream, so every
 circuit RMSNorm sees it. The dot product runs with the host's hidden state scaled up
@@ -34,9 +34,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 
 from qwengpu_mlx.host.launch import bind, compile_kernel  # noqa: E402
-from qwengpu_mlx.runtime.host_front import HostFront, random_host  # noqa: E402
+from tests.support.host_front import HostFront, random_host  # noqa: E402
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE  # noqa: E402
-from qwengpu_mlx.runtime.runner_wide import WideCircuitRunner as CircuitRunner  # noqa: E402
+from tests.support.runner_wide import WideCircuitRunner as CircuitRunner  # noqa: E402
 from qwengpu_mlx.runtime import CircuitStore, run_launch  # noqa: E402
 
 MASSIVE = {7: 1e3, 100: 3e3, 200: 1e4}
@@ -79,7 +79,7 @@ def massive_for(hidden: int) -> dict[int, float]:
 
 def subset(runner: CircuitRunner, free: np.ndarray, scale: float, host_dims: int = 256) -> int:
     """The representative subset with the host in front at one scale."""
-    from tests.oracles import ORACLES
+    from tests.support.oracles import ORACLES
     from qwengpu_mlx.core.reference import run_program
 
     host = random_host(host_dims, massive=massive_for(host_dims))

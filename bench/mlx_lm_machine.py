@@ -30,7 +30,7 @@ import mlx.core as mx
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from tests.oracles import ORACLES  # noqa: E402
+from tests.support.oracles import ORACLES  # noqa: E402
 
 import qwengpu_mlx.host.frontend  # noqa: E402,F401  (import order: the launch module needs it first)
 from qwengpu_mlx.runtime.checkpoint import save_checkpoint  # noqa: E402

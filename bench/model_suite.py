@@ -24,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from tests.oracles import ORACLES  # noqa: E402
+from tests.support.oracles import ORACLES  # noqa: E402
 
 from qwengpu_mlx.host.launch import bind, compile_kernel  # noqa: E402
 from qwengpu_mlx.core.reference import run_program  # noqa: E402

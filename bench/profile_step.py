@@ -7,7 +7,7 @@
    the times add up to more than a compiled token (which fuses across stages).
 2. The same token on the native step (``native_step.py``): its stages timed inside the
    one primitive (``native/circuit_step.cpp``, a profiling plan).
-3. A whole decode token and the dot's prefill on the wide runner (``runner_wide.py``),
+3. A whole decode token and the dot's prefill on the wide runner (``tests/support/runner_wide.py``),
    the MLX-ops runner and the native step, interleaved, medians: the ratios.
 4. ``--subset``: the representative ten kernels (divergence, loops, a shared-memory
    reduction with barriers, atomics, every shuffle mode, a grid) on the MLX-ops runner
@@ -31,12 +31,12 @@ import mlx.core as mx  # noqa: E402
 from qwengpu_mlx.runtime import native  # noqa: E402
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE  # noqa: E402
 from qwengpu_mlx.runtime.circuit_runner import CircuitRunner, live_dims  # noqa: E402
-from qwengpu_mlx.runtime.runner_wide import WideCircuitRunner  # noqa: E402
+from tests.support.runner_wide import WideCircuitRunner  # noqa: E402
 from qwengpu_mlx.runtime import CircuitStore, run_launch  # noqa: E402
 from qwengpu_mlx.runtime.prompt import prompt_tokens  # noqa: E402
 
 from bench.model_suite import SUBSET  # noqa: E402
-from tests.oracles import ORACLES  # noqa: E402
+from tests.support.oracles import ORACLES  # noqa: E402
 
 
 def program(name: str):

@@ -31,7 +31,7 @@ from mlx.utils import tree_flatten
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from tests.oracles import ORACLES  # noqa: E402
+from tests.support.oracles import ORACLES  # noqa: E402
 
 import qwengpu_mlx.host.frontend  # noqa: E402,F401
 from qwengpu_mlx.compiler.sizing import QWEN35_2B  # noqa: E402

@@ -34,7 +34,7 @@ import mlx.core as mx
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from tests.compiler.test_equivalence import build_circuit  # noqa: E402
+from tests.support.circuits import build_circuit  # noqa: E402
 
 from qwengpu_mlx.runtime.checkpoint import random_config  # noqa: E402
 from qwengpu_mlx.compiler.compact import compact  # noqa: E402

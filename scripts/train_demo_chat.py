@@ -1,6 +1,6 @@
 """Train the demo chat fixture: a tiny Qwen3.5 that calls ``gpu_eval`` and quotes the result.
 
-    .venv/bin/python scripts/train_demo_chat.py [--steps N] [--out DIR]
+    .venv/bin/python -m scripts.train_demo_chat [--steps N] [--out DIR]
 
 Writes ``qwengpu_mlx/chat/demo/`` (config.json in Qwen3.5's HF form, model.safetensors,
 tokenizer.json, tokenizer_config.json with the chat template, README.md). Data:
@@ -20,7 +20,6 @@ import argparse
 import json
 import math
 import random
-import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -32,11 +31,8 @@ import numpy as np
 from mlx.utils import tree_flatten
 from mlx_lm.models import gated_delta, qwen3_5
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from qwengpu_mlx.chat import demo, demo_data  # noqa: E402
-from qwengpu_mlx.chat.tools import TOOLS  # noqa: E402
+from qwengpu_mlx.chat import demo, demo_data
+from qwengpu_mlx.chat.tools import TOOLS
 
 
 @dataclass

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from tests.chat_script import ScriptedModel
+from tests.support.chat_script import ScriptedModel
 
 from qwengpu_mlx.chat import cli as chat_cli
 from qwengpu_mlx.chat.models import ChatModel

@@ -61,8 +61,7 @@ def test_the_demo_model_answers_with_gpu_numbers(demo):
     interpreter) and a tool value must be what the launch left in memory; a question is
     right when that value is the oracle's and the answer states it. The toy is imperfect
     (the training script measured 81% exact calls on held-out questions): at least half
-    must be right, and the three-question transcript in the issue's closing note comes
-    from ``qwengpu-mlx chat --model demo``."""
+    must be right (``qwengpu-mlx chat --model demo`` runs the same loop)."""
     session = ChatSession(demo, ChatSettings(check=True, max_tokens=200))
     right = []
     for q in held_out_questions(6):

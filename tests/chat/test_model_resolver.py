@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.clitools import cli
+from tests.support.cli import cli
 
 from qwengpu_mlx.chat.models import BASE_KIND, COMBINED_KIND, DEMO_KIND, ChatModelError, model_kind, \
     open_launch_model

@@ -66,7 +66,7 @@ def test_a_prompt_that_does_not_start_with_the_prefix_is_prefilled_whole(demo):
 
 
 def test_cache_info_and_clear_cover_the_chat_files(tmp_path):
-    from tests.clitools import cli
+    from tests.support.cli import cli
 
     (tmp_path / "prompt-0123456789abcdef.safetensors").write_bytes(b"\0" * 2_000_000)
     (tmp_path / "folded-0123456789abcdef.json").write_text("{}")

@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from tests.qwen35_chat import call, load_tokenizer, session
+from tests.support.qwen35_chat import call, load_tokenizer, session
 
 from qwengpu_mlx.chat.cli import DIM, REASONING_CLOSE, REASONING_OPEN, show_turn, turn_record
 from qwengpu_mlx.chat.session import ReasoningPiece, TextPiece, ToolCallStarted

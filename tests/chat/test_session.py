@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.chat_script import ScriptedModel
+from tests.support.chat_script import ScriptedModel
 
 from qwengpu_mlx.chat.models import ChatModel
 from qwengpu_mlx.chat.session import MAX_RETRIES, ChatSession, ChatSettings, TextPiece, ToolCallDone, \

@@ -1,4 +1,4 @@
-"""The command line as a newcomer meets it (issue 14): launch files, the missing-argument
+"""The command line as a newcomer meets it: launch files, the missing-argument
 hint, --version and ``python -m``, help with examples, refusals, Ctrl-C, closed pipes,
 the cache commands and mlx-lm's summary lines.
 
@@ -22,7 +22,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from tests.clitools import REPO, cu, needs_clang
+from tests.support.cli import REPO, cu, needs_clang
 from qwengpu_mlx.runtime import circuit_cache as cache
 from qwengpu_mlx.cli.main import build_parser, main
 

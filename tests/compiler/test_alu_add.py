@@ -17,7 +17,7 @@ import random
 import numpy as np
 import pytest
 
-from tests.compiler import alu_harness as harness
+from tests.support import alu_harness as harness
 from qwengpu_mlx.compiler.alu_add import CMPS, OPS, build_add32, build_add_family
 from qwengpu_mlx.compiler.assemble import CircuitPlan, Shape
 from qwengpu_mlx.compiler.mlp import gate_margins

@@ -15,7 +15,7 @@ import pytest
 
 from qwengpu_mlx.compiler.alu_logic import OPS, build_logic_family
 from qwengpu_mlx.compiler.assemble import CircuitPlan, Shape
-from tests.compiler.alu_harness import encode, read_word, run
+from tests.support.alu_harness import encode, read_word, run
 from qwengpu_mlx.compiler.mlp import gate_margins
 from qwengpu_mlx.compiler.residual import ResidualLayout
 

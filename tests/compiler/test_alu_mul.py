@@ -19,7 +19,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.compiler import alu_harness as harness
+from tests.support import alu_harness as harness
 from qwengpu_mlx.compiler.alu_mul import build_mul_family, build_multi_add
 from qwengpu_mlx.compiler.assemble import CircuitPlan, Shape
 from qwengpu_mlx.compiler.mlp import gate_margins

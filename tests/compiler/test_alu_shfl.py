@@ -2,7 +2,7 @@
 
 Every (mode, clamp, segmask, member) combination with every lane seeing every b, the
 CUDA __shfl_*_sync widths 1/2/4, the reference interpreter's table
-(tests/host/test_reference.py) and random vectors, as circuit tokens in one sequence.
+(tests/core/test_reference.py) and random vectors, as circuit tokens in one sequence.
 Expected values come from the PTX definition written out here.
 """
 
@@ -15,7 +15,7 @@ import pytest
 
 from qwengpu_mlx.compiler.alu_shfl import MODES, build_shfl, lane_covers
 from qwengpu_mlx.compiler.assemble import CircuitPlan, Shape
-from tests.compiler.alu_harness import encode, read_word, run
+from tests.support.alu_harness import encode, read_word, run
 from qwengpu_mlx.compiler.mlp import gate_margins
 from qwengpu_mlx.compiler.residual import ResidualLayout
 
@@ -52,7 +52,7 @@ def cuda_c(mode: str, width: int) -> int:
     return (LANES - width) << 8 if mode == "up" else ((LANES - width) << 8) | 3
 
 
-# (mode, b, c, member, values of r1 = 10*lane + 1, in range): tests/host/test_reference.py
+# (mode, b, c, member, values of r1 = 10*lane + 1, in range): tests/core/test_reference.py
 T, F = 1, 0
 REFERENCE_TABLE = [
     ("idx", 2, 0x3, 0xF, [21, 21, 21, 21], [T, T, T, T]),

@@ -24,10 +24,10 @@ from qwengpu_mlx.runtime import run_launch
 from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MACHINES, ONE_SLOT_MACHINE
 
-from tests.clitools import cli
-from tests.plans import two_token_plan
+from tests.support.cli import cli
+from tests.support.plans import two_token_plan
 
-from tests.oracles import ORACLES
+from tests.support.oracles import ORACLES
 
 KERNELS = Path(__file__).resolve().parents[2] / "examples" / "kernels"
 

@@ -18,9 +18,9 @@ BEFORE_REFACTOR = {
     "default": "e04cabbc5d68396c3840f454b5f1a77e6c34b99283ec9d72a2b2c3b4a96b1b41",
     "one-slot": "da9b87f631b38c08c15d458ac4a49ec5fee43e34f46ff15ca0186d13f1eff121",
 }
-"""The compact circuits' fingerprints (since the refactor of issue 10: updated for issue
-13's short records and ``VALU``, which change the emission and register-write weights;
-then for ``memory_heads``, a tuple of heads where one ``memory_head`` was: every array the
+"""The compact circuits' fingerprints (updated for the short records and ``VALU``, which
+change the emission and register-write weights; then for ``memory_heads``, a tuple of
+heads where one ``memory_head`` was: every array the
 same, checked by hashing the arrays alone before and after).
 A change meant to change the weights (a new circuit feature, fewer tokens per launch)
 updates them in the same commit and says so; a refactor never does."""

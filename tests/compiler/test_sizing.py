@@ -7,8 +7,8 @@ from __future__ import annotations
 from qwengpu_mlx.compiler.assemble import CircuitPlan, Shape
 from qwengpu_mlx.compiler.sizing import QWEN35_2B, dense_parameters, live_dims, misfits, needs
 
-from tests.clitools import cli
-from tests.plans import two_token_plan
+from tests.support.cli import cli
+from tests.support.plans import two_token_plan
 
 SHAPE = Shape(hidden=64, intermediate=64, linear_heads=2, key_dim=16, value_dim=16, attn_heads=2, kv_heads=1,
               head_dim=16)

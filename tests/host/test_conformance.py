@@ -2,7 +2,7 @@
 
 Each ``examples/kernels/NAME.json`` holds a launch (kernel name, block, grid, one
 argument per kernel parameter in order). The kernel runs on the reference backend and
-its final memory must equal what ``tests/oracles.py`` computes from the kernel's meaning.
+its final memory must equal what ``tests/support/oracles.py`` computes from the kernel's meaning.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.oracles import ORACLES
+from tests.support.oracles import ORACLES
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "examples" / "kernels"

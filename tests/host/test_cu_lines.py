@@ -1,4 +1,4 @@
-"""Kernel errors name the user's ``.cu`` line (issue 14, item 3).
+"""Kernel errors name the user's ``.cu`` line.
 
 clang compiles with ``-gline-tables-only``; the parser reads ``.loc``/``.file`` into each
 instruction, and every lowering and validation error leads with ``file.cu:LINE``, the PTX
@@ -21,7 +21,7 @@ from qwengpu_mlx.host.launch import bind, compile_kernel, launch
 from qwengpu_mlx.host.ptx_ast import PtxInstr
 from qwengpu_mlx.host.ptx_parser import parse_ptx
 
-from tests.clitools import REPO, cu, needs_clang
+from tests.support.cli import REPO, cu, needs_clang
 
 
 def line_of(code: str, needle: str) -> int:

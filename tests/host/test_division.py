@@ -18,7 +18,7 @@ from qwengpu_mlx.core.errors import DivisionByZero
 from qwengpu_mlx.host.launch import bind, compile_kernel, launch
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 
-from tests.clitools import cu, needs_clang
+from tests.support.cli import cu, needs_clang
 
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 EDGES = [0, 1, -1, 2, -2, 7, -7, 10, 100, -100, INT_MIN, INT_MIN + 1, INT_MAX, INT_MAX - 1, 65535, 65536, -65536]

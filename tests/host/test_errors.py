@@ -30,7 +30,7 @@ from qwengpu_mlx.host.signature import KernelParam, ptx_param_name
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 
 
-from tests.clitools import cli, cu, needs_clang
+from tests.support.cli import cli, cu, needs_clang
 
 
 # --------------------------------------------------------------------------- helpers

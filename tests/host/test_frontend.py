@@ -22,7 +22,7 @@ from qwengpu_mlx.host.ptx_ast import ImmRef, PtxInstr, PtxLabel, SpecialRef, Sym
 from qwengpu_mlx.host.ptx_parser import parse_ptx
 
 
-from tests.clitools import needs_clang
+from tests.support.cli import needs_clang
 
 
 def compile_cu(tmp_path, code, name="kernel.cu"):

@@ -22,8 +22,8 @@ from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 from qwengpu_mlx.runtime.check import reference_run
 from qwengpu_mlx.runtime.expect import expected_segments
 
-from tests.clitools import needs_clang
-from tests.oracles import ORACLES, TEST_ORACLES, machine_of
+from tests.support.cli import needs_clang
+from tests.support.oracles import ORACLES, TEST_ORACLES, machine_of
 
 pytestmark = needs_clang
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,7 +98,7 @@ def test_a_guarded_write_to_an_unwritten_register_is_given_a_value_in_a_grid():
 
 
 def test_the_suite_and_the_shuffle_dot_within_the_goals(suite):
-    """Issue 13's goals on the complete launches: the suite in at most 22,000 tokens
+    """The token goals on the complete launches: the suite in at most 22,000 tokens
     (37,539 with the plain lowering and a 4-token record per lane) and the shuffle
     dot product over small values in at most 47 (112 before)."""
     assert sum(f for _, f in suite.values()) <= 22_000

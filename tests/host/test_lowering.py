@@ -20,7 +20,7 @@ from qwengpu_mlx.core.isa import Reg, Op, TermKind
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 
 
-from tests.clitools import cli, cu, have_clang, needs_clang
+from tests.support.cli import cli, cu, have_clang, needs_clang
 
 
 def _have_nvcc() -> bool:

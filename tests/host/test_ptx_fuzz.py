@@ -31,7 +31,7 @@ from qwengpu_mlx.core.reference import run_program
 from qwengpu_mlx.host.signature import KernelParam, ptx_param_name
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 
-from tests.clitools import needs_clang
+from tests.support.cli import needs_clang
 
 KERNELS = Path(__file__).resolve().parents[2] / "examples" / "kernels"
 SEEDS = ["dot", "histogram", "shfl_down_reduce", "reduce_shared_tree", "early_return_barrier", "collatz_steps",

@@ -1,4 +1,4 @@
-"""Issue 15's reproducers: malformed PTX, sizes, exact addresses and odd sources.
+"""Malformed PTX, sizes, exact addresses and odd sources: refused by name, or run right.
 
 Every case is the project's own error naming the construct (the PTX line where there
 is one), or it runs and answers right; none is a traceback, and the two backends
@@ -21,7 +21,7 @@ from qwengpu_mlx.host.signature import KernelParam, ptx_param_name
 from qwengpu_mlx.host.validate import SIGNATURES, check_program
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 
-from tests.clitools import cli, cu, needs_clang
+from tests.support.cli import cli, cu, needs_clang
 
 # --------------------------------------------------------------------------- helpers
 

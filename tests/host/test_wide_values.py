@@ -1,4 +1,4 @@
-"""Issue 15's leftovers: no 64-bit address or constant silently wraps at 2^32.
+"""No 64-bit address or constant silently wraps at 2^32.
 
 * An index loaded from memory or scaled by a loop's stride reaches memory through a
   64-bit product (``mul.wide.s32``); one far past the arrays must fault, never wrap back
@@ -20,7 +20,7 @@ from qwengpu_mlx.host.ptx_parser import parse_ptx
 from qwengpu_mlx.host.signature import KernelParam, ptx_param_name
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 
-from tests.clitools import cu, needs_clang
+from tests.support.cli import cu, needs_clang
 
 GATHER = "__global__ void gather(int* a, int* b, int* out) { int i = threadIdx.x; out[i] = a[b[i]]; }\n"
 STRIDED = """\

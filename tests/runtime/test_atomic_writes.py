@@ -1,4 +1,4 @@
-"""The circuit cache and ``build`` write atomically and refuse bad places (issue 15, item 6).
+"""The circuit cache and ``build`` write atomically and refuse bad places.
 
 A temporary file or directory beside the target, renamed into place: an interrupt
 (Ctrl-C, simulated by a save that raises KeyboardInterrupt midway) leaves nothing
@@ -32,7 +32,7 @@ def small():
     """A small compact circuit (the equivalence tests' one), to cache."""
     from qwengpu_mlx.compiler.compact import compact
 
-    from tests.compiler.test_equivalence import build_circuit
+    from tests.support.circuits import build_circuit
 
     return compact(build_circuit()[0])
 

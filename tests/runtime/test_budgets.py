@@ -1,4 +1,4 @@
-"""Every model launch is bounded by steps, by tokens and, when asked, by time (issue 15, item 5).
+"""Every model launch is bounded by steps, by tokens and, when asked, by time.
 
 The token bounds come from the program (``generate.LaunchBounds``): a correct launch
 never reaches them (checked against the complete launch the reference implies, for
@@ -22,8 +22,8 @@ from qwengpu_mlx.runtime import run_launch
 from qwengpu_mlx.runtime.generate import RECORD_TOKENS, LaunchBounds
 from qwengpu_mlx.core.vocab import vocab_for
 
-from tests.clitools import needs_clang
-from tests.oracles import machine_of
+from tests.support.cli import needs_clang
+from tests.support.oracles import machine_of
 
 pytestmark = needs_clang
 
@@ -96,7 +96,7 @@ def test_the_bounds_hold_every_conformance_launch():
 
 
 def test_a_model_that_never_writes_exec_stops_at_the_step_token_bound():
-    """The damaged-circuit loop of the issue: records (MEM ... PVAL) forever, never an EXEC."""
+    """A damaged circuit's loop: records (MEM ... PVAL) forever, never an EXEC."""
     prog = _program("dot")
     v = vocab_for(DEFAULT_MACHINE)
     bounds = LaunchBounds(prog, DEFAULT_MACHINE, DEFAULT_MACHINE.step_budget)

@@ -24,7 +24,7 @@ from qwengpu_mlx.runtime.check import compare_launch, reference_run, split_segme
 from qwengpu_mlx.runtime.expect import expected_segments
 from qwengpu_mlx.core.vocab import Token, vocab_for
 
-from tests.clitools import needs_clang
+from tests.support.cli import needs_clang
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "examples" / "kernels"
@@ -121,7 +121,7 @@ def test_every_single_token_mutation_is_named(launches, name):
 
 
 def test_dropped_register_records_are_missing_records(launches):
-    """The issue's case: remove every VAL record of vec_add's launch; the check must ask for them."""
+    """Remove every VAL record of vec_add's launch; the check must ask for them."""
     prog, launch = launches["vec_add"]
     toks, kept = launch.tokens, []
     i = 0

@@ -18,7 +18,7 @@ from qwengpu_mlx.compiler.machine_circuit import NARROW
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 from qwengpu_mlx.runtime.circuit_runner import CircuitRunner
 
-from tests.compiler.test_equivalence import build_circuit
+from tests.support.circuits import build_circuit
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "ab" * 32

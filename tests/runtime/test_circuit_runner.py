@@ -1,5 +1,5 @@
 """The fast runner (``qwengpu_mlx/runtime/circuit_runner.py``: live dims only, merged and sparse products,
-paired gates, a compiled step) against the wide one it replaced (``runner_wide.py``): the
+paired gates, a compiled step) against the wide one it replaced (``tests/support/runner_wide.py``): the
 same launch tokens, the same smallest gate margin, the same memory, on launches that
 exercise divergence, shuffles and atomics. The full representative subset runs in
 ``bench/profile_step.py --subset`` (the wide runner is too slow for the suite)."""
@@ -12,7 +12,7 @@ import pytest
 
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 from qwengpu_mlx.runtime.circuit_runner import CircuitRunner, live_dims
-from qwengpu_mlx.runtime.runner_wide import WideCircuitRunner
+from tests.support.runner_wide import WideCircuitRunner
 from qwengpu_mlx.runtime import run_launch
 from qwengpu_mlx.runtime.sparse_product import Product
 

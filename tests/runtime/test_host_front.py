@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 
 from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs
-from qwengpu_mlx.runtime.host_front import HostFront, random_host
+from tests.support.host_front import HostFront, random_host
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
-from qwengpu_mlx.runtime.runner_wide import WideCircuitRunner as CircuitRunner
+from tests.support.runner_wide import WideCircuitRunner as CircuitRunner
 from qwengpu_mlx.runtime import run_launch
 
-from tests.clitools import needs_clang
-from tests.oracles import ORACLES
+from tests.support.cli import needs_clang
+from tests.support.oracles import ORACLES
 
 ROOT = Path(__file__).resolve().parents[2]
 MASSIVE = {7: 1e3, 100: 3e3, 200: 1e4}

@@ -2,7 +2,7 @@
 
 Each kernel runs on the model (the circuit built once, the same weights for every
 program), its outputs are read from the recurrent state and compared with the
-kernel's NumPy oracle (tests/oracles.py), and every step is replayed against the
+kernel's NumPy oracle (tests/support/oracles.py), and every step is replayed against the
 reference interpreter's trace. The whole suite through the model is a benchmark
 (bench/model_suite.py); here a representative subset keeps CI fast.
 """
@@ -23,7 +23,7 @@ from qwengpu_mlx.core.reference import run_program
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 from qwengpu_mlx.runtime import run_launch
 
-from tests.oracles import ORACLES, TEST_ORACLES
+from tests.support.oracles import ORACLES, TEST_ORACLES
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "examples" / "kernels"

@@ -20,7 +20,7 @@ from qwengpu_mlx.runtime.native_trust import choose_native
 from qwengpu_mlx.runtime.circuit_runner import CircuitRunner
 from qwengpu_mlx.runtime import CircuitStore, run_launch
 
-from tests.oracles import ORACLES
+from tests.support.oracles import ORACLES
 
 KERNELS = Path(__file__).resolve().parents[2] / "examples" / "kernels"
 # divergence, atomics, a shuffle (the representative ten, with loops, barriers and the

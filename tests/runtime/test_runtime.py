@@ -11,8 +11,8 @@ import pytest
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 from qwengpu_mlx.runtime import LaunchCancelled, LaunchRequest, Runner, launch_kernel, prompt_tokens, run_launch
 
-from tests.clitools import needs_clang
-from tests.oracles import ORACLES
+from tests.support.cli import needs_clang
+from tests.support.oracles import ORACLES
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "examples" / "kernels"

@@ -26,7 +26,7 @@ import mlx.core as mx
 from qwengpu_mlx.runtime.checkpoint import random_config
 from qwengpu_mlx.splice.random_base import qwen_like_weights
 
-from tests.compiler.test_equivalence import build_circuit
+from tests.support.circuits import build_circuit
 
 VOCAB = 300  # bench/splice_drift.py's base
 

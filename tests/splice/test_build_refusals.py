@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from tests.clitools import cli
+from tests.support.cli import cli
 
 from qwengpu_mlx.splice.random_base import qwen_like_config
 

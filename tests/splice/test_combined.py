@@ -23,7 +23,7 @@ from qwengpu_mlx.splice.layout import SpliceLayout, splice_misfits
 from qwengpu_mlx.splice.logits import base_logits, final_hidden, launch_mass_from_logits
 from qwengpu_mlx.splice.random_base import qwen_like_weights
 
-from tests.compiler.test_equivalence import MEMORY, N_GEN, START, build_circuit, expected_run
+from tests.support.circuits import MEMORY, N_GEN, START, build_circuit, expected_run
 
 BASE_HIDDEN = 96  # 3 x 96 >= the circuit's 256 dims
 BASE_VOCAB = 300

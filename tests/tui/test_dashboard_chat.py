@@ -13,8 +13,8 @@ import pytest
 
 pytest.importorskip("textual")
 
-from tests.chat_script import ScriptedModel  # noqa: E402
-from tests.tui.test_dashboard import SIZE, type_command, wait_until  # noqa: E402
+from tests.support.chat_script import ScriptedModel  # noqa: E402
+from tests.support.dashboard import SIZE, type_command, wait_until  # noqa: E402
 
 from qwengpu_mlx.chat.models import ChatModel  # noqa: E402
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE  # noqa: E402

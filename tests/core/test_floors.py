@@ -11,7 +11,7 @@ The floors, bottom up (``docs/ARCHITECTURE.md`` says what lives on each):
 
 The check reads every module with :mod:`ast` (lazy imports inside functions included, so
 hiding an import in a function does not hide it from the floors). ``python -m
-tests.test_floors`` prints the floor-to-floor import counts.
+tests.core.test_floors`` prints the floor-to-floor import counts.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import ast
 import collections
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PACKAGE = "qwengpu_mlx"
 # installed name -> folder: compiler/, host/ and tui/ sit at the top of the repository
 SOURCE_DIRS = {PACKAGE: REPO / "qwengpu_mlx", f"{PACKAGE}.compiler": REPO / "compiler",

@@ -18,7 +18,7 @@ import mlx.core as mx
 import numpy as np
 
 from qwengpu_mlx.runtime.checkpoint import random_weights
-from qwengpu_mlx.runtime.model import Model, ModelConfig
+from qwengpu_mlx.runtime.model import Model, ModelConfig, layer_mask
 
 
 def random_host(hidden: int = 256, layers: int = 4, *, massive: dict[int, float] | None = None,
@@ -67,7 +67,7 @@ class HostFront:
         ids = mx.array([[t % self.vocab for t in tokens]])
         h = backbone.embed_tokens(ids)
         for layer, c in zip(backbone.layers, self.cache):
-            h = layer(h, c)
+            h = layer(h, layer_mask(layer, h, c), c)
         return h[0] * self.scale
 
     def add_to(self, x: mx.array, tokens: list[int]) -> mx.array:

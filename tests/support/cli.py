@@ -1,4 +1,4 @@
-"""Shared test helpers: clang availability, kernel files, and the CLI in a subprocess."""
+"""Test helpers: clang availability, kernel files, and the CLI in a subprocess."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from qwengpu_mlx.core.errors import ClangNotFound
 from qwengpu_mlx.host.frontend import find_clang
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def have_clang() -> bool:

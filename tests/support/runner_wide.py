@@ -14,9 +14,9 @@ from __future__ import annotations
 import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
+from mlx_lm.models.activations import precise_swiglu
 
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
-from qwengpu_mlx.runtime.model import precise_swiglu
 from qwengpu_mlx.runtime.recurrent import gated_delta_update, normalize_qk
 
 

