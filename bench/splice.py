@@ -44,7 +44,7 @@ from qwengpu_mlx.splice.logits import (combined_text_logits, final_hidden, launc
                                        suppression_row)
 from qwengpu_mlx.splice.pipeline import combined_parameters  # noqa: E402
 from qwengpu_mlx.splice.random_base import qwen4b_like_config, qwen_like_config, qwen_like_weights  # noqa: E402
-from qwengpu_mlx.splice.combined_runner import CombinedModel, base_model_from_config  # noqa: E402
+from qwengpu_mlx.splice.combined_runner import CombinedModel, base_model_from_config, combine  # noqa: E402
 
 REAL_2B = dict(qwen_like_config(layers=24, vocab=248320), intermediate_size=6144)
 REAL_4B = qwen4b_like_config(layers=32, vocab=248320)
@@ -137,7 +137,7 @@ def main() -> int:
 
     sup = suppression_row(base, ids(calibration_text())[:512], len(plan.vocab))
     circuit = CircuitRunner(compiled.compact(), DEFAULT_MACHINE)
-    combined = CombinedModel(base, SpliceLayout(cfg, plan.config(), len(plan.vocab)), sup.row, circuit)
+    combined = combine(base, SpliceLayout(cfg, plan.config(), len(plan.vocab)), circuit, sup.row)
 
     sample = ids(sample_text())[:512]
     logits = combined.text_logits(sample)
@@ -161,8 +161,8 @@ def main() -> int:
 
     found = native.load()
     if found.module is not None:  # the same launch on the native step over the same circuit
-        fast = CombinedModel(base, combined.layout, sup.row, CircuitRunner(compiled.compact(), DEFAULT_MACHINE,
-                                                                           native=found.module))
+        fast = combine(base, combined.layout, CircuitRunner(compiled.compact(), DEFAULT_MACHINE, native=found.module),
+                       sup.row)
         quick = launch_program(prog, None, DEFAULT_MACHINE, check=True, runner=fast.circuit)
         print(f"launch on the native step: {quick.tokens_per_s:.1f} tokens/s, "
               f"{'the same tokens' if quick.tokens == launch.tokens else 'OTHER TOKENS'}, "
