@@ -28,23 +28,34 @@ def splice_errors(what: str):
     return errors_as(SPLICE_ERRORS, lambda e: ModelError(f"{what}: {e}"))
 
 
-def launch_model(ns, *, runner: bool = False):
-    """``--model`` as a launch sees it (``chat.models.open_launch_model``: demo, a repo id, a
-    base directory or a combined checkpoint): its machine, its ids and, with ``runner``, the
-    circuit's runner; resolved once per command. An unusable one is a clear error (exit 2)."""
-    from qwengpu_mlx.chat.models import ChatModelError, open_launch_model
+class ModelMemo:
+    """One command's ``--model``, opened at most once: the command makes one and hands it to
+    each :func:`launch_model` / :func:`machine_for` it calls (its machine first, say, then its runner)."""
+
+    def __init__(self):
+        self.held = None  # splice.open.LaunchModel, once opened
+
+
+def launch_model(ns, memo: ModelMemo | None = None, *, runner: bool = False):
+    """``--model`` as a launch sees it (``splice.open.open_launch_model``, with the chat's demo:
+    demo, a repo id, a base directory or a combined checkpoint): its machine, its ids and, with
+    ``runner``, the circuit's runner; opened once per ``memo`` (a runner built on the first ask
+    for one). An unusable one is a clear error (exit 2)."""
+    from qwengpu_mlx.chat.models import open_launch_model
     from qwengpu_mlx.core.errors import ModelError
     from qwengpu_mlx.runtime import CircuitStore
+    from qwengpu_mlx.splice.open import ModelOpenError
 
-    held = getattr(ns, "_launch_model", None)
+    memo = memo if memo is not None else ModelMemo()
+    held = memo.held
     if held is not None and (held.runner is not None or not runner):
         return held
     try:
         held = open_launch_model(ns.model, CircuitStore(), machine=_flag_machine(ns), runner=runner,
                                  log=lambda line: print(f"[{line}]", file=sys.stderr, flush=True))
-    except ChatModelError as e:
+    except ModelOpenError as e:
         raise ModelError(f"--model {ns.model}: {e}") from None
-    ns._launch_model = held
+    memo.held = held
     return held
 
 
@@ -54,10 +65,10 @@ def named_machine(ns, launch: cli_args.LaunchArgs | None = None):
     return MACHINES[name]
 
 
-def machine_for(ns):
+def machine_for(ns, memo: ModelMemo | None = None):
     """``--machine`` (or the launch file's), or the machine a combined checkpoint (``--model``) was built with."""
     if getattr(ns, "model", None):
-        return launch_model(ns).machine
+        return launch_model(ns, memo).machine
     return _flag_machine(ns)
 
 
