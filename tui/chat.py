@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from typing import Iterator, Protocol, runtime_checkable
 
-from qwengpu_mlx.chat.session import TextPiece
+from qwengpu_mlx.chat.cli import open_model
+from qwengpu_mlx.chat.session import ChatSession, ChatSettings, TextPiece
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 
 
 @runtime_checkable
@@ -62,8 +64,6 @@ class SessionChat:
     """The chat loop on a combined model (``chat.models.ChatModel``)."""
 
     def __init__(self, model, settings=None):
-        from qwengpu_mlx.chat.session import ChatSession, ChatSettings
-
         self.model = model
         self.name = model.name
         self.session = ChatSession(model, settings or ChatSettings(check=True))
@@ -85,8 +85,4 @@ def chat_backend(model: str | None, *, log=lambda s: None, thinking: bool | None
     template's ``enable_thinking`` (None: its own default)."""
     if model is None:
         return NoChat()
-    from qwengpu_mlx.chat.cli import open_model
-    from qwengpu_mlx.chat.session import ChatSettings
-    from qwengpu_mlx.core.machine import DEFAULT_MACHINE
-
     return SessionChat(open_model(model, DEFAULT_MACHINE, log=log), ChatSettings(check=True, thinking=thinking))

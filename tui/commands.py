@@ -9,6 +9,9 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from qwengpu_mlx.core.errors import LaunchError
+from qwengpu_mlx.core.launch_spec import read_launch_spec, spec_beside
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 HELP = """\
@@ -133,9 +136,6 @@ def parse_run(rest: str, kernels: Path | None = None, full: str = "") -> RunRequ
 def kernel_description(source: Path) -> dict | None:
     """The launch file beside the kernel, read as the command line reads it
     (``qwengpu_mlx.core.launch_spec``); None when there is none or it is malformed."""
-    from qwengpu_mlx.core.errors import LaunchError
-    from qwengpu_mlx.core.launch_spec import read_launch_spec, spec_beside
-
     j = spec_beside(source)
     if j is None:
         return None

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from qwengpu_mlx.tui.app import DashboardApp
+from qwengpu_mlx.tui.chat import chat_backend
 from qwengpu_mlx.tui.commands import REPO_ROOT
 
 DOT = "/run examples/kernels/dot.cu a=1,2,3 b=4,5,6 out=0 n=3"
@@ -55,8 +56,6 @@ def main(argv: list[str] | None = None) -> int:
     w, h = (int(x) for x in ns.size.lower().split("x"))
     chat = None
     if ns.chat:
-        from qwengpu_mlx.tui.chat import chat_backend
-
         chat = chat_backend(ns.model or "demo", log=print)
     path = asyncio.run(screenshot(Path(ns.out), ns.chat or ns.run, (w, h), show_timing=not ns.no_timing,
                                   chat=chat))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -13,6 +14,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input
 from textual.worker import Worker
 
+from qwengpu_mlx.chat.session import ReasoningPiece, TextPiece, ToolCallDone, ToolCallStarted, TurnSummary
 from qwengpu_mlx.core.machine import MACHINES
 from qwengpu_mlx.runtime import CircuitStore, LaunchCancelled
 from qwengpu_mlx.core.vocab import RECORD_KINDS
@@ -29,8 +31,6 @@ MODEL_LABEL = "embedded circuit (narrow)"
 
 def _short_path(path) -> str:
     """``path`` relative to the working directory when under it (titles stay short)."""
-    from pathlib import Path
-
     try:
         return str(Path(path).resolve().relative_to(Path.cwd()))
     except ValueError:
@@ -358,8 +358,6 @@ class MainScreen(Screen):
 
     def _ui_chat_event(self, event) -> None:
         """One event of the chat loop (``qwengpu_mlx.chat.session``) on the transcript and status bar."""
-        from qwengpu_mlx.chat.session import ReasoningPiece, TextPiece, ToolCallDone, ToolCallStarted, TurnSummary
-
         t = self.transcript
         kind = "assistant" if self.chat.available else "info"
         if isinstance(event, ReasoningPiece):
