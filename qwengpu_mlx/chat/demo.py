@@ -14,7 +14,19 @@ circuit fits beside: hidden 1024, MLP 6144, 16 linear heads.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+
+import mlx.core as mx
+import mlx_lm
+from mlx.utils import tree_flatten
+from mlx_lm.generate import generate_step
+from mlx_lm.models import qwen3_5
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+
+from qwengpu_mlx.splice.widen import target_config, widen
+
+from qwengpu_mlx.chat.tools import TOOLS
 
 DEMO_DIR = Path(__file__).with_name("demo")
 
@@ -79,10 +91,6 @@ def build_tokenizer(texts, vocab_size: int):
 
     Special and marker strings are cut out of the training text so BPE never merges into
     them; digits stay single tokens so copying a number is copying digits."""
-    import re
-
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
-
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence([
         pre_tokenizers.Split(Regex(SPLIT_PATTERN), behavior="isolated"),
@@ -112,15 +120,11 @@ def demo_config(path: Path = DEMO_DIR) -> dict:
 
 def load_demo(path: Path = DEMO_DIR):
     """(model, tokenizer wrapper) of the tiny fixture, through mlx-lm."""
-    import mlx_lm
-
     return mlx_lm.load(str(path))
 
 
 def demo_splice_config(path: Path = DEMO_DIR, target: dict | None = None) -> dict:
     """The widened demo's full config (what the splice sees), without widening any weight."""
-    from qwengpu_mlx.splice.widen import target_config
-
     config = demo_config(path)
     return {**config, "text_config": target_config(config["text_config"], target or DEMO_TARGET)}
 
@@ -130,12 +134,6 @@ def demo_base(path: Path = DEMO_DIR, target: dict | None = None):
 
     The widened model's logits are the tiny one's (``splice/widen.py`` says how exactly);
     its text config passes ``splice_misfits`` for the QWEN35_2B circuit sizes."""
-    import mlx.core as mx
-    from mlx.utils import tree_flatten
-    from mlx_lm.models import qwen3_5
-
-    from qwengpu_mlx.splice.widen import widen
-
     model, tokenizer = load_demo(path)
     config = demo_config(path)
     weights = dict(tree_flatten(model.parameters()))
@@ -152,11 +150,6 @@ def demo_base(path: Path = DEMO_DIR, target: dict | None = None):
 def greedy_reply(model, tok, messages: list[dict], stop: str | None = None, max_tokens: int = 120) -> str:
     """The model's greedy reply to ``messages`` (tools offered), until ``<|im_end|>`` or ``stop``:
     mlx-lm's own generation, for the training script's evaluation and the fixture's tests."""
-    import mlx.core as mx
-    from mlx_lm.generate import generate_step
-
-    from qwengpu_mlx.chat.tools import TOOLS
-
     prompt = mx.array(tok.apply_chat_template(messages, tools=TOOLS["normal"], add_generation_prompt=True))
     detok = tok.detokenizer
     detok.reset()

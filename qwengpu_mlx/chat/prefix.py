@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import Callable
 
 import mlx.core as mx
+from mlx_lm.models.cache import load_prompt_cache, make_prompt_cache, save_prompt_cache
+
+from qwengpu_mlx.runtime.circuit_cache import cache_dir, write_atomically
 
 from qwengpu_mlx.chat.template import render_prompt
 
@@ -63,8 +66,6 @@ class PrefixCache:
 
 
 def _path(identity: str, tokens: list[int]) -> Path:
-    from qwengpu_mlx.runtime.circuit_cache import cache_dir
-
     key = hashlib.sha256(json.dumps([identity, tokens]).encode()).hexdigest()
     return cache_dir() / f"prompt-{key[:16]}.safetensors"
 
@@ -72,8 +73,6 @@ def _path(identity: str, tokens: list[int]) -> Path:
 def prefill_prefix(model, tokens: list[int], identity: str, log: Callable[[str], None]) -> PrefixCache:
     """The prefix's cache: from the disk cache when ``identity`` names the base's files, else
     prefilled now (and saved under that identity)."""
-    from mlx_lm.models.cache import load_prompt_cache, make_prompt_cache, save_prompt_cache
-
     path = _path(identity, tokens) if identity else None
     if path is not None and path.is_file():
         try:
@@ -85,8 +84,6 @@ def prefill_prefix(model, tokens: list[int], identity: str, log: Callable[[str],
         model(mx.array([tokens[i:i + 512]]), cache=cache)
         mx.eval([c.state for c in cache])
     if path is not None:
-        from qwengpu_mlx.runtime.circuit_cache import write_atomically
-
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomically(path, lambda name: save_prompt_cache(name, cache))

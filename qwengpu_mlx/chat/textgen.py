@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 import mlx.core as mx
+from mlx_lm.models.cache import make_prompt_cache
 
 PREFILL_STEP = 512  # prompt tokens per forward pass during prefill (bounds peak memory)
 
@@ -60,8 +61,6 @@ class TextGenerator:
 
     def _prefill(self, prompt: list[int]) -> tuple[mx.array, GenStats]:
         """Feed what the cache lacks of ``prompt``; the logits after its last token."""
-        from mlx_lm.models.cache import make_prompt_cache
-
         n = len(self.fed)
         if self.cache is None or prompt[:n] != self.fed or n >= len(prompt):
             self.cache, self.fed, n = make_prompt_cache(self.model), [], 0
