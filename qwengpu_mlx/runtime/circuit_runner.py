@@ -32,9 +32,9 @@ from dataclasses import dataclass
 import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
+from mlx_lm.models.activations import precise_swiglu
 
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
-from qwengpu_mlx.runtime.model import precise_swiglu
 from qwengpu_mlx.runtime.recurrent import Recurrence, gated_delta_ops, gates, normalize_qk
 from qwengpu_mlx.runtime.sparse_product import Product
 
