@@ -14,7 +14,12 @@ import argparse
 import json
 import sys
 
-from qwengpu_mlx.chat.session import MODES, UNPARSED, ChatSettings, ReasoningPiece, TextPiece, ToolCallDone, ToolCallStarted, TurnSummary
+from qwengpu_mlx.core.errors import ModelError
+from qwengpu_mlx.core.machine import MACHINES
+from qwengpu_mlx.runtime import CircuitStore
+
+from qwengpu_mlx.chat.models import DEMO, GET_A_MODEL, ChatModelError, open_chat_model
+from qwengpu_mlx.chat.session import MODES, UNPARSED, ChatSession, ChatSettings, ReasoningPiece, TextPiece, ToolCallDone, ToolCallStarted, TurnSummary
 
 HELP = "commands: q exit, r reset the conversation, h help"
 RESET = "[context cleared]"
@@ -56,11 +61,6 @@ def _log(text: str) -> None:
 
 def open_model(spec: str, machine, log=_log):
     """The chat model, or the CLI's error (exit 2) with the reason."""
-    from qwengpu_mlx.core.errors import ModelError
-    from qwengpu_mlx.runtime import CircuitStore
-
-    from qwengpu_mlx.chat.models import ChatModelError, open_chat_model
-
     try:
         return open_chat_model(spec, CircuitStore(), machine=machine, log=log)
     except ChatModelError as e:
@@ -69,8 +69,6 @@ def open_model(spec: str, machine, log=_log):
 
 def _choose_model(ns) -> str | None:
     """--model, or (without it) the demo if the user says so: never a silent fallback."""
-    from qwengpu_mlx.chat.models import DEMO, GET_A_MODEL
-
     if ns.model:
         return ns.model
     print(GET_A_MODEL, file=sys.stderr)
@@ -82,10 +80,6 @@ def _choose_model(ns) -> str | None:
 
 
 def run(ns) -> int:
-    from qwengpu_mlx.core.machine import MACHINES
-
-    from qwengpu_mlx.chat.session import ChatSession
-
     spec = _choose_model(ns)
     if spec is None:
         return 2

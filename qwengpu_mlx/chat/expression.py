@@ -22,6 +22,7 @@ from typing import Callable
 
 from qwengpu_mlx.core.errors import MemoryFault, QwenGpuError
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
+from qwengpu_mlx.core.vocab import MAX_GRID
 
 from qwengpu_mlx.chat.expression_parse import (INT_MAX, INT_MIN, Array, BinOp, Call, ExpressionError, Neg, Num, parse)
 
@@ -125,8 +126,6 @@ def _fits(job: KernelJob, machine: MachineConfig) -> KernelJob:
     words = sum(len(v) for v in job.args.values() if isinstance(v, list))
     if words > machine.mem_words:
         raise ExpressionError(_too_long(job, words, machine))
-    from qwengpu_mlx.core.vocab import MAX_GRID
-
     if job.grid > MAX_GRID:
         raise ExpressionError(f"{job.form} needs {job.grid} thread blocks, the GPU runs at most {MAX_GRID}")
     return job

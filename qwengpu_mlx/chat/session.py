@@ -17,9 +17,12 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 import mlx.core as mx
+from mlx_lm.sample_utils import make_sampler
 
 from qwengpu_mlx.chat.calls import GpuTools, LaunchRecord, ToolOutcome
+from qwengpu_mlx.chat.prefix import prefill_prefix, shared_prefix
 from qwengpu_mlx.chat.reply import Markers, ReplySplitter
+from qwengpu_mlx.chat.startup import timed
 from qwengpu_mlx.chat.template import Prompt, render_prompt
 from qwengpu_mlx.chat.textgen import GenStats, TextGenerator
 from qwengpu_mlx.chat.tools import TOOLS, error_text
@@ -100,8 +103,6 @@ class ChatSession:
     messages: list[dict] = field(default_factory=list)
 
     def __post_init__(self):
-        from mlx_lm.sample_utils import make_sampler
-
         if self.settings.mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
         mx.random.seed(self.settings.seed)
@@ -113,10 +114,6 @@ class ChatSession:
         """The shared prompt start (system prompt, tools) prefilled once, before the first turn."""
         if self.text.prefix is not None or not self.model.identity:
             return
-        from qwengpu_mlx.chat.prefix import prefill_prefix, shared_prefix
-
-        from qwengpu_mlx.chat.startup import timed
-
         s = self.settings
         tokens = shared_prefix(self.model.tokenizer, s.system_prompt, TOOLS[s.mode], s.thinking)
         with timed(self.model.log, f"the prompt's shared start ({len(tokens)} tokens: system prompt and tools)"):

@@ -31,6 +31,8 @@ with the form's longest length on this machine.
 
 from __future__ import annotations
 
+import json
+
 GPU_EVAL_NAME = "gpu_eval"
 GPU_KERNEL_NAME = "gpu_kernel"
 
@@ -80,8 +82,6 @@ TOOLS = {"normal": [GPU_EVAL], "advanced": [GPU_KERNEL]}
 
 def result_text(value) -> str:
     """A computed value as the tool's response: ``32``, ``[5, 7, 9]`` or ``{"out": [...]}``."""
-    import json
-
     if isinstance(value, dict):
         return json.dumps(value)
     if isinstance(value, (list, tuple)):
