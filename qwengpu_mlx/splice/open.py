@@ -26,7 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, ContextManager
 
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
+from qwengpu_mlx.compiler.sizing import QWEN35_2B
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MACHINES, MachineConfig
+
+from qwengpu_mlx.splice.build import SPLICE_RECORD, check_fits
+from qwengpu_mlx.splice.combined_runner import CombinedCheckpointError, checkpoint_circuit, combine, recorded_machine
+from qwengpu_mlx.splice.errors import SPLICE_ERRORS
+from qwengpu_mlx.splice.folded import folded_circuit
+from qwengpu_mlx.splice.layout import SpliceLayout, shape_sizes, text_config
+from qwengpu_mlx.splice.source import acquire
 
 DEMO = "demo"
 DEMO_KIND, COMBINED_KIND, BASE_KIND = "demo", "combined", "base"
@@ -55,8 +63,6 @@ class LaunchModel:
 
 def model_kind(spec: str) -> str:
     """Which of the three kinds ``spec`` names; a path that does not exist is refused here."""
-    from qwengpu_mlx.splice.build import SPLICE_RECORD
-
     if spec == DEMO:
         return DEMO_KIND
     path = Path(spec).expanduser()
@@ -75,9 +81,6 @@ def _looks_like_a_path(spec: str) -> bool:
 
 def open_errors() -> tuple:
     """The refusals opening a model can meet (each a ValueError whose message is for a person)."""
-    from qwengpu_mlx.splice.combined_runner import CombinedCheckpointError
-    from qwengpu_mlx.splice.errors import SPLICE_ERRORS
-
     return (CombinedCheckpointError, *SPLICE_ERRORS)
 
 
@@ -103,8 +106,6 @@ def open_launch_model(spec: str, store, *, machine: MachineConfig = DEFAULT_MACH
 
 
 def _launch_checkpoint(path: Path, store, runner: bool) -> LaunchModel:
-    from qwengpu_mlx.splice.combined_runner import checkpoint_circuit, recorded_machine
-
     machine, lay = recorded_machine(path)
     run = checkpoint_circuit(path, store) if runner else None
     return LaunchModel(str(path), machine, lay, run)
@@ -113,11 +114,6 @@ def _launch_checkpoint(path: Path, store, runner: bool) -> LaunchModel:
 def fetch_base(spec: str, *, step: Step = no_step):
     """The base's files on local disk (a repo fetched once), its config checked to fit:
     a ``source.BaseSource``, no hashes (nothing here writes a manifest)."""
-    from qwengpu_mlx.compiler.sizing import QWEN35_2B
-    from qwengpu_mlx.splice.build import check_fits
-    from qwengpu_mlx.splice.layout import shape_sizes
-    from qwengpu_mlx.splice.source import acquire
-
     with step(f"the base {spec} (config first; weights once, then from the cache)"):
         return acquire(spec, fits=lambda cfg: check_fits(cfg, shape_sizes(QWEN35_2B)), hashes=False)
 
@@ -126,10 +122,6 @@ def circuit_beside(base_config: dict, store, machine: MachineConfig, *, runner: 
                    step: Step = no_step):
     """(layout, runner or None): the machine's circuit folded at Qwen3.5-2B's shape (compiled
     once, then from the circuit cache), checked to fit beside the base its config describes."""
-    from qwengpu_mlx.splice.build import check_fits
-    from qwengpu_mlx.splice.folded import folded_circuit
-    from qwengpu_mlx.splice.layout import SpliceLayout, text_config
-
     with step(f"the {machine_name(machine)} machine's circuit at Qwen3.5-2B's shape"):
         folded = folded_circuit(store, machine)
         check_fits(base_config, folded.config)
@@ -139,8 +131,6 @@ def circuit_beside(base_config: dict, store, machine: MachineConfig, *, runner: 
 
 
 def machine_name(machine: MachineConfig) -> str:
-    from qwengpu_mlx.core.machine import MACHINES
-
     return next((k for k, v in MACHINES.items() if v == machine), "custom")
 
 
@@ -152,7 +142,5 @@ def combine_base(base_model, base_config: dict, store, *, machine: MachineConfig
     tokens out of a dense export's text under plain mlx-lm, while the chat masks them out
     of text exactly (``textgen``), so measuring it (a long prefill of the calibration text
     with full-vocabulary logits at every position, minutes on a CPU) would buy nothing."""
-    from qwengpu_mlx.splice.combined_runner import combine
-
     lay, runner = circuit_beside(base_config, store, machine, step=step)
     return combine(base_model, lay, runner)
