@@ -32,9 +32,9 @@ from tests.support.oracles import ORACLES  # noqa: E402
 
 import qwengpu_mlx.host.frontend  # noqa: E402,F401
 from qwengpu_mlx.runtime.checkpoint import save_checkpoint  # noqa: E402
-from qwengpu_mlx.host.launch import bind, compile_kernel  # noqa: E402
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE  # noqa: E402
-from qwengpu_mlx.runtime import CircuitStore, launch_program  # noqa: E402
+from qwengpu_mlx.runtime import CircuitStore  # noqa: E402
+from tests.support.launching import bound_program, on_runner
 from qwengpu_mlx.splice.random_base import qwen4b_like_config, qwen_like_config, qwen_like_weights  # noqa: E402
 
 REAL = {"2b": dict(qwen_like_config(layers=24, vocab=248320), intermediate_size=6144),
@@ -77,10 +77,10 @@ def write_base(d: Path, cfg: dict) -> Path:
 def launch_dot(combined) -> None:
     """The dot product (unseen arguments) through our runner's combined model, checked."""
     spec = {"a": [7, -3, 12, 5], "b": [2, 9, -4, 11], "out": [1], "n": 4}
-    prog = bind(compile_kernel(ROOT / "examples" / "kernels" / "dot.cu", "dot"), spec, block=4, grid=1,
+    prog = bound_program(ROOT / "examples" / "kernels" / "dot.cu", "dot", args=spec, block=4, grid=1,
                 machine=DEFAULT_MACHINE)
     start = time.perf_counter()
-    launch = launch_program(prog, None, DEFAULT_MACHINE, check=True, runner=combined.circuit)
+    launch = on_runner(prog, combined.circuit, check=True)
     dt = time.perf_counter() - start
     want = ORACLES["dot"]({"kernel": "dot", "block": 4, "grid": 1, "args": spec})
     print(f"launch (dot): {len(launch.tokens)} tokens in {dt:.1f} s, outputs {launch.outputs} (oracle {want}), "

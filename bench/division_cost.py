@@ -15,7 +15,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from qwengpu_mlx.host.launch import bind, compile_kernel
+from tests.support.launching import bound_program
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 from qwengpu_mlx.runtime.check import reference_run
 from qwengpu_mlx.runtime.expect import expected_segments
@@ -42,7 +42,7 @@ CASES = [  # (label, operator, right-hand side, the lanes' dividends, d)
 def launch_cost(source: Path, a: list[int], d: int) -> tuple[int, int]:
     """(EXEC steps, generated launch tokens) of the launch on the published machine."""
     m = DEFAULT_MACHINE
-    prog = bind(compile_kernel(source), {"a": a, "out": [0] * 4, "d": d}, block=4, grid=1, machine=m)
+    prog = bound_program(source, args={"a": a, "out": [0] * 4, "d": d}, block=4, grid=1, machine=m)
     ref = reference_run(prog, m, budget=m.step_budget)
     segs = expected_segments(prog, m, ref.trace, fault=ref.fault, inside_step=ref.inside_step)
     return len(ref.trace), sum(len(s.tokens) for s in segs)

@@ -33,11 +33,11 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from qwengpu_mlx.host.launch import bind, compile_kernel  # noqa: E402
 from tests.support.host_front import HostFront, random_host  # noqa: E402
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE  # noqa: E402
 from tests.support.runner_wide import WideCircuitRunner as CircuitRunner  # noqa: E402
-from qwengpu_mlx.runtime import CircuitStore, run_launch  # noqa: E402
+from qwengpu_mlx.runtime import CircuitStore  # noqa: E402
+from tests.support.launching import TokenEvents, bound_program, on_runner
 
 MASSIVE = {7: 1e3, 100: 3e3, 200: 1e4}
 
@@ -61,7 +61,7 @@ def launch_with_host(runner: CircuitRunner, front: HostFront, prog, max_tokens: 
             raise TooLong()
 
     try:
-        launch = run_launch(prog, runner, step_budget=step_budget, on_token=on_token, check=True)
+        launch = on_runner(prog, runner, step_budget=step_budget, events=TokenEvents(on_token), check=True)
         outputs = launch.outputs
         ok = (outputs == expected if expected is not None else outputs["out"] == [32]) and launch.check.exact
         result = True if ok else "wrong"
@@ -86,7 +86,7 @@ def subset(runner: CircuitRunner, free: np.ndarray, scale: float, host_dims: int
     exact, smallest = 0, 1.0
     for name in SUBSET:
         spec = json.loads((ROOT / f"examples/kernels/{name}.json").read_text())
-        prog = bind(compile_kernel(ROOT / f"examples/kernels/{name}.cu", spec["kernel"]), spec["args"],
+        prog = bound_program(ROOT / f"examples/kernels/{name}.cu", spec["kernel"], args=spec["args"],
                     block=spec["block"], grid=spec["grid"])
         budget = 2 * run_program(prog, DEFAULT_MACHINE, trace=False).steps + 8  # bounds a wrong launch's time
         ok, r = launch_with_host(runner, HostFront(host, free, scale), prog, max_tokens=60 * budget,
@@ -124,7 +124,7 @@ def main() -> int:
     if args[:1] == ["--subset"]:
         return subset(runner, free, float(args[1]) if len(args) > 1 else 2500.0, host_dims)
     spec = json.loads((ROOT / "examples/kernels/dot.json").read_text())
-    prog = bind(compile_kernel(ROOT / "examples/kernels/dot.cu"), spec["args"], block=spec["block"])
+    prog = bound_program(ROOT / "examples/kernels/dot.cu", args=spec["args"], block=spec["block"])
     host = random_host(host_dims, massive=massive_for(host_dims))
     smallest = None
     for scale in (1, 100, 300, 1000, 2000, 3000, 3500, 4000, 4500):

@@ -27,7 +27,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from qwengpu_mlx.host.launch import bind, compile_kernel
+from tests.support.launching import bound_program
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 from qwengpu_mlx.runtime.check import reference_run
 from qwengpu_mlx.runtime.expect import expected_segments
@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def launch_segments(folder: Path, name: str, few_tokens: bool, args: dict | None = None):
     """(expected segments, EXEC steps) of one kernel's launch (``args``: other arguments)."""
     spec = json.loads((folder / f"{name}.json").read_text())
-    prog = bind(compile_kernel(folder / f"{name}.cu", spec["kernel"]), args or spec["args"], block=spec["block"],
+    prog = bound_program(folder / f"{name}.cu", spec["kernel"], args=args or spec["args"], block=spec["block"],
                 grid=spec["grid"], few_tokens=few_tokens)
     ref = reference_run(prog, DEFAULT_MACHINE, budget=DEFAULT_MACHINE.step_budget)
     segs = expected_segments(prog, DEFAULT_MACHINE, ref.trace, fault=ref.fault, inside_step=ref.inside_step)

@@ -23,9 +23,9 @@ from pathlib import Path
 from qwengpu_mlx.compiler.compact import compact
 from qwengpu_mlx.compiler.pipeline import compile_machine
 from qwengpu_mlx.compiler.sizing import QWEN35_2B, dense_parameters, needs, nonzero_parameters
-from qwengpu_mlx.host.launch import bind, compile_kernel
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, LARGE_MACHINE
-from qwengpu_mlx.runtime import CircuitStore, run_launch
+from qwengpu_mlx.runtime import CircuitStore
+from tests.support.launching import bound_program, on_runner
 from qwengpu_mlx.runtime.check import reference_run
 from qwengpu_mlx.runtime.expect import expected_segments
 
@@ -63,7 +63,7 @@ def suite_tokens(machine, name: str) -> tuple[int, int]:
         spec = json.loads(path.read_text())
         if not _runs_on(spec, name):
             continue
-        prog = bind(compile_kernel(path.with_suffix(".cu"), spec["kernel"]), spec["args"], block=spec["block"],
+        prog = bound_program(path.with_suffix(".cu"), spec["kernel"], args=spec["args"], block=spec["block"],
                     grid=spec["grid"], machine=machine)
         ref = reference_run(prog, machine, budget=machine.step_budget)
         segs = expected_segments(prog, machine, ref.trace, fault=ref.fault, inside_step=ref.inside_step)
@@ -74,7 +74,7 @@ def suite_tokens(machine, name: str) -> tuple[int, int]:
 def speeds(rounds: int = 2) -> dict[str, float]:
     """Launch tokens per second of the same kernels on each machine, interleaved."""
     runners = {name: CircuitStore().runner(m) for name, m in MACHINES.items()}
-    programs = {name: [bind(compile_kernel(EXAMPLES / f"{k}.cu", _spec(k)["kernel"]), _spec(k)["args"],
+    programs = {name: [bound_program(EXAMPLES / f"{k}.cu", _spec(k)["kernel"], args=_spec(k)["args"],
                             block=_spec(k)["block"], grid=_spec(k)["grid"], machine=m) for k in SPEED_KERNELS]
                 for name, m in MACHINES.items()}
     totals = {name: [0, 0.0] for name in MACHINES}
@@ -82,7 +82,7 @@ def speeds(rounds: int = 2) -> dict[str, float]:
         for name in MACHINES:
             for prog in programs[name]:
                 t = time.perf_counter()
-                launch = run_launch(prog, runners[name])
+                launch = on_runner(prog, runners[name])
                 totals[name][1] += time.perf_counter() - t
                 totals[name][0] += len(launch.tokens)
     return {name: tok / sec for name, (tok, sec) in totals.items()}

@@ -36,11 +36,13 @@ import qwengpu_mlx.host.frontend  # noqa: E402,F401  (import order: the launch m
 from qwengpu_mlx.runtime.checkpoint import save_checkpoint  # noqa: E402
 from qwengpu_mlx.compiler.pipeline import compile_machine  # noqa: E402
 from qwengpu_mlx.compiler.sizing import QWEN35_2B, dense_parameters  # noqa: E402
-from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs  # noqa: E402
+from qwengpu_mlx.core.readout import read_outputs
 from qwengpu_mlx.core.reference import run_program  # noqa: E402
 from qwengpu_mlx.core.machine import MACHINES  # noqa: E402
 from qwengpu_mlx.runtime.circuit_runner import CircuitRunner  # noqa: E402
-from qwengpu_mlx.runtime import CircuitStore, check_launch, prompt_tokens, read_memory, run_launch  # noqa: E402
+from qwengpu_mlx.core.readout import read_memory  # noqa: E402
+from qwengpu_mlx.runtime import CircuitStore, check_launch, prompt_tokens  # noqa: E402
+from tests.support.launching import bound_program, on_runner
 from qwengpu_mlx.core.vocab import vocab_for  # noqa: E402
 
 
@@ -65,7 +67,7 @@ def main() -> int:
     out = Path(ns.out) if ns.out else Path(tempfile.mkdtemp(prefix="qwengpu-2b-"))
     m = MACHINES[ns.machine]
     spec = json.loads((ROOT / f"examples/kernels/{ns.kernel}.json").read_text())
-    prog = bind(compile_kernel(ROOT / f"examples/kernels/{ns.kernel}.cu", spec["kernel"]), spec["args"],
+    prog = bound_program(ROOT / f"examples/kernels/{ns.kernel}.cu", spec["kernel"], args=spec["args"],
                 block=spec["block"], grid=spec["grid"], machine=m)
     expected = ORACLES[ns.kernel](spec)  # NumPy, from the kernel's meaning
     stop = vocab_for(m).id("STOP")
@@ -84,12 +86,12 @@ def main() -> int:
 
         # (b) the embedded circuit (logical plan, compact path)
         t = time.perf_counter()
-        launch = run_launch(prog, CircuitStore().runner(m))
+        launch = on_runner(prog, CircuitStore().runner(m))
         emb_s = time.perf_counter() - t
         # (a) our compact runner over the checkpoint's own plan
         runner = CircuitRunner(compiled.compact(), m)
         t = time.perf_counter()
-        same_plan = run_launch(prog, runner)
+        same_plan = on_runner(prog, runner)
         ours_s = time.perf_counter() - t
         del runner
 

@@ -26,11 +26,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from tests.support.oracles import ORACLES  # noqa: E402
 
-from qwengpu_mlx.host.launch import bind, compile_kernel  # noqa: E402
 from qwengpu_mlx.core.reference import run_program  # noqa: E402
 from qwengpu_mlx.core.machine import MACHINES  # noqa: E402
 from qwengpu_mlx.runtime.circuit_runner import CircuitRunner  # noqa: E402
-from qwengpu_mlx.runtime import CircuitStore, run_launch  # noqa: E402
+from qwengpu_mlx.runtime import CircuitStore  # noqa: E402
+from tests.support.launching import bound_program, on_runner
 
 
 def circuit_size(plan) -> tuple[int, int]:
@@ -44,7 +44,7 @@ def circuit_size(plan) -> tuple[int, int]:
 def expected_error(name: str, error: str, prog, runner) -> bool:
     """The model's launch stops with the launch file's ``error`` (e.g. DivisionByZero); prints the line."""
     try:
-        run_launch(prog, runner, check=True)
+        on_runner(prog, runner, check=True)
     except Exception as e:  # the expected outcome
         ok = type(e).__name__ == error
         print(f"{name:24s} {'exact' if ok else 'WRONG'}: stopped with {type(e).__name__}: {e}", flush=True)
@@ -86,7 +86,7 @@ def main(argv: list[str]) -> int:
             print(f"{name:24s} skipped: its launch file asks for the {spec['machine']} machine", flush=True)
             skipped += 1
             continue
-        prog = bind(compile_kernel(ROOT / "examples" / "kernels" / f"{name}.cu", spec["kernel"]), spec["args"],
+        prog = bound_program(ROOT / "examples" / "kernels" / f"{name}.cu", spec["kernel"], args=spec["args"],
                     block=spec["block"], grid=spec["grid"], machine=machine)
         if "error" in spec:  # the launch must stop with this error on the model too
             exact += expected_error(name, spec["error"], prog, runner)
@@ -96,7 +96,7 @@ def main(argv: list[str]) -> int:
         t_ref += time.perf_counter() - t
         t = time.perf_counter()
         try:  # a wrong launch could loop: bound it by a generous multiple of the steps it needs
-            launch = run_launch(prog, runner, step_budget=2 * ref.steps + 8, check=True)
+            launch = on_runner(prog, runner, step_budget=2 * ref.steps + 8, check=True)
         except Exception as e:  # report and go on
             print(f"{name:24s} ERROR {type(e).__name__}: {e}", flush=True)
             continue

@@ -32,7 +32,8 @@ from qwengpu_mlx.runtime import native  # noqa: E402
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE  # noqa: E402
 from qwengpu_mlx.runtime.circuit_runner import CircuitRunner, live_dims  # noqa: E402
 from tests.support.runner_wide import WideCircuitRunner  # noqa: E402
-from qwengpu_mlx.runtime import CircuitStore, run_launch  # noqa: E402
+from qwengpu_mlx.runtime import CircuitStore  # noqa: E402
+from tests.support.launching import on_runner
 from qwengpu_mlx.runtime.prompt import prompt_tokens  # noqa: E402
 
 from bench.model_suite import SUBSET  # noqa: E402
@@ -43,11 +44,11 @@ def program(name: str):
     """(spec, bound program) of an example kernel, from its own .json."""
     import json
 
-    from qwengpu_mlx.host.launch import bind, compile_kernel
+    from tests.support.launching import bound_program
 
     folder = ROOT / "examples" / "kernels"
     spec = json.loads((folder / f"{name}.json").read_text())
-    return spec, bind(compile_kernel(folder / f"{name}.cu", spec["kernel"]), spec["args"], block=spec["block"],
+    return spec, bound_program(folder / f"{name}.cu", spec["kernel"], args=spec["args"], block=spec["block"],
                       grid=spec["grid"])
 
 
@@ -139,14 +140,14 @@ def _wide_bytes(r: WideCircuitRunner) -> int:
 def subset(cc, module) -> int:
     """The representative ten on the MLX-ops runner and the native step: same tokens and
     margins, exact; the launch tokens/s of each."""
-    from qwengpu_mlx.host.launch import read_outputs
+    from qwengpu_mlx.core.readout import read_outputs
 
     bad = 0
     runners = (CircuitRunner(cc, DEFAULT_MACHINE), CircuitRunner(cc, DEFAULT_MACHINE, native=module))
     speed = defaultdict(list)
     for name in SUBSET:
         spec, prog = program(name)
-        ops, nat = (run_launch(prog, r, check=True) for r in runners)
+        ops, nat = (on_runner(prog, r, check=True) for r in runners)
         speed["ops"].append((len(ops.tokens), ops.generate_seconds))
         speed["native"].append((len(nat.tokens), nat.generate_seconds))
         same = ops.tokens == nat.tokens and abs(ops.min_margin - nat.min_margin) <= 1e-6

@@ -35,10 +35,10 @@ from tests.support.oracles import ORACLES  # noqa: E402
 
 import qwengpu_mlx.host.frontend  # noqa: E402,F401
 from qwengpu_mlx.compiler.sizing import QWEN35_2B  # noqa: E402
-from qwengpu_mlx.host.launch import bind, compile_kernel  # noqa: E402
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE  # noqa: E402
 from qwengpu_mlx.runtime.circuit_runner import CircuitRunner  # noqa: E402
-from qwengpu_mlx.runtime import CircuitStore, launch_program  # noqa: E402
+from qwengpu_mlx.runtime import CircuitStore  # noqa: E402
+from tests.support.launching import bound_program, on_runner
 from qwengpu_mlx.splice.layout import SpliceLayout  # noqa: E402
 from qwengpu_mlx.splice.logits import (combined_text_logits, final_hidden, launch_mass_from_logits,  # noqa: E402
                                        suppression_row)
@@ -149,9 +149,9 @@ def main() -> int:
     print(f"text decode, combined / base alone: {comb_tps / base_tps:.3f} ({ns.tokens} greedy tokens each, same tokens)")
 
     spec = {"a": [9, 4, 1, 7], "b": [2, 8, 6, 3], "out": [11], "n": 4}
-    prog = bind(compile_kernel(ROOT / "examples" / "kernels" / "dot.cu", "dot"), spec, block=4, grid=1,
+    prog = bound_program(ROOT / "examples" / "kernels" / "dot.cu", "dot", args=spec, block=4, grid=1,
                 machine=DEFAULT_MACHINE)
-    launch = launch_program(prog, None, DEFAULT_MACHINE, check=True, runner=circuit)
+    launch = on_runner(prog, circuit, check=True)
     want = ORACLES["dot"]({"kernel": "dot", "block": 4, "grid": 1, "args": spec})
     print(f"launch: {len(launch.tokens)} tokens, {launch.tokens_per_s:.1f} tokens/s, "
           f"{'exact' if launch.check.exact and launch.outputs == want else 'WRONG'}, margin {launch.min_margin:.4f}; "
@@ -163,7 +163,7 @@ def main() -> int:
     if found.module is not None:  # the same launch on the native step over the same circuit
         fast = combine(base, combined.layout, CircuitRunner(compiled.compact(), DEFAULT_MACHINE, native=found.module),
                        sup.row)
-        quick = launch_program(prog, None, DEFAULT_MACHINE, check=True, runner=fast.circuit)
+        quick = on_runner(prog, fast.circuit, check=True)
         print(f"launch on the native step: {quick.tokens_per_s:.1f} tokens/s, "
               f"{'the same tokens' if quick.tokens == launch.tokens else 'OTHER TOKENS'}, "
               f"{'exact' if quick.check.exact and quick.outputs == want else 'WRONG'}, margin {quick.min_margin:.4f}; "

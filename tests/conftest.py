@@ -43,9 +43,8 @@ def example_launch(store):
     import json
     from pathlib import Path
 
-    from qwengpu_mlx.host.launch import bind, compile_kernel
     from qwengpu_mlx.core.machine import DEFAULT_MACHINE
-    from qwengpu_mlx.runtime import run_launch
+    from tests.support.launching import bound_program, on_runner
 
     here = Path(__file__).resolve().parent
     folders = (here.parent / "examples" / "kernels", here / "kernels_machine")  # examples first, then test-only
@@ -55,9 +54,9 @@ def example_launch(store):
         if name not in done:
             kernels = next(f for f in folders if (f / f"{name}.json").exists())
             spec = json.loads((kernels / f"{name}.json").read_text())
-            prog = bind(compile_kernel(kernels / f"{name}.cu", spec["kernel"]), spec["args"], block=spec["block"],
+            prog = bound_program(kernels / f"{name}.cu", spec["kernel"], args=spec["args"], block=spec["block"],
                         grid=spec["grid"])
-            done[name] = (spec, prog, run_launch(prog, store.runner(DEFAULT_MACHINE), check=True))
+            done[name] = (spec, prog, on_runner(prog, store.runner(DEFAULT_MACHINE), check=True))
         return done[name]
 
     return get

@@ -1,7 +1,7 @@
 """Run one launch for the dashboard, off the UI thread, cancellably.
 
 :func:`execute_launch` adapts the dashboard's :class:`RunRequest` to the launch runtime
-(``qwengpu_mlx.runtime.launch_kernel``: compile, bind, the store's circuit, the launch,
+(``qwengpu_mlx.runtime.launch``: compile, bind, the store's circuit, the launch,
 the check) and turns every failure into a :class:`LaunchOutcome`, so the dashboard
 never dies of a launch. It reports through a :class:`LaunchSink` (the dashboard wraps
 each callback in ``App.call_from_thread``).
@@ -23,8 +23,11 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
+import mlx.core as mx
+
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
-from qwengpu_mlx.runtime import CircuitStore, LaunchCancelled, LaunchRequest, launch_kernel
+from qwengpu_mlx.core.errors import QwenGpuError
+from qwengpu_mlx.runtime import CircuitStore, LaunchCancelled, LaunchEvents, LaunchRequest, launch
 
 from qwengpu_mlx.tui.commands import RunRequest
 
@@ -70,8 +73,6 @@ def run_in_mlx_thread(fn: Callable, *args, name: str = "qwengpu-mlx-work", **kwa
             box["error"] = e
         finally:
             try:
-                import mlx.core as mx
-
                 mx.clear_streams()
             except Exception:  # pragma: no cover - nothing to clear
                 pass
@@ -84,7 +85,7 @@ def run_in_mlx_thread(fn: Callable, *args, name: str = "qwengpu-mlx-work", **kwa
     return box.get("result")
 
 
-class _Events:
+class _Events(LaunchEvents):
     """The runtime's events, forwarded to the dashboard's sink (with the request)."""
 
     def __init__(self, req: RunRequest, sink: LaunchSink, out: "LaunchOutcome"):
@@ -105,21 +106,18 @@ def execute_launch(req: RunRequest, sink: LaunchSink, cancel: threading.Event, *
                    store: CircuitStore, machine: MachineConfig = DEFAULT_MACHINE,
                    step_budget: int | None = None) -> LaunchOutcome:
     """One launch through the runtime. Call on an MLX thread (see :func:`run_in_mlx_thread`)."""
-    from qwengpu_mlx.core.errors import QwenGpuError
-
     out = LaunchOutcome(req)
     request = LaunchRequest(req.source, req.args, kernel=req.kernel, block=req.block, grid=req.grid,
-                            machine=machine)
+                            machine=machine, check=check, step_budget=step_budget)
     try:
-        launch = launch_kernel(request, store, events=_Events(req, sink, out), cancel=cancel, check=check,
-                               step_budget=step_budget)
-        out.launch = launch
-        out.tokens = len(launch.tokens)
-        out.seconds = launch.seconds
-        out.outputs = launch.outputs
-        out.build_seconds = launch.build_seconds
+        result = launch(request, store=store, events=_Events(req, sink, out), cancel=cancel)
+        out.launch = result
+        out.tokens = len(result.tokens)
+        out.seconds = result.seconds
+        out.outputs = result.outputs
+        out.build_seconds = result.build_seconds
         if check:
-            out.problems = launch.check.problems
+            out.problems = result.check.problems
     except LaunchCancelled:
         out.cancelled = True
     except QwenGpuError as e:

@@ -17,7 +17,9 @@ from pathlib import Path
 
 from qwengpu_mlx.core.errors import QwenGpuError
 from qwengpu_mlx.core.machine import MachineConfig
+from qwengpu_mlx.runtime import LaunchRequest, bind_request, compile_request, launch
 
+from qwengpu_mlx.chat.expression import evaluate, job_request
 from qwengpu_mlx.chat.tools import GPU_EVAL_NAME, GPU_KERNEL_NAME, TOOLS, error_text, result_text
 
 KERNEL_FILE = "kernel.cu"  # the name clang's messages give a kernel the model wrote
@@ -75,37 +77,27 @@ class GpuTools:
 
     def _launch(self, program, label: str, launches: list[LaunchRecord], events):
         """One bound program through the runtime's launch path, on this runner."""
-        from qwengpu_mlx.runtime import launch_program
-
-        launch = launch_program(program, None, self.machine, runner=self.runner, check=self.check,
-                                events=events)
-        exact = launch.check.exact if launch.check is not None else None
-        launches.append(LaunchRecord(label, len(launch.tokens), launch.tokens_per_s, exact, launch.logit_margin,
-                                     launch))
+        result = launch(LaunchRequest(program=program, machine=self.machine, check=self.check),
+                        runner=self.runner, events=events)
+        exact = result.check.exact if result.check is not None else None
+        launches.append(LaunchRecord(label, len(result.tokens), result.tokens_per_s, exact, result.logit_margin,
+                                     result))
         if exact is False:
             raise LaunchNotExact(f"the {label} launch disagreed with the reference interpreter: "
-                                 + "; ".join(launch.check.problems[:3]))
-        return launch
+                                 + "; ".join(result.check.problems[:3]))
+        return result
 
     def _eval(self, args: dict, launches: list[LaunchRecord], events):
-        from qwengpu_mlx.runtime import LaunchRequest, prepare
-
-        from qwengpu_mlx.chat.expression import evaluate
-
         text = args.get("expression")
         if not isinstance(text, str):
             raise ValueError("gpu_eval needs an 'expression' string")
 
-        def launch(job):
-            req = LaunchRequest(source=job.source, args=job.args, kernel=job.kernel, block=job.block,
-                                grid=job.grid, machine=self.machine)
-            return self._launch(prepare(req).program, job.form, launches, events).outputs
+        def run_job(job):
+            return self._launch(bind_request(job_request(job, self.machine)), job.form, launches, events).outputs
 
-        return evaluate(text, launch, machine=self.machine).value
+        return evaluate(text, run_job, machine=self.machine).value
 
     def _kernel(self, args: dict, launches: list[LaunchRecord], events) -> dict:
-        from qwengpu_mlx.runtime import LaunchRequest, prepare
-
         source, kargs = args.get("source"), args.get("args", {})
         if not isinstance(source, str) or not source.strip():
             raise ValueError("gpu_kernel needs the CUDA 'source' as a string")
@@ -115,10 +107,9 @@ class GpuTools:
         with tempfile.TemporaryDirectory(prefix="qwengpu-chat-") as tmp:
             path = Path(tmp) / KERNEL_FILE
             path.write_text(source)
-            prepared = prepare(LaunchRequest(source=path, args=_kernel_args(kargs), block=block, grid=grid,
-                                             machine=self.machine))
-        name = prepared.compiled.kernel.name
-        return self._launch(prepared.program, name, launches, events).outputs
+            req = LaunchRequest(source=path, args=_kernel_args(kargs), block=block, grid=grid, machine=self.machine)
+            name, program = compile_request(req).kernel.name, bind_request(req)
+        return self._launch(program, name, launches, events).outputs
 
 
 def _geometry(value, what: str) -> int:

@@ -10,7 +10,6 @@ JSON object instead.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
@@ -19,35 +18,12 @@ from qwengpu_mlx.core.machine import MACHINES
 from qwengpu_mlx.runtime import CircuitStore
 
 from qwengpu_mlx.chat.models import DEMO, GET_A_MODEL, ChatModelError, open_chat_model
-from qwengpu_mlx.chat.session import MODES, UNPARSED, ChatSession, ChatSettings, ReasoningPiece, TextPiece, ToolCallDone, ToolCallStarted, TurnSummary
+from qwengpu_mlx.chat.session import UNPARSED, ChatSession, ChatSettings, ReasoningPiece, TextPiece, ToolCallDone, ToolCallStarted, TurnSummary
 
 HELP = "commands: q exit, r reset the conversation, h help"
 RESET = "[context cleared]"
 REASONING_OPEN, REASONING_CLOSE = "[reasoning]", "[end of reasoning]"
 DIM, PLAIN = "\x1b[2m", "\x1b[0m"
-
-
-def add_parser(sub, machine_option) -> None:
-    c = sub.add_parser("chat", help="chat with a Qwen3.5 model whose answers come from its own GPU layers")
-    c.add_argument("--model", metavar="REPO_OR_DIR",
-                   help="a Qwen3.5 chat model (Hugging Face repo id or directory, combined with the circuit on the "
-                        "fly), a checkpoint build --base wrote, or demo (a toy model shipped with the package)")
-    c.add_argument("--mode", choices=MODES, default="normal",
-                   help="normal: Qwen writes an integer expression (each form a ready-made kernel); "
-                        "advanced: Qwen writes the CUDA kernel itself (compiler errors go back to it, 3 retries)")
-    c.add_argument("--max-tokens", "-m", type=int, default=512,
-                   help="maximum tokens per assistant message, reasoning included (default 512; a model that "
-                        "thinks may need --max-tokens 4096)")
-    c.add_argument("--thinking", action=argparse.BooleanOptionalAction, default=None,
-                   help="pass enable_thinking=true (or false) to the chat template; default: the template's own")
-    c.add_argument("--temp", type=float, default=0.0, help="sampling temperature (default 0: greedy)")
-    c.add_argument("--top-p", type=float, default=1.0, help="sampling top-p")
-    c.add_argument("--seed", type=int, default=0, help="PRNG seed")
-    c.add_argument("--system-prompt", default=None, help="system prompt for the chat template")
-    c.add_argument("--check", action="store_true", help="replay every launch against the reference interpreter")
-    c.add_argument("--json", action="store_true", help="read one user turn per stdin line, print one JSON object "
-                                                       "per turn")
-    machine_option(c)
 
 
 def settings_from(ns) -> ChatSettings:

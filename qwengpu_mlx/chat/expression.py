@@ -14,7 +14,6 @@ evaluator turns that stop into an error that says which divisor was 0.
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,11 +22,12 @@ from typing import Callable
 from qwengpu_mlx.core.errors import MemoryFault, QwenGpuError
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
 from qwengpu_mlx.core.vocab import MAX_GRID
+from qwengpu_mlx.runtime import LaunchRequest, bind_request, launch
 
 from qwengpu_mlx.chat.expression_parse import (INT_MAX, INT_MIN, Array, BinOp, Call, ExpressionError, Neg, Num, parse)
 
 __all__ = ["ExpressionError", "Evaluation", "KernelJob", "evaluate", "parse", "count_launches",
-           "compiled_kernel", "bind_job", "reference_launch", "KERNELS", "MAX_LAUNCHES"]
+           "job_request", "bind_job", "reference_launch", "KERNELS", "MAX_LAUNCHES"]
 
 KERNELS = Path(__file__).parent / "kernels"
 MAX_LAUNCHES = 32  # each launch is a model generation: a long chain would stall the chat
@@ -59,29 +59,24 @@ class Evaluation:
 
 # --- the kernels -------------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=None)
-def compiled_kernel(source: Path, kernel: str | None):
-    """clang once per kernel: the chat reuses the same few kernels for every expression."""
-    from qwengpu_mlx.host.launch import compile_kernel
-
-    return compile_kernel(source, kernel)
+def job_request(job: KernelJob, machine: MachineConfig = DEFAULT_MACHINE, **fields) -> LaunchRequest:
+    """The job as a launch request (``fields``: the backend, the check)."""
+    return LaunchRequest(source=job.source, kernel=job.kernel, args=job.args, block=job.block, grid=job.grid,
+                         machine=machine, **fields)
 
 
 def bind_job(job: KernelJob, machine: MachineConfig = DEFAULT_MACHINE):
     """The job's bound program (arguments become memory and immediates)."""
-    from qwengpu_mlx.host.launch import bind
-
-    return bind(compiled_kernel(job.source, job.kernel), job.args, block=job.block, grid=job.grid, machine=machine)
+    return bind_request(job_request(job, machine))
 
 
 def reference_launch(machine: MachineConfig = DEFAULT_MACHINE) -> Callable[[KernelJob], dict[str, list[int]]]:
     """A ``launch`` for :func:`evaluate` that runs each job on the exact interpreter."""
-    from qwengpu_mlx.runtime import run_reference
 
-    def launch(job: KernelJob) -> dict[str, list[int]]:
-        return run_reference(bind_job(job, machine), machine).outputs
+    def run(job: KernelJob) -> dict[str, list[int]]:
+        return launch(job_request(job, machine, backend="reference")).outputs
 
-    return launch
+    return run
 
 
 def _geometry(threads: int) -> tuple[int, int]:

@@ -20,8 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
+from mlx_lm.tokenizer_utils import load as load_tokenizer
 
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
+from qwengpu_mlx.splice.build import load_base
+from qwengpu_mlx.splice.combined_runner import open_combined
+
+from qwengpu_mlx.chat.demo import DEMO_DIR, demo_splice_config, load_demo
 from qwengpu_mlx.chat.prefix import base_identity
 from qwengpu_mlx.chat.startup import timed
 from qwengpu_mlx.splice.open import (BASE_KIND, COMBINED_KIND, DEMO, DEMO_KIND, LaunchModel, ModelOpenError,
@@ -57,8 +62,6 @@ class ChatModel:
 
 
 def _demo_config() -> dict:
-    from qwengpu_mlx.chat.demo import demo_splice_config
-
     return demo_splice_config()  # the splice's base: hidden 1024, MLP 6144, 16 linear heads
 
 
@@ -90,8 +93,6 @@ def open_chat_model(spec: str, store, *, machine: MachineConfig = DEFAULT_MACHIN
 
 
 def _open_demo(store, machine: MachineConfig, log) -> ChatModel:
-    from qwengpu_mlx.chat.demo import DEMO_DIR, load_demo
-
     with timed(log, "the demo chat model"):
         # Our runner runs the toy itself: the widening is exact (the same logits, bit for bit:
         # tests/splice/test_widen.py), and the toy's prefill is ~100x cheaper on a CPU.
@@ -104,10 +105,6 @@ def _open_demo(store, machine: MachineConfig, log) -> ChatModel:
 
 
 def _open_checkpoint(path: Path, store, log) -> ChatModel:
-    from mlx_lm.tokenizer_utils import load as load_tokenizer
-
-    from qwengpu_mlx.splice.combined_runner import open_combined
-
     with timed(log, f"the combined checkpoint {path}"):
         combined = open_combined(path, store)
         tokenizer = load_tokenizer(path)
@@ -115,8 +112,6 @@ def _open_checkpoint(path: Path, store, log) -> ChatModel:
 
 
 def _open_base(spec: str, store, machine: MachineConfig, log) -> ChatModel:
-    from qwengpu_mlx.splice.build import load_base
-
     src = fetch_base(spec, step=_steps(log))
     with timed(log, f"loading {spec} with mlx_lm.load"):
         model, tokenizer = load_base(src.path)

@@ -25,9 +25,8 @@ from qwengpu_mlx.chat.reply import Markers, ReplySplitter
 from qwengpu_mlx.chat.startup import timed
 from qwengpu_mlx.chat.template import Prompt, render_prompt
 from qwengpu_mlx.chat.textgen import GenStats, TextGenerator
-from qwengpu_mlx.chat.tools import TOOLS, error_text
+from qwengpu_mlx.chat.tools import MODES, TOOLS, error_text
 
-MODES = ("normal", "advanced")
 MAX_RETRIES = 3  # advanced mode: failed kernels the model may fix, per turn
 MAX_CALLS = 8  # tool calls per turn before the model is told to answer without the GPU
 UNPARSED = "?"  # ToolCallStarted's name for a call that did not parse

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 
+MODES = ("normal", "advanced")  # normal: gpu_eval (an expression); advanced: gpu_kernel (CUDA)
 GPU_EVAL_NAME = "gpu_eval"
 GPU_KERNEL_NAME = "gpu_kernel"
 

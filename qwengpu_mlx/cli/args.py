@@ -19,6 +19,7 @@ from pathlib import Path
 
 from qwengpu_mlx.core.errors import LaunchError
 from qwengpu_mlx.core.launch_spec import read_launch_spec, spec_beside
+from qwengpu_mlx.host.frontend import demangle_kernel_name
 
 DEFAULT_BLOCK, DEFAULT_GRID = 4, 1
 
@@ -81,8 +82,6 @@ def check_complete(ck, launch: LaunchArgs) -> None:
 
     Why here and not only in ``bind``: the command line knows the options and the launch
     file a newcomer can use; the binder does not."""
-    from qwengpu_mlx.host.frontend import demangle_kernel_name
-
     names = [p.name for p in ck.params]
     missing = [p for p in ck.params if p.name not in launch.args]
     if not missing:

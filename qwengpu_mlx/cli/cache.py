@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
-
-def add_parser(sub) -> None:
-    c = sub.add_parser("cache", help="show (info) or empty (clear) the compiled-circuit cache")
-    c.add_argument("action", choices=["info", "clear"], help="info: the directory, its entries and sizes; "
-                                                              "clear: remove them all (rebuilt on the next launch)")
+from qwengpu_mlx.runtime import circuit_cache as cache
 
 
 def _size(n: int) -> str:
@@ -27,8 +24,6 @@ def _where(directory) -> str:
 
 def info_lines(directory=None) -> list[str]:
     """The directory, then one line per entry (most recently used first), then leftovers."""
-    from qwengpu_mlx.runtime import circuit_cache as cache
-
     d = directory or cache.cache_dir()
     found, stray = cache.entries(d), cache.leftovers(d)
     total = sum(e.bytes for e in found) + sum(p.stat().st_size for p in stray if p.exists())
@@ -50,8 +45,6 @@ def info_lines(directory=None) -> list[str]:
 def chat_files(directory) -> list:
     """What the chat keeps beside the circuits: ``chat.prefix``'s prompt caches and
     ``splice.folded``'s plan configs (small; each rebuilt when missing)."""
-    from pathlib import Path
-
     d = Path(directory)
     if not d.is_dir():
         return []
@@ -59,8 +52,6 @@ def chat_files(directory) -> list:
 
 
 def run(ns) -> int:
-    from qwengpu_mlx.runtime import circuit_cache as cache
-
     if ns.action == "info":
         print("\n".join(info_lines()))
         return 0

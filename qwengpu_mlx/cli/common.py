@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import sys
 from contextlib import contextmanager
+from dataclasses import replace
 
+from qwengpu_mlx.chat.models import open_launch_model
 from qwengpu_mlx.cli import args as cli_args
+from qwengpu_mlx.core.errors import ModelError
 from qwengpu_mlx.core.machine import MACHINES
+from qwengpu_mlx.runtime import CircuitStore, LaunchRequest, bind_request, compile_request
+from qwengpu_mlx.splice.errors import SPLICE_ERRORS
+from qwengpu_mlx.splice.open import ModelOpenError
 
 
 @contextmanager
@@ -22,9 +28,6 @@ def errors_as(caught, convert):
 
 def splice_errors(what: str):
     """Run a splice step, its typed refusals as this CLI's errors."""
-    from qwengpu_mlx.core.errors import ModelError
-    from qwengpu_mlx.splice.errors import SPLICE_ERRORS
-
     return errors_as(SPLICE_ERRORS, lambda e: ModelError(f"{what}: {e}"))
 
 
@@ -41,11 +44,6 @@ def launch_model(ns, memo: ModelMemo | None = None, *, runner: bool = False):
     demo, a repo id, a base directory or a combined checkpoint): its machine, its ids and, with
     ``runner``, the circuit's runner; opened once per ``memo`` (a runner built on the first ask
     for one). An unusable one is a clear error (exit 2)."""
-    from qwengpu_mlx.chat.models import open_launch_model
-    from qwengpu_mlx.core.errors import ModelError
-    from qwengpu_mlx.runtime import CircuitStore
-    from qwengpu_mlx.splice.open import ModelOpenError
-
     memo = memo if memo is not None else ModelMemo()
     held = memo.held
     if held is not None and (held.runner is not None or not runner):
@@ -79,12 +77,17 @@ def _flag_machine(ns):
     return named_machine(ns, cli_args.resolve(ns))
 
 
-def program_for(ns, machine):
-    """The kernel of ``ns.source`` compiled and bound to the launch ``cli_args`` resolves
-    (``--arg``, ``--args``, ``KERNEL.json``); a missing argument is refused with the syntax."""
-    from qwengpu_mlx.host.launch import bind, compile_kernel
-
+def request_for(ns, machine, **fields) -> LaunchRequest:
+    """The launch ``ns`` states (``--arg``, ``--args``, ``KERNEL.json``; ``fields``: the
+    backend, the check, the bounds), bound to its program: a missing argument is refused
+    with the syntax that sets it, before any model is loaded."""
     la = cli_args.resolve(ns)
-    ck = compile_kernel(ns.source, la.kernel, frontend=ns.frontend)
-    cli_args.check_complete(ck, la)
-    return bind(ck, la.args, block=la.block, grid=la.grid, machine=machine)
+    req = LaunchRequest(source=ns.source, kernel=la.kernel, args=la.args, block=la.block, grid=la.grid,
+                        machine=machine, frontend=ns.frontend, **fields)
+    cli_args.check_complete(compile_request(req), la)
+    return replace(req, program=bind_request(req))
+
+
+def program_for(ns, machine):
+    """The kernel of ``ns.source`` compiled and bound (see :func:`request_for`)."""
+    return request_for(ns, machine).program

@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from qwengpu_mlx.runtime.launch import LaunchEvents
+
 
 def wanted(ns, stream=None) -> bool:
     """Whether the command in ``ns`` should show progress on ``stream`` (stderr)."""
@@ -29,15 +31,16 @@ def wanted(ns, stream=None) -> bool:
     return bool(getattr(stream, "isatty", lambda: False)())
 
 
-class Display:
+class Display(LaunchEvents):
     """The live line: :meth:`phase` names the work, :meth:`token` counts generated tokens.
 
-    Also a runtime ``LaunchEvents`` sink (``phase``, ``begin``, ``token``), so a launch
-    reports into it directly; ``trace`` (a callable) still hears every token."""
+    Also a runtime ``LaunchEvents`` sink, so a launch reports into it directly; ``trace``
+    (a callable) still hears every token, ``steps`` every reference step."""
 
-    def __init__(self, console: Console | None, trace=None):
+    def __init__(self, console: Console | None, trace=None, steps=None):
         self._progress = None
         self._trace = trace
+        self._steps = steps
         self.tokens = 0
         if console is not None:
             self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"),
@@ -72,9 +75,14 @@ class Display:
             self._progress.update(self._task, count=f"{self.tokens} tokens")
 
 
-def display(ns, trace=None) -> Display:
+    def step(self, record) -> None:
+        if self._steps is not None:
+            self._steps(record)
+
+
+def display(ns, trace=None, steps=None) -> Display:
     """A :class:`Display` on stderr when :func:`wanted`, else a silent one (still a sink)."""
-    return Display(Console(stderr=True) if wanted(ns) else None, trace=trace)
+    return Display(Console(stderr=True) if wanted(ns) else None, trace=trace, steps=steps)
 
 
 @contextmanager

@@ -12,57 +12,48 @@ import sys
 from pathlib import Path
 
 from qwengpu_mlx.cli import progress
-from qwengpu_mlx.cli.common import launch_model, machine_for, program_for
+import mlx.core as mx
+
+from qwengpu_mlx.chat.cli import summary_lines as chat_lines
+from qwengpu_mlx.chat.session import TurnSummary
+from qwengpu_mlx.chat.textgen import GenStats
+from qwengpu_mlx.cli.common import ModelMemo, launch_model, machine_for, request_for
 from qwengpu_mlx.core.errors import ExecutionError, LaunchError
+from qwengpu_mlx.core.reference import format_step
+from qwengpu_mlx.runtime import CircuitStore, launch
 
 
-def cmd_run(ns) -> int:
+def run(ns) -> int:
     if ns.check and ns.backend == "reference":
         raise LaunchError("--check replays the model backend's launch on the reference interpreter; with "
                           "--backend reference there is nothing to check (drop --check, or use --backend model)")
-    machine = machine_for(ns)
+    memo = ModelMemo()  # --model, opened once for this command
+    machine = machine_for(ns, memo)
     stream = sys.stderr if ns.json else sys.stdout
     trace = (lambda tok_id, tok: print(f"{tok_id:6d}  {tok}", file=stream, flush=True)) if ns.trace else None
+    steps = (lambda rec: print(format_step(rec), file=stream)) if ns.trace else None
+    layout = None
     try:
-        with progress.display(ns, trace=trace) as shown:
+        with progress.display(ns, trace=trace, steps=steps) as shown:
             shown.phase(f"compiling {Path(ns.source).name}")
-            prog = program_for(ns, machine)
-            if ns.backend == "model":
-                launch, layout = _launch_model(ns, machine, prog, shown)
-            else:
-                shown.phase("running on the reference interpreter")
-                res = _run_reference(ns, machine, prog, stream)
+            req = request_for(ns, machine, backend=ns.backend, check=ns.check, step_budget=ns.step_budget,
+                              timeout=ns.timeout)
+            runner = None
+            if ns.backend == "model" and getattr(ns, "model", None):
+                shown.phase(f"opening {ns.model}")
+                held = launch_model(ns, memo, runner=True)
+                runner, layout = held.runner, held.layout
+            result = launch(req, store=CircuitStore(), runner=runner, events=shown)
     except ExecutionError as e:
         return _check_stopped(e)
     if ns.backend == "model":
-        return _report_model(ns, prog, launch, layout)
+        return _report_model(ns, req.program, result, layout)
     if ns.json:
-        print(json.dumps({"kernel": prog.kernel, "backend": ns.backend, "outputs": res.outputs, "steps": res.steps}))
+        print(json.dumps({"kernel": req.program.kernel, "backend": ns.backend, "outputs": result.outputs,
+                          "steps": result.steps}))
     else:
-        print_outputs(prog, ns.backend, res.steps, res.outputs)
+        print_outputs(req.program, ns.backend, result.steps, result.outputs)
     return 0
-
-
-def _run_reference(ns, machine, prog, stream):
-    from qwengpu_mlx.core.reference import format_step
-    from qwengpu_mlx.runtime import run_reference
-
-    on_step = (lambda rec: print(format_step(rec), file=stream)) if ns.trace else None
-    return run_reference(prog, machine, step_budget=ns.step_budget, on_step=on_step)
-
-
-def _launch_model(ns, machine, prog, events):
-    """(launch, layout) on the embedded circuit, or on ``--model``'s (layout: its ids)."""
-    from qwengpu_mlx.runtime import CircuitStore, launch_program
-
-    store, runner, layout = CircuitStore(), None, None
-    if getattr(ns, "model", None):
-        events.phase(f"opening {ns.model}")
-        held = launch_model(ns, runner=True)
-        runner, layout = held.runner, held.layout
-    launch = launch_program(prog, store, machine, events=events, check=ns.check, step_budget=ns.step_budget,
-                            runner=runner, timeout=ns.timeout)
-    return launch, layout
 
 
 def _check_stopped(e: ExecutionError) -> int:
@@ -85,15 +76,11 @@ def print_outputs(prog, backend, steps, outputs) -> None:
 
 def peak_memory_gb() -> float:
     """MLX's peak memory of this process so far, in GB (as mlx-lm reports it)."""
-    import mlx.core as mx
-
     return mx.get_peak_memory() / 1e9
 
 
 def _stats(launch):
     """A launch's prefill and generation as the chat's mlx-lm figures (``chat.textgen.GenStats``)."""
-    from qwengpu_mlx.chat.textgen import GenStats
-
     return GenStats(len(launch.prompt), launch.prefill_seconds, len(launch.tokens), launch.generate_seconds)
 
 
@@ -107,9 +94,6 @@ def speed_figures(launch, peak_gb: float) -> dict:
 
 def summary_lines(launch, peak_gb: float) -> list[str]:
     """The chat's mlx-lm summary lines (``chat.cli.summary_lines``) for one launch."""
-    from qwengpu_mlx.chat.cli import summary_lines as chat_lines
-    from qwengpu_mlx.chat.session import TurnSummary
-
     return chat_lines(TurnSummary(_stats(launch), peak_gb))
 
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from qwengpu_mlx.core.errors import MemoryFault
+from qwengpu_mlx.core.errors import BarrierDeadlock, MemoryFault, StepBudgetExceeded
 from qwengpu_mlx.core.isa import Program
 from qwengpu_mlx.core.machine import MachineConfig, to_signed
+from qwengpu_mlx.core.reference import run_program
 from qwengpu_mlx.core.vocab import CHUNK_KINDS, RECORD_KINDS, SHORT_KINDS, Vocab, chunk_value, record_end, vocab_for
 
 from qwengpu_mlx.runtime.expect import Segment, expected_segments
@@ -134,9 +135,6 @@ class ReferenceRun:
 
 def reference_run(program: Program, machine: MachineConfig, budget: int) -> ReferenceRun:
     """The reference's run of ``program``, at most ``budget`` steps."""
-    from qwengpu_mlx.core.errors import BarrierDeadlock, StepBudgetExceeded
-    from qwengpu_mlx.core.reference import run_program
-
     try:
         res = run_program(program, machine, trace=True, step_budget=budget)
         return ReferenceRun(res.trace, res.memory)

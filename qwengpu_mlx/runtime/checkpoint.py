@@ -33,6 +33,7 @@ from typing import Dict, Iterable, Iterator, Optional, Sequence, Tuple, Union
 
 import mlx.core as mx
 from mlx.utils import tree_flatten
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
 from qwengpu_mlx.core.errors import OutputError
 from qwengpu_mlx.runtime.model import Model, ModelConfig
@@ -196,9 +197,6 @@ def save_tokenizer(
     literally, longest first); tokens with such chars (e.g. ``"é"``) decode exactly but
     ``encode`` only finds them if they are single ByteLevel chars.
     """
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers
-    from tokenizers import pre_tokenizers, processors
-
     vocab = list(vocab)
     if any(not isinstance(t, str) or t == "" for t in vocab):
         raise ValueError("vocab entries must be non-empty strings")

@@ -32,9 +32,15 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
+import mlx.core as mx
 import numpy as np
+from platformdirs import user_cache_dir
 
 from qwengpu_mlx import compiler, core
+from qwengpu_mlx.compiler import compact as c
+from qwengpu_mlx.compiler.compact import CompactCircuit
+from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS
+from qwengpu_mlx.compiler.machine_circuit import NARROW
 from qwengpu_mlx.core.hashing import file_sha256
 
 FORMAT = 1
@@ -51,8 +57,6 @@ def cache_dir() -> Path:
     override = os.environ.get("QWENGPU_MLX_CACHE")
     if override:
         return Path(override)
-    from platformdirs import user_cache_dir
-
     return Path(user_cache_dir("qwengpu-mlx", appauthor=False))
 
 
@@ -128,8 +132,6 @@ def _unflatten(cls, prefix: str, arrays: dict, meta: dict, classes: dict):
 
 
 def _classes() -> dict:
-    from qwengpu_mlx.compiler import compact as c
-
     return {k.__name__: k for k in (c.CompactCircuit, c.CompactLayer, c.CompactMixer, c.CompactMLP)}
 
 
@@ -161,8 +163,6 @@ def write_atomically(path: Path, write: Callable[[str], None]) -> None:
 def save(cc, key: str, directory: Path | None = None, variant: str | None = None) -> Path:
     """Write ``cc`` under its key: the weights, then the manifest that vouches for them,
     each atomically (see :func:`write_atomically`)."""
-    import mlx.core as mx
-
     weights, mpath = _entry_paths(key, directory)
     weights.parent.mkdir(parents=True, exist_ok=True)
     arrays, meta = {}, {}
@@ -214,8 +214,6 @@ def _check_weights(weights: Path, sha256: str) -> None:
 def load(key: str, directory: Path | None = None):
     """The cached CompactCircuit for ``key``, None if there is none; CacheProblem if the entry
     is bad in any way (so that the caller rebuilds it rather than failing)."""
-    import mlx.core as mx
-
     weights, mpath = _entry_paths(key, directory)
     if not os.path.lexists(mpath) and not os.path.lexists(weights):
         return None
@@ -223,8 +221,6 @@ def load(key: str, directory: Path | None = None):
     _check_manifest(manifest, key, weights)
     _check_weights(weights, manifest["sha256"])
     try:
-        from qwengpu_mlx.compiler.compact import CompactCircuit
-
         arrays = {k: np.array(v) for k, v in mx.load(str(weights)).items()}
         cc = _unflatten(CompactCircuit, "", arrays, manifest["fields"], _classes())
     except Exception as e:  # a file that hashes right but does not parse: still rebuilt
@@ -239,9 +235,6 @@ def cached_compact(machine, build, *, directory: Path | None = None, log=None, k
     (which returns the CompactCircuit) and store it, then :func:`prune` the directory.
     ``log`` gets one line per problem. A caller's own ``key`` names no variant: an entry
     under it supersedes nothing."""
-    from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS
-    from qwengpu_mlx.compiler.machine_circuit import NARROW
-
     log = log or (lambda msg: print(f"qwengpu-mlx: {msg}", file=sys.stderr))
     variant = variant_key(machine, NARROW, DEFAULT_LEVELS) if key is None else None
     key = key or circuit_key(machine, NARROW, DEFAULT_LEVELS)

@@ -1,7 +1,7 @@
 """Fast execution of a compiled circuit: a narrow residual, merged projections, one compiled step.
 
 The same operations as the dense Qwen3.5 model (``model.py``, mlx-lm) and as the wide
-reference runner (``runner_wide.py``), restricted to what the circuit uses:
+reference runner (``tests/support/runner_wide.py``), restricted to what the circuit uses:
 
 * **The residual holds only live dims** (every dim a token embedding, a layer or the
   final norm touches: about 9,500 of the narrow shape's 131,072). The others are zero
@@ -27,14 +27,14 @@ this runner's own arrays, and the MLX-ops layers below stay the reference.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
 from mlx_lm.models.activations import precise_swiglu
 
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
+from qwengpu_mlx.runtime.circuit_layers import MLP, Mixer, PairedGate, mixer_weights, mlp_weights
+from qwengpu_mlx.runtime.native_step import NativeStep
 from qwengpu_mlx.runtime.recurrent import Recurrence, gated_delta_ops, gates, normalize_qk
 from qwengpu_mlx.runtime.sparse_product import Product
 
@@ -47,81 +47,6 @@ def live_dims(cc) -> np.ndarray:
             if block is not None:
                 parts += [block.inputs, block.outputs]
     return np.unique(np.concatenate([np.asarray(p, np.int64) for p in parts]))
-
-
-@dataclass
-class _Mixer:
-    inputs: mx.array  # narrow residual positions read
-    w_in: Product  # [C + H*Dv + 2H, |inputs|]: qkv, z, b, a stacked
-    conv: mx.array  # [C, 4]
-    dt_bias: mx.array
-    A_log: mx.array
-    norm: mx.array
-    out: Product  # into the residual
-    H: int
-    Dk: int
-    Dv: int
-    heads: list
-
-
-@dataclass
-class _PairedGate:
-    """A gate whose units come in clamp pairs that differ only in their ONE-dim weight.
-
-    ``g = repeat(shared(x), 2) + x[one] * bias``: half the product, the same terms (the
-    ONE term is added last instead of somewhere inside the dot product)."""
-
-    shared: Product  # one row per pair, ONE column zeroed
-    one_col: int  # the ONE dim's position among the layer's inputs
-    bias: mx.array  # [U]: every unit's ONE weight
-
-    @staticmethod
-    def make(G: np.ndarray, one_col: int | None):
-        if one_col is None or G.shape[0] % 2:
-            return None
-        rest = G.copy()
-        rest[:, one_col] = 0
-        if not np.array_equal(rest[0::2], rest[1::2]):
-            return None
-        return _PairedGate(Product(rest[0::2]), one_col, mx.array(G[:, one_col].astype(np.float32)))
-
-    def arrays(self) -> list[mx.array]:
-        return [self.bias] + self.shared.arrays()
-
-    def __call__(self, hi: mx.array) -> mx.array:
-        s = self.shared(hi)
-        pairs = mx.broadcast_to(s[:, :, None], (*s.shape, 2)).reshape(s.shape[0], -1)
-        return pairs + hi[:, self.one_col:self.one_col + 1] * self.bias
-
-
-@dataclass
-class _MLP:
-    inputs: mx.array
-    gate: Product | _PairedGate
-    up: Product | None  # None: up(x) = x[up_col] * up_val (one dim, one weight)
-    up_col: int
-    up_val: float
-    down: Product  # into the residual
-
-
-def _mixer(mz, pos: np.ndarray) -> _Mixer:
-    w_in = np.concatenate([mz.qkv, mz.z, mz.b, mz.a], axis=0)
-    return _Mixer(mx.array(pos[mz.inputs].astype(np.int32)), Product(w_in), mx.array(mz.conv),
-                  mx.array(mz.dt_bias), mx.array(mz.A_log), mx.array(mz.norm),
-                  Product(mz.out, targets=pos[mz.outputs]), len(mz.heads), mz.Dk, mz.Dv, list(mz.heads))
-
-
-def _mlp(ml, pos: np.ndarray, one: int) -> _MLP:
-    # the circuit's up projection reads one dim (ONE) with one weight for every unit:
-    # then up(x) is that dim times the weight, exactly (the other terms are 0 * x)
-    nz_cols = np.nonzero(np.any(ml.up != 0, axis=0))[0]
-    vals = np.unique(ml.up[:, nz_cols[0]]) if len(nz_cols) == 1 else []
-    single = len(vals) == 1
-    cols = np.nonzero(np.asarray(ml.inputs) == one)[0]
-    gate = _PairedGate.make(ml.gate, int(cols[0]) if len(cols) else None) or Product(ml.gate)
-    return _MLP(mx.array(pos[ml.inputs].astype(np.int32)), gate, None if single else Product(ml.up),
-                int(nz_cols[0]) if single else -1, float(vals[0]) if single else 0.0,
-                Product(ml.down, targets=pos[ml.outputs]))
 
 
 class CircuitRunner:
@@ -146,8 +71,8 @@ class CircuitRunner:
         self.out_pos = mx.array(pos[cc.out_dims].astype(np.int32))
         col = {int(d): i for i, d in enumerate(cc.embedding_dims)}
         self.emb_out = mx.array(cc.embedding[:, [col[int(d)] for d in cc.out_dims]].T.copy())  # [|out|, V]
-        self.mixers = [None if cl.mixer is None else _mixer(cl.mixer, pos) for cl in cc.layers]
-        self.mlps = [None if cl.mlp is None else _mlp(cl.mlp, pos, cc.one) for cl in cc.layers]
+        self.mixers = [None if cl.mixer is None else mixer_weights(cl.mixer, pos) for cl in cc.layers]
+        self.mlps = [None if cl.mlp is None else mlp_weights(cl.mlp, pos, cc.one) for cl in cc.layers]
         self._mixer_layers = [L for L, m in enumerate(self.mixers) if m is not None]
         self.one_pos = int(pos[cc.one])
         self.K, self.gain, self.delta = cc.K, cc.gain, cc.delta
@@ -157,8 +82,6 @@ class CircuitRunner:
         self._compiled = {}
         self.native = None
         if native is not None:
-            from qwengpu_mlx.runtime.native_step import NativeStep
-
             self.native = NativeStep(self, native)
         self.reset()
 
@@ -177,14 +100,14 @@ class CircuitRunner:
     def _norm(self, x: mx.array, w: mx.array) -> mx.array:
         return x * self._rms(x) * w
 
-    def _mix(self, mz: _Mixer, w: mx.array, x: mx.array, conv_prev, state):
+    def _mix(self, mz: Mixer, w: mx.array, x: mx.array, conv_prev, state):
         """A Gated DeltaNet layer: its four stages (``bench/profile_step.py`` times each)."""
         qkv, z, b, a = self._mix_in(mz, w, x)
         conv, ci = self._conv(mz, qkv, conv_prev)
         y, state = self._recur(mz, conv, a, b, state)
         return self._mix_out(mz, x, y, z), ci[-3:], state
 
-    def _mix_in(self, mz: _Mixer, w: mx.array, x: mx.array):
+    def _mix_in(self, mz: Mixer, w: mx.array, x: mx.array):
         """Norm, the read dims, the one merged projection, split into qkv, z, b, a."""
         T = x.shape[0]
         H, Dv = mz.H, mz.Dv
@@ -195,7 +118,7 @@ class CircuitRunner:
         a = proj[:, C + H * Dv + H:].reshape(1, T, H)
         return proj[:, :C], z, b, a
 
-    def _conv(self, mz: _Mixer, qkv: mx.array, conv_prev):
+    def _conv(self, mz: Mixer, qkv: mx.array, conv_prev):
         """The causal 4-tap conv1d + SiLU over the previous 3 tokens' projections."""
         T, C = qkv.shape
         if conv_prev is None:
@@ -205,7 +128,7 @@ class CircuitRunner:
         conv = ci[0:T] * cw[:, 0] + ci[1:T + 1] * cw[:, 1] + ci[2:T + 2] * cw[:, 2] + ci[3:T + 3] * cw[:, 3]
         return nn.silu(conv), ci
 
-    def _recur(self, mz: _Mixer, conv: mx.array, a: mx.array, b: mx.array, state):
+    def _recur(self, mz: Mixer, conv: mx.array, a: mx.array, b: mx.array, state):
         """q, k, v from the conv, normalized; the gates; the recurrence."""
         T = conv.shape[0]
         H, Dk, Dv = mz.H, mz.Dk, mz.Dv
@@ -218,12 +141,12 @@ class CircuitRunner:
             state = mx.zeros((1, H, Dv, Dk), dtype=mx.float32)
         return self.recurrence(q, k, v, g, beta, state)
 
-    def _mix_out(self, mz: _Mixer, x: mx.array, y: mx.array, z: mx.array) -> mx.array:
+    def _mix_out(self, mz: Mixer, x: mx.array, y: mx.array, z: mx.array) -> mx.array:
         """The gated RMSNorm and the output projection, added into the residual."""
         o = precise_swiglu(y, z, mx.fast.rms_norm(y, mz.norm, self.eps))
         return mz.out.add_into(x, o.reshape(x.shape[0], mz.H * mz.Dv))
 
-    def _ffn(self, ml: _MLP, w: mx.array, h: mx.array, margins: list | None):
+    def _ffn(self, ml: MLP, w: mx.array, h: mx.array, margins: list | None):
         hn = self._norm(h, w)
         hi = mx.take(hn, ml.inputs, axis=1)
         g = ml.gate(hi)
@@ -330,7 +253,7 @@ class CircuitRunner:
         found = [self.embedding, self.final_norm, self.emb_out] + [w for pair in self.norm_w for w in pair]
         for block in self.mixers + self.mlps:
             for value in (vars(block).values() if block is not None else ()):
-                if isinstance(value, (Product, _PairedGate)):
+                if isinstance(value, (Product, PairedGate)):
                     found += value.arrays()
                 elif isinstance(value, mx.array):
                     found.append(value)

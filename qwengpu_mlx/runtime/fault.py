@@ -12,6 +12,7 @@ from __future__ import annotations
 from qwengpu_mlx.core.errors import BarrierDeadlock, DivisionByZero, ExecutionError, MemoryFault
 from qwengpu_mlx.core.isa import Program
 from qwengpu_mlx.core.machine import MachineConfig
+from qwengpu_mlx.core.reference import run_program
 from qwengpu_mlx.core.vocab import FAULT_CODES
 
 __all__ = ["model_fault"]
@@ -19,8 +20,6 @@ __all__ = ["model_fault"]
 
 def model_fault(program: Program, machine: MachineConfig, code: int | None, steps: int) -> ExecutionError:
     """``MemoryFault``/``BarrierDeadlock`` (else ``ExecutionError``) for the model's FAULT(code)."""
-    from qwengpu_mlx.core.reference import run_program
-
     cls = {1: MemoryFault, 2: BarrierDeadlock}.get(code, ExecutionError)
     what = FAULT_CODES.get(code, f"fault code {code}")
     head = f"the model stopped the launch: {what} (after {steps} steps)"

@@ -21,9 +21,11 @@ from qwengpu_mlx.core.errors import (ExecutionError, LaunchTimeout, StepBudgetEx
 from qwengpu_mlx.core.isa import MEM_OPS, Op, Program, TermKind
 from qwengpu_mlx.core.vocab import CHUNK_KINDS, ENT_ITEMS, FAULT_CODES, RECORD_TOKENS, Token, vocab_for
 
+from qwengpu_mlx.core.readout import read_memory, read_outputs
+from qwengpu_mlx.runtime.check import check_launch
+from qwengpu_mlx.runtime.expect import LaunchExpectation
 from qwengpu_mlx.runtime.fault import model_fault
 from qwengpu_mlx.runtime.prompt import check_launchable, prompt_tokens
-from qwengpu_mlx.core.readout import read_memory, read_outputs
 
 
 class LaunchCancelled(Exception):
@@ -32,7 +34,8 @@ class LaunchCancelled(Exception):
 
 @dataclass
 class Launch:
-    """What one launch produced (the model's tokens, memory read from its state)."""
+    """What one launch produced: the model's tokens and the memory read from its state (or,
+    on the reference backend, the interpreter's memory and steps)."""
 
     program: Program
     prompt: list[int]
@@ -42,12 +45,13 @@ class Launch:
     steps: int  # EXEC tokens
     prefill_seconds: float
     generate_seconds: float
-    min_state_margin: float  # smallest dual-rail bit margin of the memory read (1.0 is perfect)
-    logit_margin: float  # smallest top-1 minus top-2 logit over the generated tokens
+    min_state_margin: float | None  # smallest dual-rail bit margin of the memory read (1.0 is perfect)
+    logit_margin: float | None  # smallest top-1 minus top-2 logit over the generated tokens
     min_margin: float | None = None  # smallest gate margin (0.5 is perfect); None unless measured
     check: object = None  # a CheckReport when the launch was checked
     ended: str = "STOP"  # the last token's kind
     build_seconds: float = 0.0  # getting the runner (circuit build or cache read), 0 when it was ready
+    backend: str = "model"  # "reference": the interpreter ran it (no tokens, no margins)
 
     @property
     def outputs(self) -> dict[str, list[int]]:
@@ -83,8 +87,6 @@ class LaunchBounds:
     """
 
     def __init__(self, program: Program, machine, step_budget: int):
-        from qwengpu_mlx.runtime.expect import LaunchExpectation
-
         ex = LaunchExpectation(program, machine)
         self.machine, self.step_budget = machine, step_budget
         self.warps = -(-program.block_dim // machine.lanes)
@@ -180,28 +182,27 @@ def _attach(err: ExecutionError, steps: int, tokens: int) -> ExecutionError:
     return err
 
 
-def _deadline(deadline: float | None, timeout: float | None) -> float | None:
-    """The earlier of ``deadline`` (a ``time.monotonic()`` value) and now + ``timeout`` seconds."""
-    if timeout is not None:
-        if not (timeout > 0 and math.isfinite(timeout)):
-            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-        by = time.monotonic() + timeout
-        deadline = by if deadline is None else min(deadline, by)
-    return deadline
+def _deadline(timeout: float | None) -> float | None:
+    """``time.monotonic()`` at which ``timeout`` seconds from now have passed (None: no bound)."""
+    if timeout is None:
+        return None
+    if not (timeout > 0 and math.isfinite(timeout)):
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    return time.monotonic() + timeout
 
 
-def run_launch(program: Program, runner, *, step_budget: int | None = None,
+def generate_launch(program: Program, runner, *, step_budget: int | None = None,
                on_token: Callable[[int, Token], None] | None = None,
                cancel: threading.Event | None = None, check: bool = False,
                on_prompt: Callable[[list[int]], None] | None = None,
-               on_checking: Callable[[], None] | None = None,
-               deadline: float | None = None, timeout: float | None = None) -> Launch:
-    """Run ``program`` on ``runner``; ``on_token(id, Token)`` streams the launch.
+               on_checking: Callable[[], None] | None = None, timeout: float | None = None) -> Launch:
+    """Run ``program`` on ``runner``; ``on_token(id, Token)`` streams the launch. The loop
+    behind ``runtime.launch``, which every caller uses.
 
     Bounds: ``step_budget`` EXEC steps (default the machine's), the tokens a launch of
     ``program`` can write within them (:class:`LaunchBounds`: ``TokenBudgetExceeded``),
-    and, when given, time: ``deadline`` (a ``time.monotonic()`` value) or ``timeout``
-    seconds from now (``LaunchTimeout``, checked between tokens and after the prefill).
+    and, when given, ``timeout`` seconds from now (``LaunchTimeout``, checked between
+    tokens and after the prefill).
 
     ``on_prompt(prompt)`` hears the prompt before its prefill, ``on_checking()`` before the check.
 
@@ -213,7 +214,7 @@ def run_launch(program: Program, runner, *, step_budget: int | None = None,
     machine = runner.machine
     check_launchable(program, machine)
     budget = step_budget or machine.step_budget
-    progress = _Progress(LaunchBounds(program, machine, budget), _deadline(deadline, timeout), timeout)
+    progress = _Progress(LaunchBounds(program, machine, budget), _deadline(timeout), timeout)
     runner.reset()
     tracked = runner.track_margins
     runner.track_margins = tracked or check
@@ -222,8 +223,6 @@ def run_launch(program: Program, runner, *, step_budget: int | None = None,
     finally:
         runner.track_margins = tracked
     if check:
-        from qwengpu_mlx.runtime.check import check_launch
-
         if on_checking is not None:
             on_checking()
         launch.check = check_launch(program, launch.tokens, machine, memory=launch.memory)

@@ -18,13 +18,20 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict, dataclass
+import threading
+from dataclasses import asdict, dataclass, replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Callable
 
 import mlx.core as mx
+from mlx_lm.models.gated_delta import gated_delta_kernel
 
+from qwengpu_mlx.runtime.circuit_cache import cache_dir, write_atomically
+from qwengpu_mlx.runtime.circuit_runner import CircuitRunner
+from qwengpu_mlx.runtime.generate import LaunchCancelled
+from qwengpu_mlx.runtime.launch import LaunchEvents, LaunchRequest, launch
+from qwengpu_mlx.runtime.probe import probe_program
 from qwengpu_mlx.runtime.recurrent import Recurrence, gated_delta_ops
 
 VERDICTS_FILE = "gpu-trust.json"
@@ -41,8 +48,6 @@ def mlx_lm_kernel() -> Recurrence | None:
     """mlx-lm's Metal recurrence when this process runs on a Metal GPU, else None."""
     if not (mx.metal.is_available() and mx.default_device() == mx.gpu):
         return None
-    from mlx_lm.models.gated_delta import gated_delta_kernel
-
     return gated_delta_kernel
 
 
@@ -62,8 +67,6 @@ def _version(package: str) -> str:
 
 
 def _verdicts_path(directory: Path | None) -> Path:
-    from qwengpu_mlx.runtime.circuit_cache import cache_dir
-
     return (directory or cache_dir()) / VERDICTS_FILE
 
 
@@ -77,8 +80,6 @@ def _read_verdicts(path: Path) -> dict:
 
 
 def _save_verdict(path: Path, verdict: Verdict) -> None:
-    from qwengpu_mlx.runtime.circuit_cache import write_atomically
-
     verdicts = _read_verdicts(path)
     verdicts[verdict.key] = asdict(verdict)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -97,9 +98,20 @@ def cached_verdict(path: Path, key: str, run_probe: Callable[[], tuple[bool, str
 
 def probe(cc, machine, kernel: Recurrence) -> tuple[bool, str]:
     """The probe launch with ``kernel``, with the ops path and on the reference interpreter."""
-    from qwengpu_mlx.runtime.circuit_runner import CircuitRunner
-
     return probe_runner(cc, machine, CircuitRunner(cc, machine, recurrence=kernel))
+
+
+class _Compare(LaunchEvents):
+    """Hears the candidate's tokens; sets ``differs`` at the first one the ops path did not write."""
+
+    def __init__(self, expected: list[int]):
+        self.expected, self.written, self.differs = expected, [], threading.Event()
+
+    def token(self, token_id: int, tok) -> None:
+        self.written.append(token_id)
+        n = len(self.written)
+        if n > len(self.expected) or self.expected[n - 1] != token_id:
+            self.differs.set()
 
 
 def probe_runner(cc, machine, candidate) -> tuple[bool, str]:
@@ -109,28 +121,14 @@ def probe_runner(cc, machine, candidate) -> tuple[bool, str]:
 
     The candidate's launch is stopped at its first token that differs from the ops path's
     (a wrong launch could otherwise run to its step budget)."""
-    import threading
-
-    from qwengpu_mlx.core.reference import run_program
-    from qwengpu_mlx.runtime.circuit_runner import CircuitRunner
-    from qwengpu_mlx.runtime.generate import LaunchCancelled, run_launch
-    from qwengpu_mlx.runtime.probe import probe_program
-
-    program = probe_program(machine)
-    want = run_program(program, machine, trace=False).memory
-    ops = run_launch(program, CircuitRunner(cc, machine))
-    written: list[int] = []
-    differs = threading.Event()
-
-    def compare(token_id: int, _tok) -> None:
-        written.append(token_id)
-        if len(written) > len(ops.tokens) or ops.tokens[len(written) - 1] != token_id:
-            differs.set()
-
+    request = LaunchRequest(program=probe_program(machine), machine=machine)
+    want = launch(replace(request, backend="reference")).memory
+    ops = launch(request, runner=CircuitRunner(cc, machine))
+    compare = _Compare(ops.tokens)
     try:
-        tried = run_launch(program, candidate, on_token=compare, cancel=differs)
+        tried = launch(request, runner=candidate, events=compare, cancel=compare.differs)
     except LaunchCancelled:
-        return False, f"its probe launch wrote another token than the ops path at token {len(written)}"
+        return False, f"its probe launch wrote another token than the ops path at token {len(compare.written)}"
     except Exception as err:  # a broken path may fail any way at all: that is the verdict
         return False, f"the probe launch failed ({type(err).__name__}: {err})"
     if tried.tokens != ops.tokens:

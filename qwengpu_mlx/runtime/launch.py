@@ -1,105 +1,134 @@
-"""The one launch path: kernel source -> program -> runner -> launch -> outputs -> check.
+"""The one way into a launch: :func:`launch` takes a :class:`LaunchRequest`, returns a
+:class:`~qwengpu_mlx.runtime.generate.Launch`.
 
-Every caller enters here: the command line (``run``, ``check``), the dashboard, the
-benches and the chat. :func:`prepare` plays NVRTC (compile and bind); :func:`launch_kernel`
-gets the runner from a :class:`CircuitStore`, runs the launch on it
-(``generate.run_launch``) and optionally checks it; :func:`run_reference` runs the same
-program on the reference interpreter. Progress goes to a :class:`LaunchEvents` sink.
+Every caller enters here: the command line (``run``, ``check``, ``compile --emit
+tokens``), the dashboard, the chat's tools, the trust probes, the benches and the tests.
+A request names a kernel's source and arguments (compiled and bound here, by
+:func:`bind_request`, the one place that plays NVRTC and the driver for a launch) or an
+already bound program; it runs on the model (the store's runner for its machine, or a
+runner the caller holds, e.g. a combined checkpoint's circuit) or on the reference
+interpreter. Progress goes to a :class:`LaunchEvents` sink.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import TYPE_CHECKING
 
 from qwengpu_mlx.core.isa import Program
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
+from qwengpu_mlx.core.reference import run_program
+from qwengpu_mlx.host.launch import CompiledKernel, bind, compile_kernel
+from qwengpu_mlx.runtime.generate import Launch, LaunchCancelled, generate_launch
+from qwengpu_mlx.runtime.prompt import check_launchable
 
-from qwengpu_mlx.runtime.generate import Launch, run_launch
-from qwengpu_mlx.core.readout import read_outputs
-from qwengpu_mlx.runtime.store import CircuitStore
+if TYPE_CHECKING:  # the store hands out runners whose trust probes launch through here
+    from qwengpu_mlx.runtime.store import CircuitStore
+
+BACKENDS = ("model", "reference")
 
 
-@dataclass
+@dataclass(frozen=True)
 class LaunchRequest:
-    """A kernel launch as a user states it."""
+    """A launch as a user states it: a kernel (``source``, ``kernel``, ``args``) or a bound
+    ``program``, the launch's shape and machine, where it runs and what bounds it."""
 
-    source: Path
+    source: Path | None = None
     args: dict = field(default_factory=dict)  # parameter name -> list of ints, int, or text
     kernel: str | None = None
     block: int = 4
     grid: int = 1
     machine: MachineConfig = DEFAULT_MACHINE
     frontend: str = "clang"
+    few_tokens: bool = True  # the lowering's token-saving packing (False: the plain one, to compare)
+    program: Program | None = None  # bound already: source, args, block and grid are not used
+    backend: str = "model"  # or "reference": the exact interpreter
+    check: bool = False  # compare the model's launch with the reference (Launch.check)
+    step_budget: int | None = None  # EXEC steps (default: the machine's)
+    timeout: float | None = None  # seconds the launch itself may run (not the circuit's build)
+
+    def __post_init__(self):
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.program is None and self.source is None:
+            raise ValueError("a launch request needs a kernel source or a bound program")
 
 
-class LaunchEvents(Protocol):
-    """What a caller hears while a launch runs (all optional to act on)."""
+class LaunchEvents:
+    """What a caller hears while a launch runs; a sink overrides what it acts on."""
 
-    def phase(self, text: str) -> None: ...
-
-    def begin(self, program: Program, prompt: list[int]) -> None: ...
-
-    def token(self, token_id: int, tok) -> None: ...
-
-
-class QuietEvents:
     def phase(self, text: str) -> None:
-        pass
+        """A new piece of work (compiling, loading the circuit, prefill, checking)."""
 
     def begin(self, program: Program, prompt: list[int]) -> None:
-        pass
+        """The prompt is about to be fed (model backend)."""
 
     def token(self, token_id: int, tok) -> None:
-        pass
+        """The model wrote one launch token."""
+
+    def step(self, record) -> None:
+        """The reference interpreter ran one step (reference backend)."""
 
 
-@dataclass
-class Prepared:
-    compiled: object  # host.launch.CompiledKernel
-    program: Program
+QuietEvents = LaunchEvents  # a sink that hears nothing
 
 
-def prepare(req: LaunchRequest) -> Prepared:
-    """Compile the kernel and bind the launch's arguments (the host's NVRTC + driver part)."""
-    from qwengpu_mlx.host.launch import bind, compile_kernel
+@functools.lru_cache(maxsize=64)
+def _compiled(source: Path, digest: str, kernel: str | None, frontend: str) -> CompiledKernel:
+    """clang once per kernel file and content (``digest``): the chat launches the same few
+    kernels for every expression."""
+    return compile_kernel(source, kernel, frontend=frontend)
 
-    ck = compile_kernel(req.source, req.kernel, frontend=req.frontend)
-    return Prepared(ck, bind(ck, req.args, block=req.block, grid=req.grid, machine=req.machine))
+
+def compile_request(req: LaunchRequest) -> CompiledKernel:
+    """The request's kernel, compiled (PTX, parsed, its parameters); a missing file is the
+    front end's error."""
+    path = Path(req.source)
+    if not path.exists():
+        return compile_kernel(path, req.kernel, frontend=req.frontend)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return _compiled(path.resolve(), digest, req.kernel, req.frontend)
 
 
-def launch_kernel(req: LaunchRequest, store: CircuitStore, *, events: LaunchEvents | None = None,
-                  cancel: threading.Event | None = None, check: bool = False,
-                  step_budget: int | None = None, timeout: float | None = None) -> Launch:
-    """Compile, bind, run on the store's circuit for ``req.machine``, optionally check.
+def bind_request(req: LaunchRequest) -> Program:
+    """The request's bound program: compile and bind (arguments become memory and
+    immediates), or the program it carries."""
+    if req.program is not None:
+        return req.program
+    return bind(compile_request(req), req.args, block=req.block, grid=req.grid, machine=req.machine,
+                few_tokens=req.few_tokens)
 
-    ``timeout``: seconds the launch itself may run (``generate.run_launch``)."""
+
+def launch(req: LaunchRequest, *, store: CircuitStore | None = None, runner=None,
+           events: LaunchEvents | None = None, cancel: threading.Event | None = None) -> Launch:
+    """Run one launch. On the model: on ``runner`` when given, else on ``store``'s runner for
+    ``req.machine`` (one of the two is needed);
+    a launch the model ends with ``FAULT`` raises the matching error. On the reference: the
+    exact interpreter, the same result type without tokens."""
     ev = events or QuietEvents()
-    ev.phase(f"compiling {Path(req.source).name}")
-    program = prepare(req).program
-    return launch_program(program, store, req.machine, events=ev, cancel=cancel, check=check,
-                          step_budget=step_budget, timeout=timeout)
+    if req.program is None:
+        ev.phase(f"compiling {Path(req.source).name}")
+    program = bind_request(req)
+    if req.backend == "reference":
+        return _on_reference(program, req, ev)
+    return _on_model(program, req, store, runner, ev, cancel)
 
 
-def launch_program(program: Program, store: CircuitStore, machine: MachineConfig, *,
-                   events: LaunchEvents | None = None, cancel: threading.Event | None = None,
-                   check: bool = False, step_budget: int | None = None, runner=None,
-                   timeout: float | None = None) -> Launch:
-    """Run a bound program on the store's runner for ``machine`` (see :func:`launch_kernel`),
-    or on ``runner`` when given (a combined checkpoint's circuit, ``splice.runner``).
-
-    ``timeout`` bounds the launch (prefill and generation), not the circuit's build: a
-    first launch's build is a one-off of a few seconds the user did not ask to bound."""
-    from qwengpu_mlx.runtime.generate import LaunchCancelled
-    from qwengpu_mlx.runtime.prompt import check_launchable
-
-    ev = events or QuietEvents()
-    check_launchable(program, machine)  # before the runner is built (run_launch checks again, cheaply)
+def _on_model(program: Program, req: LaunchRequest, store: CircuitStore | None, runner, ev: LaunchEvents,
+              cancel: threading.Event | None) -> Launch:
+    """The model writes the launch; a first launch's circuit build is not under ``timeout``
+    (a one-off of a few seconds the user did not ask to bound)."""
+    machine = runner.machine if runner is not None else req.machine
+    check_launchable(program, machine)  # before the runner is built (the loop checks again, cheaply)
     t0 = time.perf_counter()
     if runner is None:
+        if store is None:
+            raise ValueError("a launch on the model needs a CircuitStore or a runner")
         if not store.has_runner(machine):
             ev.phase("loading the circuit (built on first use, then read from the cache)")
         runner = store.runner(machine)
@@ -111,27 +140,18 @@ def launch_program(program: Program, store: CircuitStore, machine: MachineConfig
         ev.begin(program, prompt)
         ev.phase(f"prefill: {len(prompt)} prompt tokens")
 
-    launch = run_launch(program, runner, step_budget=step_budget, on_token=ev.token, cancel=cancel, check=check,
-                        timeout=timeout, on_prompt=begin, on_checking=lambda: ev.phase("checking against the reference interpreter"))
-    launch.build_seconds = build_seconds
-    return launch
+    result = generate_launch(program, runner, step_budget=req.step_budget, on_token=ev.token, cancel=cancel,
+                             check=req.check, timeout=req.timeout, on_prompt=begin,
+                             on_checking=lambda: ev.phase("checking against the reference interpreter"))
+    result.build_seconds = build_seconds
+    return result
 
 
-@dataclass
-class ReferenceLaunch:
-    program: Program
-    memory: list[int]
-    steps: int
+def _on_reference(program: Program, req: LaunchRequest, ev: LaunchEvents) -> Launch:
+    """The exact interpreter (``--backend reference``): memory and steps, no tokens."""
+    ev.phase("running on the reference interpreter")
+    t0 = time.perf_counter()
+    res = run_program(program, req.machine, step_budget=req.step_budget, trace=False, on_step=ev.step)
+    return Launch(program, [], [], [], res.memory, res.steps, 0.0, time.perf_counter() - t0,
+                  min_state_margin=None, logit_margin=None, backend="reference")
 
-    @property
-    def outputs(self) -> dict[str, list[int]]:
-        return read_outputs(self.program, self.memory)
-
-
-def run_reference(program: Program, machine: MachineConfig, *, step_budget: int | None = None,
-                  on_step: Callable | None = None) -> ReferenceLaunch:
-    """The same program on the exact interpreter (``--backend reference``)."""
-    from qwengpu_mlx.core.reference import run_program
-
-    res = run_program(program, machine, step_budget=step_budget, trace=False, on_step=on_step)
-    return ReferenceLaunch(program, res.memory, res.steps)

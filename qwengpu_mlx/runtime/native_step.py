@@ -15,6 +15,7 @@ from __future__ import annotations
 import mlx.core as mx
 import numpy as np
 
+from qwengpu_mlx.runtime.circuit_layers import PairedGate
 from qwengpu_mlx.runtime.sparse_product import Product
 
 MIXER, MLP = 1, 2
@@ -115,10 +116,8 @@ class NativeStep:
 
     @staticmethod
     def _mlp(blobs: _Blobs, ml, w_post) -> list[int]:
-        from qwengpu_mlx.runtime.circuit_runner import _PairedGate
-
         rec = [MLP, blobs.f(w_post), blobs.i(ml.inputs), ml.inputs.size]
-        if isinstance(ml.gate, _PairedGate):
+        if isinstance(ml.gate, PairedGate):
             units = int(ml.gate.bias.size)
             rec += [1, *blobs.product(ml.gate.shared), ml.gate.one_col, blobs.f(ml.gate.bias)]
         else:

@@ -19,6 +19,8 @@ from typing import Callable
 
 import mlx.core as mx
 
+from qwengpu_mlx.runtime import native
+from qwengpu_mlx.runtime.circuit_runner import CircuitRunner
 from qwengpu_mlx.runtime.gpu_trust import VERDICTS_FILE, _verdicts_path, cached_verdict, probe_runner
 
 
@@ -29,9 +31,6 @@ def choose_native(cc, machine, *, directory: Path | None = None, warn: Callable[
     ``directory``: where the verdict is cached (default: beside the built modules, so every
     store of this cache directory shares one probe). ``module``: a stand-in to judge
     instead of the built one (tests inject faulty ones)."""
-    from qwengpu_mlx.runtime import native
-    from qwengpu_mlx.runtime.circuit_runner import CircuitRunner
-
     if mx.default_device() != mx.cpu:
         return None
     if module is None:

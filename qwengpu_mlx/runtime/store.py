@@ -4,7 +4,7 @@ A caller that needs a runner asks a :class:`CircuitStore` for one; the store bui
 the circuit once (or loads it from ``circuit_cache``, checked by key and SHA-256) and
 keeps it for its own lifetime. Nothing is module-global: a bench or a test that wants
 another circuit (a folded plan, a host in front) makes its own runner and passes it to
-``run_launch``; it never swaps what another caller gets.
+``runtime.launch``; it never swaps what another caller gets.
 """
 
 from __future__ import annotations
@@ -12,7 +12,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+from qwengpu_mlx.compiler.machine_circuit import NARROW
+from qwengpu_mlx.compiler.pipeline import compile_machine
 from qwengpu_mlx.core.machine import MachineConfig
+from qwengpu_mlx.core.machine_support import check_circuit_supports
+from qwengpu_mlx.runtime.circuit_cache import cached_compact
+from qwengpu_mlx.runtime.circuit_runner import CircuitRunner
+from qwengpu_mlx.runtime.gpu_trust import choose_recurrence
+from qwengpu_mlx.runtime.native_trust import choose_native
+from qwengpu_mlx.runtime.recurrent import gated_delta_ops
 
 
 class CircuitStore:
@@ -30,9 +38,6 @@ class CircuitStore:
 
     def compiled(self, machine: MachineConfig, shape=None):
         """The compiled machine at ``shape`` (default: the circuit's own narrow shape)."""
-        from qwengpu_mlx.compiler.machine_circuit import NARROW
-        from qwengpu_mlx.compiler.pipeline import compile_machine
-
         key = (machine, repr(shape or NARROW))  # shapes are not hashable
         if key not in self._compiled:  # compile_machine refuses an unsupported machine first
             self._compiled[key] = compile_machine(machine, shape or NARROW)
@@ -44,7 +49,6 @@ class CircuitStore:
 
     def compact(self, machine: MachineConfig):
         """The compact circuit: from the on-disk cache when it checks out, else compiled."""
-        from qwengpu_mlx.runtime.circuit_cache import cached_compact
 
         self._check_supported(machine)
         return cached_compact(machine, lambda: self.compiled(machine).compact(), directory=self.directory,
@@ -60,10 +64,6 @@ class CircuitStore:
         """A new runner over the compact circuit ``cc`` (e.g. one folded for a base's
         shape), on the recurrence this device has proven (``gpu_trust``) and, on the CPU,
         on the native token step once it passed its probe (``native_trust``)."""
-        from qwengpu_mlx.runtime.gpu_trust import choose_recurrence
-        from qwengpu_mlx.runtime.native_trust import choose_native
-        from qwengpu_mlx.runtime.recurrent import gated_delta_ops
-        from qwengpu_mlx.runtime.circuit_runner import CircuitRunner
 
         recurrence = choose_recurrence(cc, machine, kernel=self.kernel, directory=self.directory, warn=self.warn)
         native = None  # a trusted GPU recurrence means the GPU path; the native step is the CPU's
@@ -78,6 +78,4 @@ class CircuitStore:
     @staticmethod
     def _check_supported(machine: MachineConfig) -> None:
         """Refuse a machine the circuit cannot build before any cache read or weight."""
-        from qwengpu_mlx.core.machine_support import check_circuit_supports
-
         check_circuit_supports(machine)

@@ -23,8 +23,16 @@ import json
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Callable, Iterator
+
+import huggingface_hub
+from huggingface_hub import constants
+from huggingface_hub.errors import (GatedRepoError, HFValidationError, HfHubHTTPError, LocalEntryNotFoundError,
+                                    RepositoryNotFoundError, RevisionNotFoundError)
+from huggingface_hub.utils import (are_progress_bars_disabled, disable_progress_bars, enable_progress_bars,
+                                   validate_repo_id)
 
 from qwengpu_mlx.core.hashing import file_sha256
 
@@ -73,8 +81,6 @@ def _wanted(names: list[str]) -> list[str]:
 
     Matching at the top level (fnmatch's ``*`` would cross ``/``) keeps stray weights in
     subfolders (``original/``, other formats) from being downloaded and hashed for nothing."""
-    from fnmatch import fnmatchcase
-
     top = [n for n in names if "/" not in n]
     return sorted(n for n in top if any(fnmatchcase(n, p) for p in ALLOW_PATTERNS))
 
@@ -169,8 +175,6 @@ def _from_directory(directory: Path, fits: Callable[[dict], None] | None, *, rep
 
 def _offline() -> bool:
     """``HF_HUB_OFFLINE`` now (huggingface_hub reads it once, at import; a caller may set it later)."""
-    from huggingface_hub import constants
-
     return constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _TRUE
 
 
@@ -188,8 +192,6 @@ def _hub_cache() -> str:
 @contextmanager
 def _progress_bars(enabled: bool) -> Iterator[None]:
     """huggingface_hub's own tqdm bars while downloading, or none; the caller's setting restored after."""
-    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
-
     if enabled:
         yield
         return
@@ -216,9 +218,6 @@ def _transport_errors() -> tuple:
 
 def _hub_call(fn: Callable, repo: str, revision: str | None):
     """Run one hub call, its failures turned into a message that says what to do."""
-    from huggingface_hub.errors import (GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError,
-                                        RepositoryNotFoundError, RevisionNotFoundError)
-
     try:
         return fn()
     except RevisionNotFoundError:
@@ -241,18 +240,16 @@ def _hub_call(fn: Callable, repo: str, revision: str | None):
 
 def _from_hub(repo: str, revision: str | None, fits: Callable[[dict], None] | None, hashes: bool = True) -> BaseSource:
     """A repo fetched: file list and commit first, config alone, ``fits``, then that commit's files."""
-    from huggingface_hub import HfApi, hf_hub_download, snapshot_download
-
     cache = _hub_cache()
-    info = _hub_call(lambda: HfApi().model_info(repo, revision=revision, files_metadata=False), repo, revision)
+    info = _hub_call(lambda: huggingface_hub.HfApi().model_info(repo, revision=revision, files_metadata=False), repo, revision)
     commit = info.sha
     where = f"{repo}@{commit[:12]}"
     wanted = _check_listing([s.rfilename for s in info.siblings or []], where)
-    config_path = _hub_call(lambda: hf_hub_download(repo, CONFIG, revision=commit, cache_dir=cache), repo, revision)
+    config_path = _hub_call(lambda: huggingface_hub.hf_hub_download(repo, CONFIG, revision=commit, cache_dir=cache), repo, revision)
     if fits is not None:
         fits(_read_config(Path(config_path), where))  # before a single weight byte is downloaded
     patterns = [glob.escape(n) for n in wanted]  # exactly the files checked above, from that commit
-    folder = _hub_call(lambda: snapshot_download(repo, revision=commit, allow_patterns=patterns, cache_dir=cache),
+    folder = _hub_call(lambda: huggingface_hub.snapshot_download(repo, revision=commit, allow_patterns=patterns, cache_dir=cache),
                        repo, revision)
     return _from_directory(Path(folder), None, repo_id=repo, revision=commit, where=where, hashes=hashes)
 
@@ -262,12 +259,9 @@ def _from_cache(repo: str, revision: str | None, fits: Callable[[dict], None] | 
     """Offline: the cached snapshot of ``revision`` (default: the cached ``main``), no network call.
 
     The snapshot folder's name is the commit hash it holds (the cache's layout)."""
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import LocalEntryNotFoundError
-
     cache = _hub_cache()
     try:
-        folder = Path(snapshot_download(repo, revision=revision, allow_patterns=ALLOW_PATTERNS,
+        folder = Path(huggingface_hub.snapshot_download(repo, revision=revision, allow_patterns=ALLOW_PATTERNS,
                                         local_files_only=True, cache_dir=cache))
     except LocalEntryNotFoundError:  # IncompleteSnapshotError is one too
         at = f" at revision {revision!r}" if revision else ""
@@ -279,9 +273,6 @@ def _from_cache(repo: str, revision: str | None, fits: Callable[[dict], None] | 
 
 def _is_repo_id(base: str) -> bool:
     """Whether ``base`` can name a hub repo (``owner/name``): otherwise it was meant as a path."""
-    from huggingface_hub.errors import HFValidationError
-    from huggingface_hub.utils import validate_repo_id
-
     if base.startswith((".", "/", "~")) or base.count("/") != 1:
         return False
     try:

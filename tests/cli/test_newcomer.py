@@ -141,7 +141,7 @@ def test_machine_prints_one_limit_a_line(capsys):
 
 
 def test_build_defaults_to_the_shape_it_can_write():
-    from qwengpu_mlx.cli.main import build_shape
+    from qwengpu_mlx.cli.build import build_shape
 
     parse = build_parser().parse_args
     assert build_shape(parse(["build", "--out", "x"])) == "qwen3.5-2b"  # narrow: 0.6 TB, over --max-params

@@ -20,8 +20,8 @@ from qwengpu_mlx.compiler.assemble import CircuitPlan, Shape
 from qwengpu_mlx.compiler.reuse import reuse_dims
 from qwengpu_mlx.compiler.sizing import QWEN35_2B, DoesNotFit
 from qwengpu_mlx.compiler.pipeline import compile_machine
-from qwengpu_mlx.runtime import run_launch
-from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs
+from tests.support.launching import bound_program, on_runner
+from qwengpu_mlx.core.readout import read_outputs
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MACHINES, ONE_SLOT_MACHINE
 
 from tests.support.cli import cli
@@ -114,15 +114,15 @@ def test_both_machines_fit_every_width_of_the_2b_shape(folded):
 def test_the_machine_at_the_2b_shape_runs_the_same_launch(store, example_launch, folded, name):
     machine, mc, r = folded
     spec = json.loads((KERNELS / f"{name}.json").read_text())
-    prog = bind(compile_kernel(KERNELS / f"{name}.cu", spec["kernel"]), spec["args"], block=spec["block"],
+    prog = bound_program(KERNELS / f"{name}.cu", spec["kernel"], args=spec["args"], block=spec["block"],
                 grid=spec["grid"], machine=machine)
     if machine == DEFAULT_MACHINE:  # the logical plan, compact path: this very launch, shared with test_model_backend
         embedded = example_launch(name)[2]
         assert embedded.check.exact
     else:
-        embedded = run_launch(prog, store.runner(machine))  # the logical plan, compact path
+        embedded = on_runner(prog, store.runner(machine))  # the logical plan, compact path
     folded_runner = store.runner_over(mc.compact(), machine)  # the folded plan's weights, as the product runs them
-    run = run_launch(prog, folded_runner, check=True)
+    run = on_runner(prog, folded_runner, check=True)
     assert run.tokens == embedded.tokens
     outputs = read_outputs(prog, run.memory)
     assert outputs == ORACLES[name](spec)

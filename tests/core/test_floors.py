@@ -91,6 +91,29 @@ def relative_imports() -> list[str]:
     return bad
 
 
+def unexplained_lazy_imports() -> list[str]:
+    """Imports inside functions hide loops and the house's structure; one is kept only where
+    start-up time needs it, and says so: a comment with "lazy" on its line, the line above,
+    or its function's ``def`` line."""
+    bad = []
+    for path in sorted(modules().values()):
+        lines = path.read_text().splitlines()
+        for fn in ast.walk(ast.parse("\n".join(lines), str(path))):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    near = [lines[i - 1] for i in (node.lineno, node.lineno - 1, fn.lineno) if i >= 1]
+                    if not any("#" in t and "lazy" in t.split("#", 1)[1].lower() for t in near):
+                        bad.append(f"{path.relative_to(REPO)}:{node.lineno}: {ast.unparse(node)}")
+    return sorted(set(bad))
+
+
+def test_imports_inside_functions_say_why():
+    bad = unexplained_lazy_imports()
+    assert not bad, "imports inside functions without a comment saying why they are lazy:\n" + "\n".join(bad)
+
+
 def test_no_import_climbs_a_floor():
     bad = climbing_imports()
     assert not bad, "imports from a lower floor to a higher one:\n" + "\n".join(bad)
@@ -132,6 +155,7 @@ if __name__ == "__main__":
     for (a, b), n in sorted(floor_graph().items(), key=lambda kv: (-FLOORS.get(kv[0][0], TOP), kv[0][1])):
         print(f"{a:>8} ({FLOORS.get(a, TOP)}) -> {b:<8} ({FLOORS.get(b, TOP)}) {n:4d}")
     bad = climbing_imports()
-    print(f"{len(modules())} modules, {len(bad)} climbing imports")
+    print(f"{len(modules())} modules, {len(bad)} climbing imports, "
+          f"{len(unexplained_lazy_imports())} unexplained imports inside functions")
     for line in bad:
         print("  " + line)

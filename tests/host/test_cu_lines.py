@@ -17,7 +17,8 @@ import pytest
 
 from qwengpu_mlx.core.errors import InvalidPtx, UnsupportedError
 from qwengpu_mlx.host import frontend
-from qwengpu_mlx.host.launch import bind, compile_kernel, launch
+from qwengpu_mlx.host.launch import bind, compile_kernel
+from tests.support.launching import reference
 from qwengpu_mlx.host.ptx_ast import PtxInstr
 from qwengpu_mlx.host.ptx_parser import parse_ptx
 
@@ -84,7 +85,7 @@ def test_closed_form_loop_is_explained_and_the_workaround_runs(tmp_path):
     fixed = LOOP.replace("BARRIER", 'asm volatile("" : "+r"(s));')
     assert 'asm volatile("" : "+r"(s));' in msg  # the message's own spelling is what we run
     n = 7
-    r = launch(cu(tmp_path, fixed, "squares2.cu"), args={"out": [0] * 4, "n": n})
+    r = reference(cu(tmp_path, fixed, "squares2.cu"), args={"out": [0] * 4, "n": n})
     assert r.outputs["out"] == [sum(k * k for k in range(n))] * 4
 
 
@@ -95,7 +96,7 @@ def test_atomic_add_of_zero_is_explained_and_a_plain_load_runs(tmp_path):
     assert msg.startswith(f"peek.cu:{line_of(code, 'atomicAdd')}: PTX line "), msg
     assert "atomic `or` is not supported" in msg and "atomic add of 0" in msg and "plain load" in msg
     fixed = ATOMIC_ZERO.replace("READ", "*out")
-    r = launch(cu(tmp_path, fixed, "peek2.cu"), args={"out": [9, 0, 0, 0, 0]})
+    r = reference(cu(tmp_path, fixed, "peek2.cu"), args={"out": [9, 0, 0, 0, 0]})
     assert r.outputs["out"] == [9, 9, 9, 9, 9]
 
 

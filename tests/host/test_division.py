@@ -15,7 +15,8 @@ import random
 import pytest
 
 from qwengpu_mlx.core.errors import DivisionByZero
-from qwengpu_mlx.host.launch import bind, compile_kernel, launch
+from qwengpu_mlx.host.launch import bind, compile_kernel
+from tests.support.launching import reference
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 
 from tests.support.cli import cu, needs_clang
@@ -60,7 +61,7 @@ def test_division_by_a_register_matches_c(tmp_path, typ):
     for start in range(0, len(pairs), 16):  # 4 arrays of 16 words fit the published machine's memory
         chunk = pairs[start:start + 16]
         a, b = [x for x, _ in chunk], [y for _, y in chunk]
-        out = launch(path, args={"a": a, "b": b, "q": [0] * 16, "r": [0] * 16, "n": 16}, block=16).outputs
+        out = reference(path, args={"a": a, "b": b, "q": [0] * 16, "r": [0] * 16, "n": 16}, block=16).outputs
         for (x, y), q, r in zip(chunk, out["q"], out["r"]):
             if typ == "unsigned":
                 ux, uy = x & 0xFFFFFFFF, y & 0xFFFFFFFF
@@ -90,7 +91,7 @@ def test_division_by_a_constant_matches_c(tmp_path, typ, divisor):
     values = EDGES[:8] + [rng.randint(INT_MIN, INT_MAX) for _ in range(8)]
     for start in range(0, len(values), 16):
         a = values[start:start + 16]
-        out = launch(path, args={"a": a, "q": [0] * 16, "r": [0] * 16}, block=16).outputs
+        out = reference(path, args={"a": a, "q": [0] * 16, "r": [0] * 16}, block=16).outputs
         for x, q, r in zip(a, out["q"], out["r"]):
             if typ == "unsigned":
                 ux, d = x & 0xFFFFFFFF, divisor & 0xFFFFFFFF
@@ -105,28 +106,29 @@ def test_division_by_zero_is_refused_on_the_lane_that_divides(tmp_path):
     path = cu(tmp_path, "__global__ void k(const int* a, const int* b, int* q) {\n"
                         "  int i = threadIdx.x;\n  if (i != 1) q[i] = a[i] / b[i];\n}\n")
     # lane 1 would divide by zero but does not divide: the launch completes
-    out = launch(path, args={"a": [9, 9, 9, 9], "b": [3, 0, -3, 9], "q": [0] * 4}, block=4).outputs
+    out = reference(path, args={"a": [9, 9, 9, 9], "b": [3, 0, -3, 9], "q": [0] * 4}, block=4).outputs
     assert out["q"] == [3, 0, -3, 1]
     with pytest.raises(DivisionByZero, match=r"kernel\.cu:3 .*lane 2 of warp 0"):
-        launch(path, args={"a": [9, 9, 9, 9], "b": [3, 0, 0, 9], "q": [0] * 4}, block=4)
+        reference(path, args={"a": [9, 9, 9, 9], "b": [3, 0, 0, 9], "q": [0] * 4}, block=4)
 
 
 @needs_clang
 def test_the_model_divides_exactly_and_faults_on_zero(tmp_path):
     """Through the model under the complete check: quotients and remainders of every sign,
     then the same program with a zero divisor ends with FAULT and the reference's account."""
-    from qwengpu_mlx.runtime import CircuitStore, run_launch
+    from qwengpu_mlx.runtime import CircuitStore
+    from tests.support.launching import on_runner
 
     path = cu(tmp_path, DIV_BY_REGISTER.format(t="int"))
     a, b = [100, -100, INT_MIN, 7], [7, -7, -1, -8]
     ck = compile_kernel(path)
     runner = CircuitStore().runner(DEFAULT_MACHINE)
     prog = bind(ck, {"a": a, "b": b, "q": [0] * 4, "r": [0] * 4, "n": 4}, block=4)
-    res = run_launch(prog, runner, check=True)
+    res = on_runner(prog, runner, check=True)
     assert res.check.exact, "\n".join(res.check.problems)
     words = res.memory[8:16]
     assert [wrap(w) for w in words] == [wrap(c_div(x, y)) for x, y in zip(a, b)] + \
         [wrap(x - y * c_div(x, y)) for x, y in zip(a, b)]
     prog = bind(ck, {"a": a, "b": [7, 0, 1, 1], "q": [0] * 4, "r": [0] * 4, "n": 4}, block=4)
     with pytest.raises(DivisionByZero, match=r"kernel\.cu:4 .*lane 1"):
-        run_launch(prog, runner, check=True)
+        on_runner(prog, runner, check=True)

@@ -24,7 +24,8 @@ from qwengpu_mlx.core.errors import (
     UnsupportedError,
 )
 from qwengpu_mlx.host.frontend import select_kernel
-from qwengpu_mlx.host.launch import CompiledKernel, bind, compile_kernel, launch
+from qwengpu_mlx.host.launch import CompiledKernel, bind, compile_kernel
+from tests.support.launching import reference
 from qwengpu_mlx.host.ptx_parser import parse_ptx
 from qwengpu_mlx.host.signature import KernelParam, ptx_param_name
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
@@ -114,7 +115,7 @@ def test_unsupported_ptx_instruction_is_named(tmp_path, which):
     assert instr in msg
     assert "not supported" in msg
     with pytest.raises(UnsupportedError) as ei:
-        launch(path, args={"a": [1, 2, 3, 4], "b": 3})
+        reference(path, args={"a": [1, 2, 3, 4], "b": 3})
     assert instr in str(ei.value)
 
 
@@ -138,7 +139,7 @@ def test_floating_point_is_rejected(tmp_path, code, construct):
     msg = cli_error("compile", path)
     assert "floating-point" in msg and construct in msg
     with pytest.raises(UnsupportedError, match="floating-point"):
-        launch(path, args={"a": [1, 2, 3, 4, 5]})
+        reference(path, args={"a": [1, 2, 3, 4, 5]})
 
 
 @needs_clang
@@ -183,7 +184,7 @@ def test_too_many_registers_names_kernel_count_and_limit(tmp_path):
     assert m and int(m.group(1)) > DEFAULT_MACHINE.usable_regs, msg
     assert "16 register rows" in msg and "row 0 reads zero" in msg
     with pytest.raises(ResourceError, match="15 registers"):
-        launch(path, args={"a": list(range(20))}, block=1)
+        reference(path, args={"a": list(range(20))}, block=1)
 
 
 def test_too_many_predicates_names_count_and_limit():
@@ -230,7 +231,7 @@ def test_program_larger_than_the_rom(tmp_path):
     assert "longk" in msg
     assert f"ROM holds {DEFAULT_MACHINE.rom_blocks} blocks of {DEFAULT_MACHINE.slots_per_block}" in msg
     with pytest.raises(ResourceError, match="ROM holds 32 blocks"):
-        launch(path, args={"a": [1, 2, 3, 4]})
+        reference(path, args={"a": [1, 2, 3, 4]})
 
 
 @needs_clang
@@ -241,9 +242,9 @@ def test_arrays_larger_than_memory(tmp_path):
     assert "130 memory words" in msg and "a: 130" in msg
     assert f"the machine has {DEFAULT_MACHINE.mem_words}" in msg
     with pytest.raises(ResourceError, match="126"):
-        launch(path, args={"a": [0] * 127, "n": 1})
+        reference(path, args={"a": [0] * 127, "n": 1})
     # exactly the memory fits
-    res = launch(path, args={"a": [5] * 126, "n": 2})
+    res = reference(path, args={"a": [5] * 126, "n": 2})
     assert res.outputs["a"][:3] == [6, 6, 5]
 
 
@@ -258,7 +259,7 @@ __global__ void sh(int *a) {
 }
 """)
     with pytest.raises(ResourceError) as ei:
-        launch(path, args={"a": [1] * 120})
+        reference(path, args={"a": [1] * 120})
     msg = str(ei.value)
     assert "136 memory words" in msg and "a: 120" in msg and "__shared__" in msg and "126" in msg
 
@@ -279,7 +280,7 @@ def test_launch_geometry_out_of_range(tmp_path, flag, value, text):
         assert "at least 1" in msg
     kw = {"block": value} if flag == "--block" else {"grid": value}
     with pytest.raises(ResourceError, match=re.escape(text)):
-        launch(path, args={"a": [1, 2, 3, 4], "n": 4}, **kw)
+        reference(path, args={"a": [1, 2, 3, 4], "n": 4}, **kw)
 
 
 # --------------------------------------------------------------------------- arguments
@@ -291,7 +292,7 @@ def test_missing_arg_is_named_and_parameters_listed(tmp_path):
     msg = cli_error("run", path, "--arg", "a=1,2")
     assert "takes parameters (a, n)" in msg and "missing --arg for n" in msg
     with pytest.raises(LaunchError, match="missing --arg for n"):
-        launch(path, args={"a": [1, 2]})
+        reference(path, args={"a": [1, 2]})
 
 
 @needs_clang
@@ -300,7 +301,7 @@ def test_extra_arg_is_named_and_parameters_listed(tmp_path):
     msg = cli_error("run", path, "--arg", "a=1,2", "--arg", "n=1", "--arg", "m=3")
     assert "takes parameters (a, n)" in msg and "no parameter named m" in msg
     with pytest.raises(LaunchError, match="no parameter named m"):
-        launch(path, args={"a": [1, 2], "n": 1, "m": 3})
+        reference(path, args={"a": [1, 2], "n": 1, "m": 3})
 
 
 @needs_clang
@@ -309,7 +310,7 @@ def test_scalar_given_a_list(tmp_path):
     msg = cli_error("run", path, "--arg", "a=1,2", "--arg", "n=1,2")
     assert "`n` is a scalar (int n)" in msg and "one integer" in msg
     with pytest.raises(LaunchError, match="scalar"):
-        launch(path, args={"a": [1, 2], "n": [1, 2]})
+        reference(path, args={"a": [1, 2], "n": [1, 2]})
 
 
 @needs_clang
@@ -326,16 +327,16 @@ def test_non_integer_values(tmp_path, arg):
 def test_non_integer_values_api(tmp_path):
     path = cu(tmp_path, INC)
     with pytest.raises(LaunchError, match="must be integers"):
-        launch(path, args={"a": "1,q", "n": 1})
+        reference(path, args={"a": "1,q", "n": 1})
     with pytest.raises(LaunchError, match="32 bits"):
-        launch(path, args={"a": [1, 2], "n": 1 << 32})
+        reference(path, args={"a": [1, 2], "n": 1 << 32})
 
 
 @needs_clang
 def test_float_values_through_the_api_are_rejected(tmp_path):
     path = cu(tmp_path, INC)
     with pytest.raises(LaunchError):
-        launch(path, args={"a": [1, 2, 3, 4], "n": 2.7})
+        reference(path, args={"a": [1, 2, 3, 4], "n": 2.7})
 
 
 @needs_clang
@@ -353,7 +354,7 @@ def test_ill_formed_and_repeated_args(tmp_path):
 def test_parameter_names_come_from_the_definition_not_a_prototype(tmp_path):
     path = cu(tmp_path, "__global__ void proto(int *, int);\n\n"
                         "__global__ void proto(int *a, int n) { a[threadIdx.x] += n; }\n")
-    res = launch(path, args={"a": [1, 2, 3, 4], "n": 5})
+    res = reference(path, args={"a": [1, 2, 3, 4], "n": 5})
     assert res.outputs["a"] == [6, 7, 8, 9]
 
 
@@ -361,10 +362,10 @@ def test_parameter_names_come_from_the_definition_not_a_prototype(tmp_path):
 def test_error_messages_use_the_unmangled_kernel_name(tmp_path):
     path = cu(tmp_path, INC)
     with pytest.raises(LaunchError) as ei:
-        launch(path, args={"a": [1, 2]})
+        reference(path, args={"a": [1, 2]})
     assert "`inc`" in str(ei.value) and "_Z" not in str(ei.value)
     with pytest.raises(ResourceError) as ei:
-        launch(path, args={"a": [0] * 130, "n": 1})
+        reference(path, args={"a": [0] * 130, "n": 1})
     assert "`inc`" in str(ei.value) and "_Z" not in str(ei.value)
 
 
@@ -425,9 +426,9 @@ def test_barrier_in_divergent_code_deadlocks(tmp_path):
     block = re.search(rf"^{m.group(1)}\b.*?(?=^B\d|\Z)", listing, re.M | re.S).group(0)
     assert "bar.sync" in block
     with pytest.raises(BarrierDeadlock, match="bar.sync"):
-        launch(path, args={"a": [0, 0, 0, 0]})
+        reference(path, args={"a": [0, 0, 0, 0]})
     # only lanes 0 and 1 in the launch: nobody is left behind, no deadlock
-    res = launch(path, args={"a": [0, 0, 0, 0]}, block=2)
+    res = reference(path, args={"a": [0, 0, 0, 0]}, block=2)
     assert res.outputs["a"] == [1, 1, 0, 0]
 
 
@@ -446,10 +447,10 @@ def test_step_budget_exceeded_names_the_budget(tmp_path):
     assert "step budget exceeded" in msg and "100 steps ran (budget 100)" in msg
     assert "--step-budget" in msg
     with pytest.raises(StepBudgetExceeded, match=r"budget 37\)") as ei:
-        launch(path, args={"x": [0, 0]}, step_budget=37)
+        reference(path, args={"x": [0, 0]}, step_budget=37)
     assert ei.value.result.steps == 37
     # the loop ends when x[0] is set: within the budget, the launch finishes
-    res = launch(path, args={"x": [1, 0]}, step_budget=100)
+    res = reference(path, args={"x": [1, 0]}, step_budget=100)
     assert res.outputs["x"] == [1, 1]
 
 
@@ -457,7 +458,7 @@ def test_step_budget_exceeded_names_the_budget(tmp_path):
 def test_default_step_budget(tmp_path):
     path = cu(tmp_path, SPIN)
     with pytest.raises(StepBudgetExceeded, match=f"budget {DEFAULT_MACHINE.step_budget}"):
-        launch(path, args={"x": [0, 0]})
+        reference(path, args={"x": [0, 0]})
 
 
 OOB = "__global__ void oob(int *a, int n) { a[threadIdx.x + n] = 7; }\n"
@@ -471,9 +472,9 @@ def test_memory_fault_names_the_address(tmp_path):
     assert "lane 0" in msg and "st address 800" in msg  # 4 * (200 + 0)
     assert "outside the memory (bytes 0..503, 126 words)" in msg
     with pytest.raises(MemoryFault, match="address 4294967292"):  # a[-1]: byte -4
-        launch(path, args={"a": [1, 2, 3, 4], "n": -1})
+        reference(path, args={"a": [1, 2, 3, 4], "n": -1})
     # inside the machine's memory (past the array but below word 126): no fault
-    res = launch(path, args={"a": [1, 2, 3, 4], "n": 122})
+    res = reference(path, args={"a": [1, 2, 3, 4], "n": 122})
     assert res.outputs["a"] == [1, 2, 3, 4]
 
 
@@ -481,7 +482,7 @@ def test_memory_fault_names_the_address(tmp_path):
 def test_misaligned_address_faults(tmp_path):
     path = cu(tmp_path, "__global__ void mis(int *a) { *(int *)((char *)a + 2 + 4 * threadIdx.x) = 5; }\n")
     with pytest.raises(MemoryFault, match="address 2 is not a multiple of 4"):
-        launch(path, args={"a": [1, 2, 3, 4]})
+        reference(path, args={"a": [1, 2, 3, 4]})
 
 
 # --------------------------------------------------------------------------- tools missing

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs
+from qwengpu_mlx.host.launch import bind, compile_kernel
+from qwengpu_mlx.core.readout import read_outputs
 from qwengpu_mlx.core.isa import Imm, Op, Reg, TermKind
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 from qwengpu_mlx.runtime.check import reference_run

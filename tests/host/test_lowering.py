@@ -13,7 +13,8 @@ import pytest
 
 from qwengpu_mlx.core.errors import FrontendError, QwenGpuError
 from qwengpu_mlx.host.frontend import find_nvcc, select_kernel
-from qwengpu_mlx.host.launch import CompiledKernel, bind, compile_kernel, launch, run
+from qwengpu_mlx.host.launch import CompiledKernel, bind, compile_kernel
+from tests.support.launching import reference, run_reference
 from qwengpu_mlx.host.ptx_parser import parse_ptx
 from qwengpu_mlx.host.signature import KernelParam, ptx_param_name
 from qwengpu_mlx.core.isa import Reg, Op, TermKind
@@ -51,7 +52,7 @@ def cli_ok(*argv) -> str:
 
 
 def run_cu(tmp_path, code, args, *, block=4, grid=1, frontend="clang", name="kernel.cu"):
-    return launch(cu(tmp_path, code, name), args=args, block=block, grid=grid, frontend=frontend)
+    return reference(cu(tmp_path, code, name), args=args, block=block, grid=grid, frontend=frontend)
 
 
 def ptx_kernel(text: str) -> CompiledKernel:
@@ -354,7 +355,7 @@ def test_predicated_ret_before_barrier_and_constant_predicates(block, n):
     # mov.pred with a constant became a compare of constants
     assert any(i.op is Op.SETP and all(getattr(s, "value", None) == 0 or s == Reg(0) for s in i.srcs)
                for b in prog.blocks for i in b.instrs)
-    res = run(prog)
+    res = run_reference(prog)
     exp = list(a)
     for t in range(min(n, block)):
         exp[t] = a[n - 1 - t] + 100 + 2000  # p2 true: 100; p3 false: 2000, and no `mov 7`
@@ -445,7 +446,7 @@ CVT_PTX = """\
 
 def test_narrowing_cvt_between_subword_types():
     x = 0x12F0
-    res = run(bind(ptx_kernel(CVT_PTX), {"param_0": [x, 0, 0]}, block=1))
+    res = run_reference(bind(ptx_kernel(CVT_PTX), {"param_0": [x, 0, 0]}, block=1))
     assert res.outputs["param_0"] == [x, x & 0xFF, _sext(x, 8)]  # [4848, 240, -16]
 
 
@@ -568,7 +569,7 @@ def test_shared_variables_follow_the_global_arrays(tmp_path):
     assert head[2] == "// b: words 4..8"
     assert head[3] == "// __shared__ g: words 9..11"
     assert re.fullmatch(r"// __shared__ \S*s\S*: words 12\.\.16", head[4]), head
-    res = launch(path, args={"a": a, "b": b})
+    res = reference(path, args={"a": a, "b": b})
     s = [a[t] + b[t] for t in range(4)] + [0]  # s[4] is never written: memory starts at zero
     g0, g1 = 0, 3  # lane 0 writes g[0]; lanes 1..3 write g[1] in ascending order
     assert res.outputs["a"] == [s[4 - t] + g0 + g1 for t in range(4)]
@@ -666,7 +667,7 @@ def test_saved_ptx_lowers_like_the_cuda_source(tmp_path):
     assert [p.name for p in ck.params] == ["param_0", "param_1"]
     assert all(p.pointer for p in ck.params)
     a = [1, 2, 3, 4, 5, 6]
-    res = run(bind(ck, {"param_0": a, "param_1": [0] * 4}))
+    res = run_reference(bind(ck, {"param_0": a, "param_1": [0] * 4}))
     assert res.outputs == {"param_0": a, "param_1": [a[t + 1] + 3 * a[t + 2] for t in range(4)]}
 
 

@@ -251,7 +251,7 @@ def test_fuzz_is_deterministic(seed_ptx):
 @needs_clang
 def test_accepted_mutants_agree_on_both_backends(fuzz_run, seed_ptx, store):
     """A sample of accepted mutants that changed the program: the model's launch is the reference's."""
-    from qwengpu_mlx.runtime import run_launch
+    from tests.support.launching import on_runner
 
     _, accepted, _ = fuzz_run
     rng = random.Random(SEED)
@@ -272,7 +272,7 @@ def test_accepted_mutants_agree_on_both_backends(fuzz_run, seed_ptx, store):
     for text, spec, program, name in rng.sample(changed, MODEL_SAMPLE):
         ref = reference(program)
         try:
-            launch = run_launch(program, runner, step_budget=STEP_BUDGET, check=True)
+            launch = on_runner(program, runner, step_budget=STEP_BUDGET, check=True)
         except ExecutionError as e:  # the model stopped it: so must the reference, the same way
             assert isinstance(ref, ExecutionError) and type(e) is type(ref), (name, e, ref, _diff(seed_ptx[name][0], text))
             continue

@@ -15,7 +15,8 @@ from qwengpu_mlx.core import isa
 from qwengpu_mlx.core.errors import FrontendError, InvalidPtx, MalformedProgram, MemoryFault, ResourceError, UnsupportedError
 from qwengpu_mlx.host import frontend
 from qwengpu_mlx.host.frontend import select_kernel
-from qwengpu_mlx.host.launch import CompiledKernel, bind, compile_kernel, launch
+from qwengpu_mlx.host.launch import CompiledKernel, bind, compile_kernel
+from tests.support.launching import reference
 from qwengpu_mlx.host.ptx_parser import parse_ptx
 from qwengpu_mlx.host.signature import KernelParam, ptx_param_name
 from qwengpu_mlx.host.validate import SIGNATURES, check_program
@@ -174,35 +175,35 @@ REVERSE = "__global__ void rev(int* x, int* out) { int t = threadIdx.x; out[t] =
 def test_an_index_past_2_to_the_30_faults_instead_of_wrapping(tmp_path, code, extra):
     path = cu(tmp_path, code)
     with pytest.raises(MemoryFault, match="far outside every array"):
-        launch(path, args={"a": [1, 2, 3, 4], "out": [0, 0, 0, 0], **extra})
+        reference(path, args={"a": [1, 2, 3, 4], "out": [0, 0, 0, 0], **extra})
 
 
 @needs_clang
 def test_fault_names_the_array_and_the_index(tmp_path):
     one = cu(tmp_path, "__global__ void one(int* a, int n) { a[threadIdx.x + n] = 7; }\n", "one.cu")
     with pytest.raises(MemoryFault, match=r"st address 800 is outside the memory .*: a\[200\]$"):
-        launch(one, args={"a": [1, 2, 3, 4], "n": 200})
+        reference(one, args={"a": [1, 2, 3, 4], "n": 200})
     with pytest.raises(MemoryFault, match=r": a\[-2\]$"):
-        launch(one, args={"a": [1, 2, 3, 4], "n": -2})
+        reference(one, args={"a": [1, 2, 3, 4], "n": -2})
     two = cu(tmp_path, WRAP_N, "two.cu")  # which array an address came from, the machine code does not say
     with pytest.raises(MemoryFault, match=r": word 200, outside every array \(a: words 0..3, out: words 4..7\)"):
-        launch(two, args={"a": [1, 2, 3, 4], "out": [0, 0, 0, 0], "n": 200})
+        reference(two, args={"a": [1, 2, 3, 4], "out": [0, 0, 0, 0], "n": 200})
 
 
 @needs_clang
 def test_negative_base_with_positive_offset_agrees_on_both_backends(tmp_path, store):
     """``x[3 - t]`` is ``ld [x - 4t + 12]``: the circuit adds an offset to a non-negative base only."""
-    from qwengpu_mlx.runtime import run_launch
+    from tests.support.launching import on_runner
 
     path = cu(tmp_path, REVERSE)
     args = {"x": [1, 2, 3, 4], "out": [0, 0, 0, 0]}
-    assert launch(path, args=args).outputs["out"] == [4, 3, 2, 1]
+    assert reference(path, args=args).outputs["out"] == [4, 3, 2, 1]
     program = bind(compile_kernel(path), args)
     for block in program.blocks:
         for ins in block.instrs:
             if ins.op in isa.MEM_OPS and ins.offset > 0:
                 assert not isinstance(ins.srcs[0], isa.Reg) or ins.srcs[0].index == 0, ins
-    run = run_launch(program, store.runner(DEFAULT_MACHINE), check=True)
+    run = on_runner(program, store.runner(DEFAULT_MACHINE), check=True)
     assert run.check.exact, run.check.problems
     assert run.outputs["out"] == [4, 3, 2, 1]
 
@@ -214,7 +215,7 @@ def test_negative_base_with_positive_offset_agrees_on_both_backends(tmp_path, st
 def test_latin1_comment_in_cuda_source(tmp_path):
     path = tmp_path / "lat.cu"
     path.write_bytes(b"// caf\xe9: a Latin-1 comment\n__global__ void k(int* a) { a[threadIdx.x] = 1; }\n")
-    assert launch(path, args={"a": [0, 0, 0, 0]}).outputs["a"] == [1, 1, 1, 1]
+    assert reference(path, args={"a": [0, 0, 0, 0]}).outputs["a"] == [1, 1, 1, 1]
 
 
 @pytest.mark.parametrize("make, says", [
@@ -255,14 +256,14 @@ def test_names_and_small_types_work(tmp_path, code, args, expect):
     path = tmp_path / "k.cu"
     path.write_text(code, encoding="utf-8")
     name, values = expect
-    assert launch(path, args=args).outputs[name] == values
+    assert reference(path, args=args).outputs[name] == values
 
 
 @needs_clang
 def test_sub_word_store_says_how_to_write_it(tmp_path):
     path = cu(tmp_path, "__global__ void k(char* c) { c[threadIdx.x] = 1; }\n")
     with pytest.raises(UnsupportedError, match=r"stores whole 32-bit words \(store an int"):
-        launch(path, args={"c": [0] * 4})
+        reference(path, args={"c": [0] * 4})
 
 
 @needs_clang
@@ -270,7 +271,7 @@ def test_non_ascii_kernel_name_is_not_blamed_on_a_missing_back_end(tmp_path):
     path = tmp_path / "k.cu"
     path.write_text("__global__ void k\u00e9(int* x) { x[threadIdx.x] = 3; }\n", encoding="utf-8")
     try:
-        launch(path, args={"x": [0] * 4})
+        reference(path, args={"x": [0] * 4})
     except FrontendError as e:
         assert "lack the NVPTX back end" not in str(e)
         assert "non-ASCII identifiers such as 'k\u00e9'" in str(e)

@@ -15,7 +15,8 @@ import pytest
 
 from qwengpu_mlx.core.errors import MemoryFault, UnsupportedError
 from qwengpu_mlx.host.frontend import select_kernel
-from qwengpu_mlx.host.launch import CompiledKernel, bind, compile_kernel, launch
+from qwengpu_mlx.host.launch import CompiledKernel, bind, compile_kernel
+from tests.support.launching import reference
 from qwengpu_mlx.host.ptx_parser import parse_ptx
 from qwengpu_mlx.host.signature import KernelParam, ptx_param_name
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
@@ -38,25 +39,25 @@ A = [1, 2, 3, 4]
 def test_a_loaded_index_far_outside_faults_instead_of_wrapping(tmp_path, far):
     path = cu(tmp_path, GATHER)
     with pytest.raises(MemoryFault, match="far outside every array"):
-        launch(path, args={"a": A, "b": [0, far, 2, 3], "out": [0] * 4})
+        reference(path, args={"a": A, "b": [0, far, 2, 3], "out": [0] * 4})
 
 
 @needs_clang
 def test_loaded_indices_inside_the_arrays_are_unchanged(tmp_path):
     b = [3, 1, 2, 0]
-    r = launch(cu(tmp_path, GATHER), args={"a": A, "b": b, "out": [0] * 4})
+    r = reference(cu(tmp_path, GATHER), args={"a": A, "b": b, "out": [0] * 4})
     assert r.outputs["out"] == [A[j] for j in b]
     with pytest.raises(MemoryFault, match=r"ld address \d+ is outside the memory"):  # just past: a near fault
-        launch(cu(tmp_path, GATHER, "g2.cu"), args={"a": A, "b": [0, 200, 2, 3], "out": [0] * 4})
+        reference(cu(tmp_path, GATHER, "g2.cu"), args={"a": A, "b": [0, 200, 2, 3], "out": [0] * 4})
 
 
 @needs_clang
 def test_a_loop_stride_past_32_bits_faults_and_a_small_one_runs(tmp_path):
     path = cu(tmp_path, STRIDED)
     with pytest.raises(MemoryFault, match="far outside every array"):
-        launch(path, args={"a": A, "out": [0] * 4, "n": 2, "step": (1 << 30) + 1})
+        reference(path, args={"a": A, "out": [0] * 4, "n": 2, "step": (1 << 30) + 1})
     for n, step in [(2, 2), (4, 1), (3, 0)]:
-        r = launch(path, args={"a": A, "out": [0] * 4, "n": n, "step": step})
+        r = reference(path, args={"a": A, "out": [0] * 4, "n": n, "step": step})
         assert r.outputs["out"] == [sum(A[k * step] for k in range(n))] * 4, (n, step)
 
 
@@ -98,9 +99,9 @@ def test_a_32_bit_pattern_and_a_negative_64_bit_immediate_still_lower():
 
 @needs_clang
 def test_model_fault_names_the_array_and_index(tmp_path, store):
-    from qwengpu_mlx.runtime import run_launch
+    from tests.support.launching import on_runner
 
     one = cu(tmp_path, "__global__ void one(int* a, int n) { a[threadIdx.x + n] = 7; }\n", "one.cu")
     program = bind(compile_kernel(one), {"a": A, "n": 200}, block=1)
     with pytest.raises(MemoryFault, match=r"^the model stopped the launch: .*st address 800 .*: a\[200\]$"):
-        run_launch(program, store.runner(DEFAULT_MACHINE))
+        on_runner(program, store.runner(DEFAULT_MACHINE))

@@ -13,7 +13,7 @@ import pytest
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 from qwengpu_mlx.runtime.circuit_runner import CircuitRunner, live_dims
 from tests.support.runner_wide import WideCircuitRunner
-from qwengpu_mlx.runtime import run_launch
+from tests.support.launching import on_runner
 from qwengpu_mlx.runtime.sparse_product import Product
 
 
@@ -21,7 +21,7 @@ from qwengpu_mlx.runtime.sparse_product import Product
 def test_fast_and_wide_runners_write_the_same_launch(name, example_launch, store):
     spec, prog, fast = example_launch(name)  # the session's launch, on the store's (fast) runner
     assert isinstance(store.runner(DEFAULT_MACHINE), CircuitRunner)
-    wide = run_launch(prog, WideCircuitRunner(store.compact(DEFAULT_MACHINE), DEFAULT_MACHINE), check=True)
+    wide = on_runner(prog, WideCircuitRunner(store.compact(DEFAULT_MACHINE), DEFAULT_MACHINE), check=True)
     assert fast.tokens == wide.tokens
     assert fast.memory == wide.memory
     assert fast.min_margin == pytest.approx(wide.min_margin, abs=1e-6)

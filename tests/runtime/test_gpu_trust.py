@@ -69,7 +69,7 @@ def test_a_faulty_kernel_is_refused_and_the_process_switches_to_ops(cc, tmp_path
 
 
 def test_an_exact_kernel_is_trusted_once_cached_and_then_runs_the_launches(cc, tmp_path, monkeypatch):
-    from qwengpu_mlx.runtime import run_launch
+    from tests.support.launching import on_runner
     from qwengpu_mlx.runtime.probe import probe_program
 
     calls = []
@@ -86,7 +86,7 @@ def test_an_exact_kernel_is_trusted_once_cached_and_then_runs_the_launches(cc, t
     runner = CircuitStore(directory=tmp_path, kernel=counting_twin).runner_over(cc, DEFAULT_MACHINE)
     assert runner.recurrence is counting_twin
     before = len(calls)
-    assert run_launch(probe_program(DEFAULT_MACHINE), runner).ended == "STOP"
+    assert on_runner(probe_program(DEFAULT_MACHINE), runner).ended == "STOP"
     assert len(calls) > before  # the launch ran on the trusted kernel
 
 

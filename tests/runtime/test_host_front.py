@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs
+from qwengpu_mlx.core.readout import read_outputs
 from tests.support.host_front import HostFront, random_host
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 from tests.support.runner_wide import WideCircuitRunner as CircuitRunner
-from qwengpu_mlx.runtime import run_launch
+from tests.support.launching import bound_program, on_runner
 
 from tests.support.cli import needs_clang
 from tests.support.oracles import ORACLES
@@ -35,7 +35,7 @@ def setup(store):
     mc = store.machine_circuit(DEFAULT_MACHINE)
     free = np.arange(mc.lay.used, mc.plan.shape.hidden)
     spec = json.loads((ROOT / "examples/kernels/dot.json").read_text())
-    prog = bind(compile_kernel(ROOT / "examples/kernels/dot.cu"), spec["args"], block=spec["block"])
+    prog = bound_program(ROOT / "examples/kernels/dot.cu", args=spec["args"], block=spec["block"])
     return free, prog, spec, random_host(massive=MASSIVE)
 
 
@@ -54,7 +54,7 @@ def test_dot_exact_with_host_in_front(store, setup, scale, r_below):
     free, prog, spec, host = setup
     front = HostFront(host, free, scale)
     runner = CircuitRunner(store.compact(DEFAULT_MACHINE), DEFAULT_MACHINE, front=front)
-    launch = run_launch(prog, runner, step_budget=40, check=True)
+    launch = on_runner(prog, runner, step_budget=40, check=True)
     assert read_outputs(prog, launch.memory) == ORACLES["dot"](spec)
     assert launch.check.exact, launch.check.problems
     assert front.min_ratio < r_below  # the host really did shrink the signal

@@ -159,9 +159,9 @@ def test_non_integer_sizes_refused():
 
 
 def _program(source: Path, args: dict, block: int, grid: int, m: MachineConfig):
-    from qwengpu_mlx.host.launch import bind, compile_kernel
+    from tests.support.launching import bound_program
 
-    return bind(compile_kernel(source), args, block=block, grid=grid, machine=m)
+    return bound_program(source, args=args, block=block, grid=grid, machine=m)
 
 
 # one machine with every supported field at a second value: one circuit build for all of them
@@ -179,12 +179,12 @@ def second_runner():
 def run_exact(runner, source: Path, args: dict, *, block: int, grid: int = 1) -> None:
     """Run the kernel on ``runner``'s machine: the whole launch and memory equal to the reference's."""
     from qwengpu_mlx.core.reference import run_program
-    from qwengpu_mlx.runtime import run_launch
+    from tests.support.launching import on_runner
 
     m = runner.machine
     program = _program(source, args, block, grid, m)
     ref = run_program(program, m)
-    result = run_launch(program, runner, check=True)
+    result = on_runner(program, runner, check=True)
     assert result.check.exact, "\n".join(result.check.problems)
     assert result.memory == list(ref.memory)
 

@@ -18,10 +18,10 @@ import mlx.core as mx
 import pytest
 
 from qwengpu_mlx.core.errors import MemoryFault, ResourceError, StepBudgetExceeded
-from qwengpu_mlx.host.launch import bind, compile_kernel, read_outputs
+from qwengpu_mlx.core.readout import read_outputs
 from qwengpu_mlx.core.reference import run_program
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
-from qwengpu_mlx.runtime import run_launch
+from tests.support.launching import TokenEvents, bound_program, on_runner
 
 from tests.support.oracles import ORACLES, TEST_ORACLES
 
@@ -37,8 +37,8 @@ def circuit(store):
 def program_for(name: str, **override):
     spec = json.loads((KERNELS / f"{name}.json").read_text())
     spec.update(override)
-    ck = compile_kernel(KERNELS / f"{name}.cu", spec["kernel"])
-    return spec, bind(ck, spec["args"], block=spec["block"], grid=spec["grid"])
+    return spec, bound_program(KERNELS / f"{name}.cu", spec["kernel"], args=spec["args"], block=spec["block"],
+                               grid=spec["grid"])
 
 
 # divergence + atomics under contention; divergent early exit; warp shuffle butterfly;
@@ -81,7 +81,7 @@ def test_same_weights_run_every_program(circuit, store):
     assert store.runner(DEFAULT_MACHINE) is runner  # one circuit per store, built once
     for name in ("partial_warp3", "avg_floor_signed"):
         spec, prog = program_for(name)
-        launch = run_launch(prog, runner)
+        launch = on_runner(prog, runner)
         assert read_outputs(prog, launch.memory) == ORACLES[name](spec)
     after = [float(w.astype(mx.float32).sum()) for w in runner.weights()]
     assert before == after
@@ -90,9 +90,9 @@ def test_same_weights_run_every_program(circuit, store):
 def test_infinite_loop_stops_at_step_budget(circuit, tmp_path):
     src = tmp_path / "spin.cu"
     src.write_text("__global__ void spin(volatile int *x) { while (x[0] == 0) { } }\n")
-    prog = bind(compile_kernel(src), {"x": [0]}, block=1)
+    prog = bound_program(src, args={"x": [0]}, block=1)
     with pytest.raises(StepBudgetExceeded, match="step budget"):
-        run_launch(prog, circuit[1], step_budget=20)
+        on_runner(prog, circuit[1], step_budget=20)
 
 
 def test_launch_refused_before_any_token(circuit):
@@ -100,16 +100,16 @@ def test_launch_refused_before_any_token(circuit):
     prog.grid_dim = 65
     seen = []
     with pytest.raises(ResourceError, match="64 thread blocks"):
-        run_launch(prog, circuit[1], on_token=lambda i, t: seen.append(t))
+        on_runner(prog, circuit[1], events=TokenEvents(lambda i, t: seen.append(t)))
     assert seen == []
 
 
 def test_memory_fault_reported_by_the_model(circuit, tmp_path):
     src = tmp_path / "oob.cu"
     src.write_text("__global__ void oob(int *a, int k) { a[threadIdx.x + k] = 1; }\n")
-    prog = bind(compile_kernel(src), {"a": [0, 0], "k": 200}, block=2)
+    prog = bound_program(src, args={"a": [0, 0], "k": 200}, block=2)
     with pytest.raises(MemoryFault, match="out of range") as err:
-        run_launch(prog, circuit[1], check=True)
+        on_runner(prog, circuit[1], check=True)
     # the launch up to the fault is what the reference implies: the EXEC of the faulting step, then FAULT(1)
     assert err.value.launch.check.exact, err.value.launch.check.problems
 
@@ -123,11 +123,11 @@ def test_memory_fault_reported_by_the_model(circuit, tmp_path):
 def test_misaligned_and_negative_addresses_fault_in_the_model(circuit, tmp_path, body, args):
     src = tmp_path / "bad.cu"
     src.write_text("__global__ void bad(int *a, int k) { " + body + " }\n")
-    prog = bind(compile_kernel(src), args, block=2)
+    prog = bound_program(src, args=args, block=2)
     with pytest.raises(MemoryFault):  # the reference interpreter faults too
         run_program(prog, DEFAULT_MACHINE)
     with pytest.raises(MemoryFault, match="out of range"):
-        run_launch(prog, circuit[1])
+        on_runner(prog, circuit[1])
 
 
 def test_cli_model_backend_json_with_check():

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from qwengpu_mlx.runtime import native
-from qwengpu_mlx.host.launch import bind, compile_kernel
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 from qwengpu_mlx.runtime.native_step import NativeStep
 from qwengpu_mlx.runtime.native_trust import choose_native
 from qwengpu_mlx.runtime.circuit_runner import CircuitRunner
-from qwengpu_mlx.runtime import CircuitStore, run_launch
+from qwengpu_mlx.runtime import CircuitStore
+from tests.support.launching import bound_program, on_runner
 
 from tests.support.oracles import ORACLES
 
@@ -42,7 +42,7 @@ def cc(store):
 
 def _program(name):
     spec = json.loads((KERNELS / f"{name}.json").read_text())
-    return spec, bind(compile_kernel(KERNELS / f"{name}.cu", spec["kernel"]), spec["args"], block=spec["block"],
+    return spec, bound_program(KERNELS / f"{name}.cu", spec["kernel"], args=spec["args"], block=spec["block"],
                       grid=spec["grid"])
 
 
@@ -71,8 +71,8 @@ def test_residual_after_every_block_equals_the_mlx_layers(cc, module):
 @pytest.mark.parametrize("name", SUBSET)
 def test_launch_tokens_and_margins_equal_the_ops_path(cc, module, name):
     spec, prog = _program(name)
-    want = run_launch(prog, CircuitRunner(cc, DEFAULT_MACHINE), check=True)
-    got = run_launch(prog, CircuitRunner(cc, DEFAULT_MACHINE, native=module), check=True)
+    want = on_runner(prog, CircuitRunner(cc, DEFAULT_MACHINE), check=True)
+    got = on_runner(prog, CircuitRunner(cc, DEFAULT_MACHINE, native=module), check=True)
     assert got.tokens == want.tokens
     assert got.min_margin == pytest.approx(want.min_margin, abs=1e-6)
     assert got.min_state_margin == pytest.approx(want.min_state_margin, abs=1e-6)

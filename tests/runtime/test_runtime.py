@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
-from qwengpu_mlx.runtime import LaunchCancelled, LaunchRequest, Runner, launch_kernel, prompt_tokens, run_launch
+from qwengpu_mlx.runtime import LaunchCancelled, LaunchEvents, LaunchRequest, Runner, launch, prompt_tokens
 
 from tests.support.cli import needs_clang
+from tests.support.launching import on_runner
 from tests.support.oracles import ORACLES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,6 +26,10 @@ def dot_request() -> tuple[dict, LaunchRequest]:
     return spec, LaunchRequest(KERNELS / "dot.cu", spec["args"], kernel=spec["kernel"], block=spec["block"])
 
 
+def with_check(req: LaunchRequest) -> LaunchRequest:
+    return LaunchRequest(req.source, req.args, kernel=req.kernel, block=req.block, check=True)
+
+
 def test_the_circuit_runner_is_a_runner(store):
     runner = store.runner(DEFAULT_MACHINE)
     assert isinstance(runner, Runner)
@@ -32,7 +37,7 @@ def test_the_circuit_runner_is_a_runner(store):
     assert store.runner(DEFAULT_MACHINE) is runner and store.has_runner(DEFAULT_MACHINE)
 
 
-class Recorder:
+class Recorder(LaunchEvents):
     def __init__(self, cancel_after: int | None = None, cancel: threading.Event | None = None):
         self.phases, self.tokens, self.begun = [], [], None
         self.cancel_after, self.cancel = cancel_after, cancel
@@ -49,16 +54,16 @@ class Recorder:
             self.cancel.set()
 
 
-def test_launch_kernel_streams_every_token_and_checks(store):
+def test_a_launch_streams_every_token_and_checks(store):
     spec, req = dot_request()
     events = Recorder()
-    launch = launch_kernel(req, store, events=events, check=True)
-    assert launch.outputs == ORACLES["dot"](spec)
-    assert events.tokens == launch.tokens  # every generated token streamed, in order
-    assert events.begun[1] == launch.prompt == prompt_tokens(launch.program, DEFAULT_MACHINE)
-    assert launch.check.exact and launch.min_margin > 0.4 and launch.min_state_margin > 0.9
+    result = launch(with_check(req), store=store, events=events)
+    assert result.outputs == ORACLES["dot"](spec)
+    assert events.tokens == result.tokens  # every generated token streamed, in order
+    assert events.begun[1] == result.prompt == prompt_tokens(result.program, DEFAULT_MACHINE)
+    assert result.check.exact and result.min_margin > 0.4 and result.min_state_margin > 0.9
     assert any("checking" in p for p in events.phases)
-    assert launch.tokens_per_s > 0 and launch.prefill_seconds > 0
+    assert result.tokens_per_s > 0 and result.prefill_seconds > 0
 
 
 def test_cancel_stops_between_tokens_and_the_runner_runs_again(store):
@@ -66,7 +71,7 @@ def test_cancel_stops_between_tokens_and_the_runner_runs_again(store):
     cancel = threading.Event()
     events = Recorder(cancel_after=5, cancel=cancel)
     with pytest.raises(LaunchCancelled):
-        launch_kernel(req, store, events=events, cancel=cancel)
+        launch(req, store=store, events=events, cancel=cancel)
     assert len(events.tokens) == 5  # stopped at the next token
-    launch = run_launch(events.begun[0], store.runner(DEFAULT_MACHINE))  # a fresh launch: state reset
-    assert launch.outputs == ORACLES["dot"](spec)
+    result = on_runner(events.begun[0], store.runner(DEFAULT_MACHINE))  # a fresh launch: state reset
+    assert result.outputs == ORACLES["dot"](spec)

@@ -20,9 +20,8 @@ import pytest
 import mlx.core as mx
 
 from qwengpu_mlx.compiler.sizing import QWEN35_2B
-from qwengpu_mlx.host.launch import bind, compile_kernel
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
-from qwengpu_mlx.runtime import launch_program
+from tests.support.launching import bound_program, on_runner
 from qwengpu_mlx.splice.layout import SpliceLayout, splice_misfits
 from qwengpu_mlx.splice.logits import launch_mass_from_logits, suppression_row
 from qwengpu_mlx.splice.random_base import qwen4b_like_config, qwen_like_config, qwen_like_weights
@@ -85,8 +84,8 @@ def test_a_launch_runs_in_the_combined_vocabulary(folded, store):
     combined = CombinedModel(None, lay, np.zeros(2048, np.float32), store.runner_over(folded.compact(), DEFAULT_MACHINE))
     V = lay.base_rows
     spec = {"kernel": "dot", "block": 4, "grid": 1, "args": {"a": [7, 1, 9, 2], "b": [3, 8, 5, 6], "out": [5], "n": 4}}
-    prog = bind(compile_kernel(KERNELS / "dot.cu", "dot"), spec["args"], block=4, grid=1, machine=DEFAULT_MACHINE)
-    launch = launch_program(prog, None, DEFAULT_MACHINE, check=True, runner=combined.circuit)
+    prog = bound_program(KERNELS / "dot.cu", "dot", args=spec["args"], block=4, grid=1, machine=DEFAULT_MACHINE)
+    launch = on_runner(prog, combined.circuit, check=True)
     assert launch.check.exact, launch.check.problems
     assert launch.outputs == ORACLES["dot"](spec)
     ids = combined.launch_ids(launch.tokens)

@@ -79,13 +79,10 @@ def test_chat_seam():
 
 
 def test_cli_entry_parser():
-    import argparse
-
+    from qwengpu_mlx.cli.parser import build_parser
     from qwengpu_mlx.tui import cli_entry
 
-    p = argparse.ArgumentParser(prog="qwengpu-mlx")
-    sub = p.add_subparsers(dest="command", required=True)
-    cli_entry.add_parser(sub)
+    p = build_parser()
     ns = p.parse_args(["tui"])
     assert ns.command == "tui" and ns.model is None and ns.run is None and ns.check is True
     ns = p.parse_args(["tui", "--model", "some/dir", "--run", DOT, "--no-check"])

@@ -27,6 +27,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable
 
+from qwengpu_mlx.runtime.circuit_cache import cache_dir
+
 _HERE = Path(__file__).resolve().parent
 _SOURCES = ("circuit_step.cpp", "mlx_math.h", "CMakeLists.txt")
 MODULE = "_circuit_step"
@@ -62,8 +64,6 @@ def build_key() -> str:
 
 def native_dir() -> Path:
     """Where built modules live: the cache directory's ``native`` folder."""
-    from qwengpu_mlx.runtime.circuit_cache import cache_dir
-
     return cache_dir() / "native"
 
 
