@@ -16,8 +16,10 @@ import sys
 from qwengpu_mlx.core.errors import ModelError
 from qwengpu_mlx.core.machine import MACHINES
 from qwengpu_mlx.runtime import CircuitStore
+from qwengpu_mlx.runtime.speed import summary_lines as mlx_lm_lines
 
 from qwengpu_mlx.chat.models import DEMO, GET_A_MODEL, ChatModelError, open_chat_model
+
 from qwengpu_mlx.chat.session import UNPARSED, ChatSession, ChatSettings, ReasoningPiece, TextPiece, ToolCallDone, ToolCallStarted, TurnSummary
 
 HELP = "commands: q exit, r reset the conversation, h help"
@@ -196,11 +198,7 @@ def stop_note(s: TurnSummary) -> str:
 
 def summary_lines(s: TurnSummary) -> list[str]:
     """mlx-lm's three summary lines, then one per launch."""
-    st = s.stats
-    lines = ["=" * 10,
-             f"Prompt: {st.prompt_tokens} tokens, {st.prompt_tps:.3f} tokens-per-sec",
-             f"Generation: {st.generation_tokens} tokens, {st.generation_tps:.3f} tokens-per-sec",
-             f"Peak memory: {s.peak_memory_gb:.3f} GB"]
+    lines = mlx_lm_lines(s.stats, s.peak_memory_gb)
     for r in s.launches:
         verdict = {True: "exact (checked)", False: "NOT EXACT", None: "not checked"}[r.exact]
         lines.append(f"Launch: {r.kernel}, {r.tokens} tokens, {r.tokens_per_s:.3f} tokens-per-sec, {verdict}")

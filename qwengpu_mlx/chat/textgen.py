@@ -18,31 +18,9 @@ from typing import Callable, Iterator
 import mlx.core as mx
 from mlx_lm.models.cache import make_prompt_cache
 
+from qwengpu_mlx.runtime.speed import GenStats
+
 PREFILL_STEP = 512  # prompt tokens per forward pass during prefill (bounds peak memory)
-
-
-@dataclass
-class GenStats:
-    """mlx-lm's per-response figures, for one generation segment."""
-
-    prompt_tokens: int = 0  # tokens prefilled (new to the cache)
-    prompt_seconds: float = 0.0
-    generation_tokens: int = 0
-    generation_seconds: float = 0.0
-
-    @property
-    def prompt_tps(self) -> float:
-        return self.prompt_tokens / self.prompt_seconds if self.prompt_seconds > 0 else 0.0
-
-    @property
-    def generation_tps(self) -> float:
-        return self.generation_tokens / self.generation_seconds if self.generation_seconds > 0 else 0.0
-
-    def add(self, other: "GenStats") -> None:
-        self.prompt_tokens += other.prompt_tokens
-        self.prompt_seconds += other.prompt_seconds
-        self.generation_tokens += other.generation_tokens
-        self.generation_seconds += other.generation_seconds
 
 
 @dataclass

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from qwengpu_mlx.cli import progress
-from qwengpu_mlx.cli.common import errors_as, splice_errors
+from qwengpu_mlx.cli.common import errors_as
+from qwengpu_mlx.cli.refusals import splice_errors
 from qwengpu_mlx.compiler.sizing import QWEN35_2B, DoesNotFit, dense_parameters, needs
 from qwengpu_mlx.core.errors import LaunchError, ModelError, OutputError
 from qwengpu_mlx.core.machine import MACHINES

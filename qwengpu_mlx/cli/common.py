@@ -7,13 +7,10 @@ import sys
 from contextlib import contextmanager
 from dataclasses import replace
 
-from qwengpu_mlx.chat.models import open_launch_model
 from qwengpu_mlx.cli import args as cli_args
 from qwengpu_mlx.core.errors import ModelError
 from qwengpu_mlx.core.machine import MACHINES
 from qwengpu_mlx.runtime import CircuitStore, LaunchRequest, bind_request, compile_request
-from qwengpu_mlx.splice.errors import SPLICE_ERRORS
-from qwengpu_mlx.splice.open import ModelOpenError
 
 
 @contextmanager
@@ -24,11 +21,6 @@ def errors_as(caught, convert):
         yield
     except caught as e:
         raise convert(e) from None
-
-
-def splice_errors(what: str):
-    """Run a splice step, its typed refusals as this CLI's errors."""
-    return errors_as(SPLICE_ERRORS, lambda e: ModelError(f"{what}: {e}"))
 
 
 class ModelMemo:
@@ -44,6 +36,11 @@ def launch_model(ns, memo: ModelMemo | None = None, *, runner: bool = False):
     demo, a repo id, a base directory or a combined checkpoint): its machine, its ids and, with
     ``runner``, the circuit's runner; opened once per ``memo`` (a runner built on the first ask
     for one). An unusable one is a clear error (exit 2)."""
+    # lazy: opening --model needs the chat's demo and mlx-lm (seconds of imports) that a
+    # launch on the embedded circuit never uses
+    from qwengpu_mlx.chat.models import open_launch_model
+    from qwengpu_mlx.splice.open import ModelOpenError
+
     memo = memo if memo is not None else ModelMemo()
     held = memo.held
     if held is not None and (held.runner is not None or not runner):

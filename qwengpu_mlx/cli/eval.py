@@ -12,7 +12,7 @@ from mlx_lm.utils import load
 from qwengpu_mlx.chat.cli import open_model
 from qwengpu_mlx.chat.evaluate import QuestionSetError, evaluate_chat, load_questions, report_lines
 from qwengpu_mlx.chat.session import ChatSettings
-from qwengpu_mlx.cli.common import splice_errors
+from qwengpu_mlx.cli.refusals import splice_errors
 from qwengpu_mlx.core.errors import LaunchError
 from qwengpu_mlx.core.machine import MACHINES
 from qwengpu_mlx.runtime import CircuitStore

@@ -14,13 +14,12 @@ from pathlib import Path
 from qwengpu_mlx.cli import progress
 import mlx.core as mx
 
-from qwengpu_mlx.chat.cli import summary_lines as chat_lines
-from qwengpu_mlx.chat.session import TurnSummary
-from qwengpu_mlx.chat.textgen import GenStats
 from qwengpu_mlx.cli.common import ModelMemo, launch_model, machine_for, request_for
 from qwengpu_mlx.core.errors import ExecutionError, LaunchError
 from qwengpu_mlx.core.reference import format_step
 from qwengpu_mlx.runtime import CircuitStore, launch
+from qwengpu_mlx.runtime.speed import launch_stats
+from qwengpu_mlx.runtime.speed import summary_lines as mlx_lm_lines
 
 
 def run(ns) -> int:
@@ -79,22 +78,17 @@ def peak_memory_gb() -> float:
     return mx.get_peak_memory() / 1e9
 
 
-def _stats(launch):
-    """A launch's prefill and generation as the chat's mlx-lm figures (``chat.textgen.GenStats``)."""
-    return GenStats(len(launch.prompt), launch.prefill_seconds, len(launch.tokens), launch.generate_seconds)
-
-
 def speed_figures(launch, peak_gb: float) -> dict:
     """mlx-lm's figures for one launch: the prompt's prefill and the generation apart."""
-    st = _stats(launch)
+    st = launch_stats(launch)
     return {"prompt_tokens": st.prompt_tokens, "prompt_tps": round(st.prompt_tps, 3),
             "generation_tokens": st.generation_tokens, "generation_tps": round(st.generation_tps, 3),
             "peak_memory_gb": round(peak_gb, 3)}
 
 
 def summary_lines(launch, peak_gb: float) -> list[str]:
-    """The chat's mlx-lm summary lines (``chat.cli.summary_lines``) for one launch."""
-    return chat_lines(TurnSummary(_stats(launch), peak_gb))
+    """mlx-lm's summary lines for one launch (the chat prints the same for a turn)."""
+    return mlx_lm_lines(launch_stats(launch), peak_gb)
 
 
 def model_record(ns, prog, launch, layout, peak_gb: float) -> dict:

@@ -30,12 +30,11 @@ from __future__ import annotations
 import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
-from mlx_lm.models.activations import precise_swiglu
 
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
 from qwengpu_mlx.runtime.circuit_layers import MLP, Mixer, PairedGate, mixer_weights, mlp_weights
 from qwengpu_mlx.runtime.native_step import NativeStep
-from qwengpu_mlx.runtime.recurrent import Recurrence, gated_delta_ops, gates, normalize_qk
+from qwengpu_mlx.runtime.recurrent import Recurrence, gated_delta_ops, gates, normalize_qk, precise_swiglu
 from qwengpu_mlx.runtime.sparse_product import Product
 
 

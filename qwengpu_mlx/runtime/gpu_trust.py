@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Callable
 
 import mlx.core as mx
-from mlx_lm.models.gated_delta import gated_delta_kernel
 
 from qwengpu_mlx.runtime.circuit_cache import cache_dir, write_atomically
 from qwengpu_mlx.runtime.circuit_runner import CircuitRunner
@@ -48,6 +47,9 @@ def mlx_lm_kernel() -> Recurrence | None:
     """mlx-lm's Metal recurrence when this process runs on a Metal GPU, else None."""
     if not (mx.metal.is_available() and mx.default_device() == mx.gpu):
         return None
+    # lazy: only on a Metal GPU (importing mlx_lm costs seconds of start-up: recurrent._mlx_lm)
+    from mlx_lm.models.gated_delta import gated_delta_kernel
+
     return gated_delta_kernel
 
 

@@ -31,10 +31,10 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Tuple
 
+import functools
+import importlib
+
 import mlx.core as mx
-from mlx_lm.models import gated_delta as _mlx_lm
-from mlx_lm.models.gated_delta import _gated_delta_step_ops as gated_delta_step_ops
-from mlx_lm.models.gated_delta import compute_g, gated_delta_ops
 
 __all__ = [
     "compute_g",
@@ -44,7 +44,43 @@ __all__ = [
     "gated_delta_step_ops",
     "gated_delta_ops",
     "gated_delta_update",
+    "precise_swiglu",
 ]
+
+
+@functools.cache
+def _mlx_lm():
+    """mlx-lm's ``gated_delta`` module, imported on first use.
+
+    Why not at the top: importing any mlx_lm module runs its package's ``__init__``, which
+    imports transformers: about 1.5 s of every launch's start-up on an idle 2-core CPU (5 s
+    and more on a loaded one), where a launch on a CPU runs the native step and needs none
+    of it. The MLX-ops path (the trust probes, a device without the native step) imports it
+    at its first call."""
+    return importlib.import_module("mlx_lm.models.gated_delta")
+
+
+def compute_g(A_log: mx.array, a: mx.array, dt_bias: mx.array) -> mx.array:
+    """mlx-lm's ``compute_g``: the decay ``exp(-exp(A_log) * softplus(a + dt_bias))``."""
+    return _mlx_lm().compute_g(A_log, a, dt_bias)
+
+
+def gated_delta_ops(q: mx.array, k: mx.array, v: mx.array, g: mx.array, beta: mx.array,
+                    state: Optional[mx.array] = None, mask: Optional[mx.array] = None) -> Tuple[mx.array, mx.array]:
+    """mlx-lm's ``gated_delta_ops``: the MLX-ops recurrence over ``T`` tokens, the reference."""
+    return _mlx_lm().gated_delta_ops(q, k, v, g, beta, state, mask)
+
+
+def gated_delta_step_ops(q: mx.array, k: mx.array, v: mx.array, g: mx.array, beta: mx.array, state: mx.array,
+                         mask: Optional[mx.array] = None) -> Tuple[mx.array, mx.array]:
+    """mlx-lm's one-token MLX-ops step."""
+    return _mlx_lm()._gated_delta_step_ops(q, k, v, g, beta, state, mask)
+
+
+def precise_swiglu(h: mx.array, gate: mx.array, x: mx.array) -> mx.array:
+    """mlx-lm's ``precise_swiglu`` (silu(gate) * x in float32, in ``h``'s dtype), imported on
+    first use for the same start-up reason as :func:`_mlx_lm`."""
+    return importlib.import_module("mlx_lm.models.activations").precise_swiglu(h, gate, x)
 
 
 Recurrence = Callable[..., Tuple[mx.array, mx.array]]
@@ -64,7 +100,7 @@ def normalize_qk(
 ) -> Tuple[mx.array, mx.array]:
     """mlx-lm's ``normalize_qk`` (L2 over ``Dk``, the read scale ``Dk**-0.5`` folded into q),
     with Qwen3.5's eps ``1e-6`` as the default (mlx-lm's has none)."""
-    return _mlx_lm.normalize_qk(q, k, inv_scale=inv_scale, eps=eps)
+    return _mlx_lm().normalize_qk(q, k, inv_scale=inv_scale, eps=eps)
 
 
 def gated_delta_update(
@@ -88,4 +124,4 @@ def gated_delta_update(
     """
     if use_kernel:
         raise ValueError("the dense model runs the MLX-ops recurrence; a GPU kernel is chosen by gpu_trust")
-    return _mlx_lm.gated_delta_update(q, k, v, a, b, A_log, dt_bias, state, use_kernel=False)
+    return _mlx_lm().gated_delta_update(q, k, v, a, b, A_log, dt_bias, state, use_kernel=False)

@@ -39,3 +39,12 @@ def test_a_usage_error_imports_nothing_heavy():
 def test_machine_needs_nothing_heavy_and_cache_loads_the_runtime():
     assert loaded_after("machine", "--machine", "large") == "[]"
     assert "'qwengpu_mlx.runtime.circuit_cache'" in loaded_after("cache", "info")  # the probe sees imports
+
+
+def test_run_on_the_embedded_circuit_imports_no_mlx_lm_chat_or_splice():
+    """mlx-lm's package imports transformers (seconds of start-up); a launch on the embedded
+    circuit needs neither it nor the chat nor the splice (``--model`` imports them when given)."""
+    code = ("import sys, qwengpu_mlx.cli.run; print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('mlx_lm', 'transformers') or m.startswith(('qwengpu_mlx.chat.', 'qwengpu_mlx.splice'))))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stderr

@@ -91,10 +91,19 @@ def relative_imports() -> list[str]:
     return bad
 
 
+def _block_above(lines: list[str], index: int) -> list[str]:
+    """The comment and import lines right above ``lines[index]`` (a lazy import's reason)."""
+    out = []
+    while index > 0 and lines[index - 1].strip().startswith(("#", "from ", "import ")):
+        index -= 1
+        out.append(lines[index])
+    return out
+
+
 def unexplained_lazy_imports() -> list[str]:
     """Imports inside functions hide loops and the house's structure; one is kept only where
-    start-up time needs it, and says so: a comment with "lazy" on its line, the line above,
-    or its function's ``def`` line."""
+    start-up time needs it, and says so: a comment with "lazy" on its line, in the comments
+    and imports right above it, or on its function's ``def`` line."""
     bad = []
     for path in sorted(modules().values()):
         lines = path.read_text().splitlines()
@@ -103,7 +112,7 @@ def unexplained_lazy_imports() -> list[str]:
                 continue
             for node in ast.walk(fn):
                 if isinstance(node, (ast.Import, ast.ImportFrom)):
-                    near = [lines[i - 1] for i in (node.lineno, node.lineno - 1, fn.lineno) if i >= 1]
+                    near = [lines[node.lineno - 1], lines[fn.lineno - 1], *_block_above(lines, node.lineno - 1)]
                     if not any("#" in t and "lazy" in t.split("#", 1)[1].lower() for t in near):
                         bad.append(f"{path.relative_to(REPO)}:{node.lineno}: {ast.unparse(node)}")
     return sorted(set(bad))
