@@ -1,14 +1,14 @@
 """The lowering's intermediate representation: machine instructions over virtual registers.
 
-``lowering.py`` builds it from PTX and ``regalloc.py`` rewrites it onto the machine's
+``translate.py`` builds it from PTX and ``regalloc.py`` rewrites it onto the machine's
 registers; both import it from here, so neither needs the other's module.
 
 * ``VReg`` / ``VPred``: a virtual register / predicate (a PTX register name), a
   predicate maybe negated where it is read.
 * ``LInstr``: one machine operation (``isa.Op``) over virtual registers, immediates
   and special registers, with its guard and the PTX line it came from.
-* Before blocks are formed (stages 1-2 of ``lowering.py``): ``LBarrier`` (``bar.sync``),
-  ``LParamLoad`` (``ld.param``, a constant once arguments are bound), ``LConst`` (a
+* Before blocks are formed (stages 1-2: ``translate.py``, ``fold.py``): ``LBarrier``
+  (``bar.sync``), ``LParamLoad`` (``ld.param``, a constant once arguments are bound), ``LConst`` (a
   constant or ``.shared`` address move), ``LTerm`` (a basic block's ``bra``/``exit``)
   and ``BasicBlock`` (a PTX label's straight-line items and terminator).
 * After (stage 3 on): ``MBlock``, one machine block of at most ``slots_per_block``

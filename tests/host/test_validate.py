@@ -101,7 +101,7 @@ def test_duplicate_parameter_and_label_names():
 
 
 def test_the_table_covers_every_opcode_the_lowering_translates():
-    from qwengpu_mlx.host.lowering import Translator
+    from qwengpu_mlx.host.translate import Translator
 
     handled = {name[3:] for name in dir(Translator) if name.startswith("op_")}
     assert handled - {"call"} <= set(SIGNATURES), handled - set(SIGNATURES)
