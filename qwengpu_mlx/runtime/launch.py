@@ -86,12 +86,13 @@ def _compiled(source: Path, digest: str, kernel: str | None, frontend: str) -> C
 
 
 def compile_request(req: LaunchRequest) -> CompiledKernel:
-    """The request's kernel, compiled (PTX, parsed, its parameters); a missing file is the
-    front end's error."""
+    """The request's kernel, compiled (PTX, parsed, its parameters); a file that cannot be
+    read is the front end's error."""
     path = Path(req.source)
-    if not path.exists():
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:  # missing, a directory, unreadable: the front end says which, at the user's path
         return compile_kernel(path, req.kernel, frontend=req.frontend)
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
     return _compiled(path.resolve(), digest, req.kernel, req.frontend)
 
 
