@@ -60,7 +60,6 @@ def form_blocks(bbs: list[BasicBlock], slots: int, cut=None) -> list[MBlock]:
     label_of: dict[str, int] = {}
     pieces: list[list[MBlock]] = []
     n = 0
-    exit_block = None
     for bb in bbs:
         group: list[MBlock] = []
         runs: list[list[LInstr]] = [[]]
@@ -78,6 +77,17 @@ def form_blocks(bbs: list[BasicBlock], slots: int, cut=None) -> list[MBlock]:
             label_of[bb.label] = group[0].index
         pieces.append(group)
     flat = [b for g in pieces for b in g]
+    _wire_terminators(bbs, pieces, label_of, flat)
+    return _simplify(flat, slots, reconverge=False)
+
+
+def _wire_terminators(bbs: list[BasicBlock], pieces: list[list[MBlock]], label_of: dict[str, int],
+                      flat: list[MBlock]) -> None:
+    """Each basic block's last machine block ends as its ``bra``/``exit`` says, in place;
+    a guarded exit, or a guarded branch with nothing after it, falls through to one
+    empty exit block appended to ``flat``."""
+    n = len(flat)
+    exit_block = None
     for bb, group in zip(bbs, pieces):
         last = group[-1]
         t = bb.term
@@ -111,7 +121,6 @@ def form_blocks(bbs: list[BasicBlock], slots: int, cut=None) -> list[MBlock]:
                     nxt = exit_block.index
                 last.term = Terminator(TermKind.BRANCH, target=exit_block.index, fallthrough=nxt)
                 last.term_pred = t.guard
-    return _simplify(flat, slots, reconverge=False)
 
 
 def _recut(bbs: list[BasicBlock], mblocks: list[MBlock], machine: MachineConfig) -> list[MBlock]:
@@ -138,8 +147,24 @@ def _simplify(blocks: list[MBlock], slots: int, *, reconverge: bool = True,
     final pass needs it, and the IPDOM sets grow with the square of the blocks, so a
     program larger than ``rom_blocks`` is refused before they are built.
     """
-    by = {b.index: b for b in blocks}
-    entry = blocks[0].index
+    by = _thread_and_merge({b.index: b for b in blocks}, blocks[0].index, slots)
+    order = sorted(by)
+    renum = {old: new for new, old in enumerate(order)}
+    out = []
+    for old in order:
+        b = by[old]
+        out.append(MBlock(renum[old], b.instrs, _retarget(b.term, lambda i: renum[i]), b.label, b.term_pred))
+    if rom_blocks is not None:
+        check_rom(out, rom_blocks, slots, kernel)
+    if reconverge:
+        _attach_reconvergence(out)
+    return out
+
+
+def _thread_and_merge(by: dict[int, MBlock], entry: int, slots: int) -> dict[int, MBlock]:
+    """Empty jumps threaded, two-sided branches to one block made jumps, unreachable
+    blocks dropped, and a jump to a block with no other predecessor merged with it
+    where the two fit one block; until nothing changes."""
 
     def resolve(i: int) -> int:
         seen = set()
@@ -177,16 +202,12 @@ def _simplify(blocks: list[MBlock], slots: int, *, reconverge: bool = True,
                 del by[s]
                 changed = True
                 break
-    order = sorted(by)
-    renum = {old: new for new, old in enumerate(order)}
-    out = []
-    for old in order:
-        b = by[old]
-        out.append(MBlock(renum[old], b.instrs, _retarget(b.term, lambda i: renum[i]), b.label, b.term_pred))
-    if rom_blocks is not None:
-        check_rom(out, rom_blocks, slots, kernel)
-    if not reconverge:
-        return out
+    return by
+
+
+def _attach_reconvergence(out: list[MBlock]) -> None:
+    """Each branch's reconvergence block (its IPDOM), in place; none where the sides
+    only meet to exit."""
     as_isa = [Block(b.index, [], b.term) for b in out]
     ipdom = cfg.immediate_post_dominators(as_isa)
     for b in out:
@@ -195,7 +216,6 @@ def _simplify(blocks: list[MBlock], slots: int, *, reconverge: bool = True,
             if r is not None and not out[r].instrs and out[r].term.kind is TermKind.EXIT:
                 r = None  # the sides only meet to exit: lanes leave independently
             b.term = replace(b.term, reconv=r)
-    return out
 
 
 def check_rom(mblocks: list[MBlock], rom_blocks: int, slots: int, kernel: str) -> None:

@@ -52,14 +52,7 @@ def fold_constants(blocks: list[BasicBlock], consts: dict[str, int], wide: set[s
     32 bits can only address outside memory, so it folds to +-``wide_index.SPAN``, which
     keeps it there.
     """
-    defs: dict[str, int] = {}
-    for bb in blocks:
-        for it in bb.items:
-            d = getattr(it, "dst", None)
-            if d is not None:
-                defs[d] = defs.get(d, 0) + 1
-            if isinstance(it, LInstr) and it.pdst:
-                defs[it.pdst] = defs.get(it.pdst, 0) + 1
+    defs = _definition_counts(blocks)
     known: dict[str, Imm | Special] = {}
     for name, v in consts.items():
         if defs.get(name, 0) == 0:
@@ -104,6 +97,19 @@ def fold_constants(blocks: list[BasicBlock], consts: dict[str, int], wide: set[s
     fold_address_offsets(blocks)
     legalize_immediates(blocks)
 
+
+
+def _definition_counts(blocks: list[BasicBlock]) -> dict[str, int]:
+    """How often each virtual register (and predicate) is written."""
+    defs: dict[str, int] = {}
+    for bb in blocks:
+        for it in bb.items:
+            d = getattr(it, "dst", None)
+            if d is not None:
+                defs[d] = defs.get(d, 0) + 1
+            if isinstance(it, LInstr) and it.pdst:
+                defs[it.pdst] = defs.get(it.pdst, 0) + 1
+    return defs
 
 OFFSET_RANGE = (-512, 511)  # byte offsets a machine memory instruction can encode
 
