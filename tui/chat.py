@@ -3,9 +3,11 @@
 A :class:`ChatBackend` turns the user's line into the chat loop's typed events
 (``qwengpu_mlx.chat.session``: ``TextPiece``, ``ReasoningPiece``, ``ToolCallStarted``,
 ``ToolCallDone``, ``TurnSummary``), and hands every launch it makes to the ``launches`` sink (a runtime
-``LaunchEvents``: the dashboard's launch and machine panes). The dashboard runs
-``reply`` in a thread worker (on a fresh thread that ends with ``mx.clear_streams()``,
-see :mod:`qwengpu_mlx.tui.launcher`), so a backend may block and use MLX freely.
+``LaunchEvents``: the dashboard's launch and machine panes). The dashboard runs every
+``reply`` on its one MLX thread (:class:`qwengpu_mlx.tui.launcher.MlxThread`, waited on by a
+thread worker), so a backend may block and use MLX freely, and the arrays it keeps from one
+reply to the next (the prompt cache) are used on the thread that made them. A reply the
+dashboard stops early (escape) is closed there too.
 
 :class:`SessionChat` is the real backend: a ``chat.session.ChatSession`` on the model
 ``--model`` names, opened before the app starts (a bad ``--model`` is an error at
@@ -73,7 +75,17 @@ class SessionChat:
         return True
 
     def reply(self, text: str, launches=None) -> Iterator[object]:
-        return self.session.turn(text, launch_events=launches)
+        """The turn's events. A turn that does not end (cancelled, or failed) is left out of
+        the conversation: the next question follows the last turn that did (its prompt then
+        no longer extends the cached tokens, so the session prefills it afresh)."""
+        kept = len(self.session.messages)
+        finished = False
+        try:
+            yield from self.session.turn(text, launch_events=launches)
+            finished = True
+        finally:
+            if not finished:
+                del self.session.messages[kept:]
 
     def reset(self) -> None:
         self.session.reset()

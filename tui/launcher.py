@@ -6,12 +6,17 @@ the check) and turns every failure into a :class:`LaunchOutcome`, so the dashboa
 never dies of a launch. It reports through a :class:`LaunchSink` (the dashboard wraps
 each callback in ``App.call_from_thread``).
 
-Threads and MLX: on the CPU build a thread that used MLX must call
-``mx.clear_streams()`` before it ends, or the process can abort at exit. After that
-call the same thread cannot use MLX again ("There is no Stream(cpu, 0) in current
-thread"), and Textual's thread workers run in a reused executor pool. So every piece
-of MLX work runs on its own short-lived thread (:func:`run_in_mlx_thread`), started
-and joined by the Textual worker, that clears its streams in a ``finally``.
+Threads and MLX: MLX streams belong to the thread that made them, and an array
+evaluated later carries the stream of the thread that built it: a lazy array made on one
+thread fails on another ("There is no Stream(cpu, 1) in current thread"). The chat keeps
+such arrays from turn to turn (its prompt cache: after a turn, Gated DeltaNet's conv state
+is a lazy slice nothing has asked for yet), and so may the circuit store. On the CPU build
+a thread that used MLX must also call ``mx.clear_streams()`` before it ends, or the
+process can abort at exit, and Textual's thread workers run in a reused pool. So every
+piece of the dashboard's MLX work, launches and chat turns alike, runs on one long-lived
+thread (:class:`MlxThread`): a Textual thread worker hands it the work and waits (the UI
+thread never does), and the thread clears its streams when the dashboard closes it, or
+when the interpreter shuts down without that.
 
 Cancelling: the caller sets a :class:`threading.Event`; the runtime stops at the next
 token and raises ``LaunchCancelled``, caught here.
@@ -19,6 +24,7 @@ token and raises ``LaunchCancelled``, caught here.
 
 from __future__ import annotations
 
+import queue
 import threading
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
@@ -62,27 +68,81 @@ class LaunchOutcome:
         return "done"
 
 
-def run_in_mlx_thread(fn: Callable, *args, name: str = "qwengpu-mlx-work", **kwargs):
-    """Run ``fn`` on a fresh thread that calls ``mx.clear_streams()`` before it ends; wait for it."""
-    box: dict = {}
+class MlxThread:
+    """One thread that runs every piece of MLX work handed to it, in order, until closed.
 
-    def body():
+    :meth:`call` runs a function there and waits for its result (or re-raises its
+    exception in the caller). The thread starts with the first call and ends after
+    :meth:`close` (or once the main thread has ended: interpreter shutdown), calling
+    ``mx.clear_streams()`` last."""
+
+    POLL_S = 1.0  # how often an idle thread checks that the main thread is still there
+
+    def __init__(self, name: str = "qwengpu-mlx"):
+        self.name = name
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    @property
+    def ident(self) -> int | None:
+        """The thread's id once started (tests check where work ran)."""
+        return self._thread.ident if self._thread is not None else None
+
+    def call(self, fn: Callable, *args, **kwargs):
+        """``fn(*args, **kwargs)`` on the MLX thread; blocks until it returns."""
+        done, box = threading.Event(), {}
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the MLX thread is closed")
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name=self.name, daemon=False)
+                self._thread.start()
+            self._jobs.put((fn, args, kwargs, box, done))
+        done.wait()
+        if "error" in box:
+            raise box["error"]
+        return box.get("result")
+
+    def close(self, timeout: float | None = 0.0) -> bool:
+        """No more work: the thread ends once what it runs now returns. Waits up to ``timeout``
+        seconds for that (None: as long as it takes); True when the thread has ended."""
+        with self._lock:
+            if not self._closed and self._thread is not None:
+                self._jobs.put(None)
+            self._closed = True
+            thread = self._thread
+        if thread is None:
+            return True
+        if thread is not threading.current_thread() and timeout != 0.0:
+            thread.join(timeout)
+        return not thread.is_alive()
+
+    def _loop(self) -> None:
         try:
-            box["result"] = fn(*args, **kwargs)
-        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
-            box["error"] = e
+            while True:
+                try:
+                    job = self._jobs.get(timeout=self.POLL_S)
+                except queue.Empty:
+                    if not threading.main_thread().is_alive():  # shutting down without close()
+                        return
+                    continue
+                if job is None:
+                    return
+                fn, args, kwargs, box, done = job
+                try:
+                    box["result"] = fn(*args, **kwargs)
+                except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+                    box["error"] = e
+                finally:
+                    del fn, args, kwargs, job  # nothing of the job outlives it on this thread
+                    done.set()
         finally:
             try:
                 mx.clear_streams()
             except Exception:  # pragma: no cover - nothing to clear
                 pass
-
-    t = threading.Thread(target=body, name=name, daemon=False)
-    t.start()
-    t.join()
-    if "error" in box:
-        raise box["error"]
-    return box.get("result")
 
 
 class _Events(LaunchEvents):
@@ -105,7 +165,7 @@ class _Events(LaunchEvents):
 def execute_launch(req: RunRequest, sink: LaunchSink, cancel: threading.Event, *, check: bool,
                    store: CircuitStore, machine: MachineConfig = DEFAULT_MACHINE,
                    step_budget: int | None = None) -> LaunchOutcome:
-    """One launch through the runtime. Call on an MLX thread (see :func:`run_in_mlx_thread`)."""
+    """One launch through the runtime. Call on the MLX thread (:meth:`MlxThread.call`)."""
     out = LaunchOutcome(req)
     request = LaunchRequest(req.source, req.args, kernel=req.kernel, block=req.block, grid=req.grid,
                             machine=machine, check=check, step_budget=step_budget)

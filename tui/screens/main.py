@@ -22,7 +22,7 @@ from qwengpu_mlx.core.vocab import RECORD_KINDS
 from qwengpu_mlx.tui import commands
 from qwengpu_mlx.tui.chat import ChatBackend
 from qwengpu_mlx.tui.decode import LaunchDecoder
-from qwengpu_mlx.tui.launcher import LaunchOutcome, execute_launch, run_in_mlx_thread
+from qwengpu_mlx.tui.launcher import LaunchOutcome, MlxThread, execute_launch
 from qwengpu_mlx.tui.widgets import LaunchPane, MachinePane, PromptInput, Status, StatusBar, Transcript
 from qwengpu_mlx.tui.screens.kernel_picker import KernelPicker
 
@@ -83,6 +83,7 @@ class MainScreen(Screen):
                  store: CircuitStore | None = None):
         super().__init__()
         self.store = store or CircuitStore()  # the circuits this dashboard's launches run on
+        self.mlx = MlxThread()  # where every launch and chat turn runs (see launcher.py: MLX streams)
         self.chat = chat
         self.model = model
         self.check = check
@@ -99,6 +100,7 @@ class MainScreen(Screen):
         self._busy = False  # a launch is running (cleared by _ui_done, before its worker returns)
         self._reply_text = ""  # the assistant's text streamed since the last transcript line
         self._reasoning_text = ""  # the reasoning streamed since the last transcript line
+        self._chat_launching = False  # a launch the chat started is streaming to the panes
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -226,11 +228,11 @@ class MainScreen(Screen):
 
     @work(thread=True, group="launch", exit_on_error=False, description="model launch")
     def _launch_worker(self, req: commands.RunRequest, check: bool, cancel: threading.Event) -> None:
-        """Thread worker: the MLX work runs on its own thread (see launcher.run_in_mlx_thread)."""
+        """Thread worker: the launch runs on the dashboard's MLX thread, this worker waits for it."""
         sink = _UiSink(self, cancel)
         try:
-            outcome = run_in_mlx_thread(execute_launch, req, sink, cancel, check=check, store=self.store,
-                                        machine=MACHINES[req.machine], name="qwengpu-mlx-launch")
+            outcome = self.mlx.call(execute_launch, req, sink, cancel, check=check, store=self.store,
+                                    machine=MACHINES[req.machine])
         except Exception as e:  # pragma: no cover - execute_launch catches its own errors
             outcome = LaunchOutcome(req, error=f"{type(e).__name__}: {e}")
         try:
@@ -333,20 +335,29 @@ class MainScreen(Screen):
 
     @work(thread=True, group="chat", exit_on_error=False, description="chat reply")
     def _chat_worker(self, text: str, cancel: threading.Event) -> None:
-        """The chat loop's events, each shown on the UI thread; its launches stream to the panes."""
+        """The chat loop's events, each shown on the UI thread; its launches stream to the panes.
+
+        The turn runs on the dashboard's MLX thread, every turn on the same one: the chat's
+        prompt cache holds arrays from the turns before (see launcher.py)."""
         sink = _ChatLaunchSink(self, cancel)
 
         def body():
-            for event in self.chat.reply(text, sink):
-                if cancel.is_set():
-                    raise LaunchCancelled()
-                self.app.call_from_thread(self._ui_chat_event, event)
+            events = self.chat.reply(text, sink)
+            try:
+                for event in events:
+                    if cancel.is_set():
+                        raise LaunchCancelled()
+                    self.app.call_from_thread(self._ui_chat_event, event)
+            finally:
+                close = getattr(events, "close", None)
+                if close is not None:  # a reply cut short ends here, on the MLX thread
+                    close()
 
         try:
-            run_in_mlx_thread(body, name="qwengpu-mlx-chat")
+            self.mlx.call(body)
             self._call_ui(self._flush_reply, "assistant" if self.chat.available else "info")
         except LaunchCancelled:
-            self._call_ui(self._ui_chat_failed, "chat cancelled", "info")
+            self._call_ui(self._ui_chat_cancelled)
         except Exception as e:  # the chat loop refuses what a model writes; anything else is shown, not raised
             self._call_ui(self._ui_chat_failed, f"chat failed: {type(e).__name__}: {e}", "error")
 
@@ -393,6 +404,7 @@ class MainScreen(Screen):
         self._reply_text = ""
 
     def _ui_chat_tool_done(self, outcome) -> None:
+        self._chat_launching = False
         t = self.transcript
         for rec in outcome.launches:
             verdict = {True: "exact", False: "NOT EXACT", None: "not checked"}[rec.exact]
@@ -410,10 +422,19 @@ class MainScreen(Screen):
         self.launch_pane.border_title = f"launch (chat): {program.kernel}"
         self.status_bar.set(kernel=program.kernel, tokens=0, tokens_per_s=None, steps=0, phase="running")
         self._ui_begin(None, program, prompt)
+        self._chat_launching = True
 
     def _ui_chat_failed(self, text: str, kind: str) -> None:
+        self._chat_launching = False
         self._flush_reply("assistant")
         self.transcript.say(text, kind)
+
+    def _ui_chat_cancelled(self) -> None:
+        if self._chat_launching and self.decoder is not None:  # a launch was cut short
+            self.launch_pane.note(f"cancelled after {self.decoder.count} tokens")
+        self._ui_chat_failed("chat cancelled: this question and its partial reply are left out of the "
+                             "conversation", "info")
+        self.status_bar.set(phase="cancelled")
 
     # ------------------------------------------------------------------ actions
     def check_action(self, action: str, parameters) -> bool | None:
@@ -452,3 +473,6 @@ class MainScreen(Screen):
 
     def on_unmount(self) -> None:
         self._cancel.set()  # a launch still running stops at its next token
+        # then the MLX thread clears its streams and ends: at once when idle; a piece of work
+        # still running (cancelled above) is not waited for long, the interpreter joins it at exit
+        self.mlx.close(timeout=2.0)

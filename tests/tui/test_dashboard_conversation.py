@@ -1,0 +1,149 @@
+"""The dashboard chats as long as you like: turn after turn on the demo model, each with a
+GPU launch, a /run between them, a reply cancelled with escape, and the turns after it.
+
+The model is the real demo model (``--model demo``) through the real chat loop; only the
+cancel is timed by the test: the reply to be cancelled is held at its launch's first
+token until escape has been pressed (the demo answers in about a second, quicker than a
+key press can be aimed), then the dashboard's own cancel stops it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+pytest.importorskip("textual")
+
+from tests.support.dashboard import SIZE, enter_line, screen_lines, type_command, wait_until  # noqa: E402
+
+from qwengpu_mlx.chat.cli import open_model  # noqa: E402
+from qwengpu_mlx.chat.session import ChatSettings  # noqa: E402
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE  # noqa: E402
+from qwengpu_mlx.tui.app import DashboardApp  # noqa: E402
+from qwengpu_mlx.tui.chat import SessionChat  # noqa: E402
+
+DOT = "What is the dot product of [1, 2, 3] and [4, 5, 6]?"
+DOT2 = "What is the dot product of [2, 3] and [4, 5]?"
+GCD = "What is the greatest common divisor of 84 and 36?"
+SUM = "What is the sum of [1, 2, 3]?"
+RUN_DOT = "/run examples/kernels/dot.cu a=1,2,3 b=4,5,6 out=0 n=3"
+
+
+class _HeldLaunch:
+    """A launch sink that stops the MLX thread at the first launch token until ``release``."""
+
+    def __init__(self, inner, reached: threading.Event, release: threading.Event):
+        self.inner, self.reached, self.release = inner, reached, release
+
+    def token(self, token_id, tok):
+        if not self.reached.is_set():
+            self.reached.set()
+            self.release.wait(30)
+        self.inner.token(token_id, tok)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+class HoldableChat(SessionChat):
+    """The demo's chat; ``hold_next()`` holds the next reply at its first launch token."""
+
+    def __init__(self, model):
+        super().__init__(model, ChatSettings(check=True))
+        self._hold: tuple[threading.Event, threading.Event] | None = None
+        self.threads: set[str] = set()  # where the replies ran
+
+    def hold_next(self) -> tuple[threading.Event, threading.Event]:
+        self._hold = (threading.Event(), threading.Event())
+        return self._hold
+
+    def reply(self, text, launches=None):
+        self.threads.add(threading.current_thread().name)
+        if self._hold is not None and launches is not None:
+            launches, self._hold = _HeldLaunch(launches, *self._hold), None
+        return super().reply(text, launches)
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return open_model("demo", DEFAULT_MACHINE, log=lambda s: None)
+
+
+def test_chat_goes_on_across_turns_runs_and_a_cancel(demo):
+    chat = HoldableChat(demo)
+
+    async def go():
+        app = DashboardApp(show_timing=False, chat=chat)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.main
+            tr = screen.transcript
+
+            async def ask(question: str, typed: bool = False) -> list[tuple[str, str]]:
+                n = len(tr.entries)
+                await (type_command if typed else enter_line)(pilot, question)
+                await wait_until(pilot, lambda: screen.chatting or len(tr.entries) > n + 1, timeout=10,
+                                 what="the chat turn to start")
+                await wait_until(pilot, lambda: not screen.chatting, timeout=60, what=f"the answer to {question!r}")
+                return tr.entries[n:]
+
+            async def run(command: str) -> list[tuple[str, str]]:
+                n = len(tr.entries)
+                before = screen.last_outcome
+                await enter_line(pilot, command)
+                await wait_until(pilot, lambda: screen.last_outcome is not before and not screen.running,
+                                 timeout=60, what=command)
+                return tr.entries[n:]
+
+            def answered(turn, expression: str, kernel: str, value: int) -> None:
+                assert ("dim", f"tool call: gpu_eval(expression={expression!r})") in turn, turn
+                assert any(k == "result" and t.startswith(f"launch {kernel}: ") and t.endswith("check: exact")
+                           for k, t in turn), turn
+                assert ("result", f"tool response: {value}") in turn, turn
+                assert ("assistant", f"The GPU computed {value}.") in turn, turn
+                assert not [t for k, t in turn if k == "error"], turn
+
+            def ran_dot(turn) -> None:
+                assert ("result", "a = [1, 2, 3]  b = [4, 5, 6]  out = [32]") in turn, turn
+                assert any(k == "result" and t.startswith("dot: ") and t.endswith("check: exact") for k, t in turn), turn
+                assert not [t for k, t in turn if k == "error"], turn
+
+            answered(await ask(DOT, typed=True), "[1, 2, 3] @ [4, 5, 6]", "dot", 32)
+            ran_dot(await run(RUN_DOT))
+            answered(await ask(DOT2), "[2, 3] @ [4, 5]", "dot", 23)
+            assert screen.launch_pane.border_title == "launch (chat): dot"
+
+            # escape during a reply: held at its launch's first token until the key is pressed
+            reached, release = chat.hold_next()
+            n = len(tr.entries)
+            await enter_line(pilot, GCD)
+            await wait_until(pilot, lambda: reached.is_set() or len(tr.entries) > n + 1 and not screen.chatting,
+                             timeout=30, what="the reply's launch to start")
+            assert reached.is_set() and screen.chatting, tr.entries[n:]
+            await pilot.press("escape")
+            release.set()
+            await wait_until(pilot, lambda: not screen.chatting, timeout=30, what="the cancel")
+            cancelled = tr.entries[n:]
+            assert any(k == "info" and t.startswith("chat cancelled") for k, t in cancelled), cancelled
+            assert not [t for k, t in cancelled if k in ("error", "assistant")], cancelled
+            assert screen.launch_pane.border_title == "launch (chat): gcd"
+            assert "cancelled after" in screen.launch_pane.plain_text()
+            assert "cancelled" in screen.status_bar.plain()
+
+            ran_dot(await run(RUN_DOT))
+            answered(await ask(SUM), "sum([1, 2, 3])", "sum", 6)
+            assert screen.launch_pane.border_title == "launch (chat): sum"
+
+            shown = "\n".join(screen_lines(tr))
+            assert "error:" not in shown, shown
+            assert shown.count("qwen › The GPU computed 32.") == 1, shown
+            for value in (32, 23, 6):
+                assert shown.count(f"qwen › The GPU computed {value}.") == 1, shown
+            assert shown.count("chat cancelled") == 1, shown
+            assert "exact" in screen.status_bar.plain()
+        # every reply ran on the dashboard's one MLX thread, which ended with the dashboard
+        assert chat.threads == {"qwengpu-mlx"}
+        assert not [t for t in threading.enumerate() if t.name.startswith("qwengpu-mlx")]
+
+    asyncio.run(go())
