@@ -2,8 +2,8 @@
 narrow residual, merged and packed once (:func:`mixer_weights`, :func:`mlp_weights`).
 
 Both token steps read these: the MLX-ops step (``circuit_runner``) and the native step
-(``native_step``), which packs the same arrays for its primitive; neither reaches into
-the other.
+(``native_step``), which packs the same arrays (a :class:`NarrowCircuit`) for its
+primitive; neither reaches into the other.
 """
 
 from __future__ import annotations
@@ -89,3 +89,24 @@ def mlp_weights(ml, pos: np.ndarray, one: int) -> MLP:
     return MLP(mx.array(pos[ml.inputs].astype(np.int32)), gate, None if single else Product(ml.up),
                 int(nz_cols[0]) if single else -1, float(vals[0]) if single else 0.0,
                 Product(ml.down, targets=pos[ml.outputs]))
+
+
+@dataclass(frozen=True)
+class NarrowCircuit:
+    """What a token step reads of a compact circuit over the narrow residual: the one
+    interface between the runner and the native step (``native_step.NativeStep`` packs
+    exactly these; it never reads the runner)."""
+
+    width: int  # live residual dims
+    hidden: int  # the full residual width (RMSNorm's mean divides by it)
+    eps: float
+    K: float  # the circuit's gate scale, signal gain and clamp delta (``compiler``)
+    gain: float
+    delta: float
+    one_pos: int  # the ONE dim's position in the narrow residual
+    out_pos: mx.array  # the output dims' positions
+    final_norm: mx.array
+    emb_out: mx.array  # [|out|, V]: the tied output rows
+    norm_w: list  # per layer: (input norm, post-mixer norm) over the live dims
+    mixers: list  # per layer: a Mixer or None
+    mlps: list  # per layer: an MLP or None

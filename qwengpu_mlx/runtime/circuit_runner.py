@@ -32,7 +32,7 @@ import mlx.nn as nn
 import numpy as np
 
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
-from qwengpu_mlx.runtime.circuit_layers import MLP, Mixer, PairedGate, mixer_weights, mlp_weights
+from qwengpu_mlx.runtime.circuit_layers import MLP, Mixer, NarrowCircuit, PairedGate, mixer_weights, mlp_weights
 from qwengpu_mlx.runtime.native_step import NativeStep
 from qwengpu_mlx.runtime.recurrent import Recurrence, gated_delta_ops, gates, normalize_qk, precise_swiglu
 from qwengpu_mlx.runtime.sparse_product import Product
@@ -79,9 +79,11 @@ class CircuitRunner:
         self.recurrence = recurrence or gated_delta_ops
         self.track_margins = False
         self._compiled = {}
+        self.weights = NarrowCircuit(self.width, self.hidden, self.eps, self.K, self.gain, self.delta, self.one_pos,
+                                     self.out_pos, self.final_norm, self.emb_out, self.norm_w, self.mixers, self.mlps)
         self.native = None
         if native is not None:
-            self.native = NativeStep(self, native)
+            self.native = NativeStep(self.weights, native)
         self.reset()
 
     def reset(self) -> None:

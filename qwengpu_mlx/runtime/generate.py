@@ -19,7 +19,7 @@ import numpy as np
 from qwengpu_mlx.core.errors import (ExecutionError, LaunchTimeout, StepBudgetExceeded,
                                 TokenBudgetExceeded)
 from qwengpu_mlx.core.isa import MEM_OPS, Op, Program, TermKind
-from qwengpu_mlx.core.vocab import CHUNK_KINDS, ENT_ITEMS, FAULT_CODES, RECORD_TOKENS, Token, vocab_for
+from qwengpu_mlx.core.vocab import ENT_ITEMS, FAULT_CODES, RECORD_TOKENS, Token, vocab_for
 
 from qwengpu_mlx.core.readout import read_memory, read_outputs
 from qwengpu_mlx.runtime.check import check_launch

@@ -15,7 +15,7 @@ from __future__ import annotations
 import mlx.core as mx
 import numpy as np
 
-from qwengpu_mlx.runtime.circuit_layers import PairedGate
+from qwengpu_mlx.runtime.circuit_layers import NarrowCircuit, PairedGate
 from qwengpu_mlx.runtime.sparse_product import Product
 
 MIXER, MLP = 1, 2
@@ -73,18 +73,19 @@ class _Blobs:
 class NativeStep:
     """One token of a :class:`~qwengpu_mlx.runtime.circuit_runner.CircuitRunner` in one primitive.
 
+    ``weights``: the runner's :class:`NarrowCircuit` (all this step reads of it);
     ``module``: the built extension (``native.load``). Holds its own copy of the weights,
     by row (:meth:`nbytes`); conv and recurrent states are one float32 array each,
     every mixer at its offset (:meth:`layer_states` gives one layer's)."""
 
-    def __init__(self, runner, module):
+    def __init__(self, weights: NarrowCircuit, module):
         self.module = module
         blobs = _Blobs()
         self.layout = {}  # mixer layer -> (conv shape, conv offset, state shape, state offset)
         conv_at = state_at = 0
         body, blocks = [], 0
-        for L, (mz, ml) in enumerate(zip(runner.mixers, runner.mlps)):
-            w_in, w_post = runner.norm_w[L]
+        for L, (mz, ml) in enumerate(zip(weights.mixers, weights.mlps)):
+            w_in, w_post = weights.norm_w[L]
             if mz is not None:
                 C = mz.H * (2 * mz.Dk + mz.Dv)
                 self.layout[L] = ((3, C), conv_at, (1, mz.H, mz.Dv, mz.Dk), state_at)
@@ -98,15 +99,15 @@ class NativeStep:
                 body += self._mlp(blobs, ml, w_post)
                 blocks += 1
         self.conv_size, self.state_size = conv_at, state_at
-        self.V = runner.emb_out.shape[1]
-        header = [runner.width, self.V, blocks, 0, runner.one_pos, runner.out_pos.size,
-                  blobs.i(runner.out_pos), blobs.f(runner.final_norm),
-                  *blobs.product(Product(np.array(runner.emb_out).T))]  # the tied rows, [V, |out|]
-        key_dims = {runner.mixers[L].Dk for L in self.layout}
+        self.V = weights.emb_out.shape[1]
+        header = [weights.width, self.V, blocks, 0, weights.one_pos, weights.out_pos.size,
+                  blobs.i(weights.out_pos), blobs.f(weights.final_norm),
+                  *blobs.product(Product(np.array(weights.emb_out).T))]  # the tied rows, [V, |out|]
+        key_dims = {weights.mixers[L].Dk for L in self.layout}
         if len(key_dims) > 1:  # the q/k scales below are one pair of constants for every mixer
             raise ValueError(f"the native step needs one key width in every mixer, not {sorted(key_dims)}")
         inv = key_dims.pop() ** -0.5 if key_dims else 1.0
-        consts = [1.0 / runner.hidden, runner.eps, runner.K, runner.gain, runner.delta, inv ** 2, inv,
+        consts = [1.0 / weights.hidden, weights.eps, weights.K, weights.gain, weights.delta, inv ** 2, inv,
                   1e-6 * inv ** 2]
         self.floats, self.ints = blobs.arrays()
         mx.eval(self.floats, self.ints)
