@@ -28,7 +28,7 @@ from collections import Counter
 from pathlib import Path
 
 from tests.support.launching import bound_program
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MACHINES
 from qwengpu_mlx.runtime.check import reference_run
 from qwengpu_mlx.runtime.expect import expected_segments
 from qwengpu_mlx.core.vocab import RECORD_TOKENS, SHORT_KINDS, chunk_value, vocab_for
@@ -36,13 +36,19 @@ from qwengpu_mlx.core.vocab import RECORD_TOKENS, SHORT_KINDS, chunk_value, voca
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def spec_machine(folder: Path, name: str):
+    """The machine the launch file names (the default one when it names none)."""
+    return MACHINES[json.loads((folder / f"{name}.json").read_text()).get("machine", "default")]
+
+
 def launch_segments(folder: Path, name: str, few_tokens: bool, args: dict | None = None):
     """(expected segments, EXEC steps) of one kernel's launch (``args``: other arguments)."""
     spec = json.loads((folder / f"{name}.json").read_text())
+    machine = spec_machine(folder, name)
     prog = bound_program(folder / f"{name}.cu", spec["kernel"], args=args or spec["args"], block=spec["block"],
-                grid=spec["grid"], few_tokens=few_tokens)
-    ref = reference_run(prog, DEFAULT_MACHINE, budget=DEFAULT_MACHINE.step_budget)
-    segs = expected_segments(prog, DEFAULT_MACHINE, ref.trace, fault=ref.fault, inside_step=ref.inside_step)
+                         grid=spec["grid"], few_tokens=few_tokens, machine=machine)
+    ref = reference_run(prog, machine, budget=machine.step_budget)
+    segs = expected_segments(prog, machine, ref.trace, fault=ref.fault, inside_step=ref.inside_step)
     return segs, len(ref.trace)
 
 
@@ -51,7 +57,7 @@ def launch_kinds(folder: Path, name: str, few_tokens: bool, args: dict | None = 
 
     ``kinds["SHORTENED"]``: the tokens short and ``VALU`` records save against a full
     4-token record per lane (the record format before them), counted apart from the totals."""
-    v = vocab_for(DEFAULT_MACHINE)
+    v = vocab_for(spec_machine(folder, name))
     segs, steps = launch_segments(folder, name, few_tokens, args)
     kinds = Counter()
     for seg in segs:
@@ -69,10 +75,10 @@ def tokens(kinds: Counter) -> int:
     return sum(n for k, n in kinds.items() if k != "SHORTENED")
 
 
-def signed_short_savings(segs) -> int:
+def signed_short_savings(segs, machine=DEFAULT_MACHINE) -> int:
     """Tokens a short form for every 11-bit signed value (negative ones, and at a step's
     end too) would save on these segments' full ``VAL``/``VALU``/``MEM`` records."""
-    v = vocab_for(DEFAULT_MACHINE)
+    v = vocab_for(machine)
     saved = 0
     for seg in segs:
         for rec in seg.records:
@@ -108,7 +114,8 @@ def main() -> int:
     print("most tokens (few-token, plain):")
     for f, p, name in sorted(per_kernel, reverse=True)[:ns.top]:
         print(f"  {name:24s} {f:5d} {p:5d}")
-    saved = sum(signed_short_savings(launch_segments(folder, p.stem, True)[0]) for p in sorted(folder.glob("*.json")))
+    saved = sum(signed_short_savings(launch_segments(folder, p.stem, True)[0], spec_machine(folder, p.stem))
+                for p in sorted(folder.glob("*.json")))
     print(f"bound for a record format the circuit lacks: short records for negative 11-bit values and at a "
           f"step's end too: suite {few - saved} tokens")
     tests = ROOT / "tests" / "kernels_machine"

@@ -1,6 +1,6 @@
 """A launch's arguments bound to the kernel: checked, laid out in memory, folded in.
 
-:func:`check_launch` refuses a launch shape the machine cannot run,
+:func:`check_launch_shape` refuses a launch shape the machine cannot run,
 :func:`bind_arguments` checks ``--arg`` values against the kernel's parameters,
 :func:`layout_memory` places the arrays and ``__shared__`` variables in the machine's
 words, and :func:`bind_constants` turns the translated parameter loads and symbol
@@ -114,7 +114,7 @@ def _extend(value: int, bits: int, signed: bool) -> int:
     return value & M32
 
 
-def check_launch(kernel: PtxKernel, params: list[KernelParam], block_dim: int, grid_dim: int,
+def check_launch_shape(kernel: PtxKernel, params: list[KernelParam], block_dim: int, grid_dim: int,
                  machine: MachineConfig, kname: str) -> None:
     """The launch's shape and the kernel's parameters within what the machine runs and the host binds."""
     if not 1 <= block_dim <= machine.max_block_dim:

@@ -46,7 +46,7 @@ def lower(module: PtxModule, kernel: PtxKernel, params: list[KernelParam],
     to measure the two against each other.
     """
     kname = demangle_kernel_name(kernel.name)
-    binding.check_launch(kernel, params, block_dim, grid_dim, machine, kname)
+    binding.check_launch_shape(kernel, params, block_dim, grid_dim, machine, kname)
     validate_kernel(module, kernel)
     values = binding.bind_arguments(params, args, kname)
     shared_vars = binding.shared_variables(module, kernel)
