@@ -25,6 +25,7 @@ token and raises ``LaunchCancelled``, caught here.
 from __future__ import annotations
 
 import queue
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
@@ -32,8 +33,9 @@ from typing import Callable, Protocol
 import mlx.core as mx
 
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
-from qwengpu_mlx.core.errors import QwenGpuError
-from qwengpu_mlx.runtime import CircuitStore, LaunchCancelled, LaunchEvents, LaunchRequest, launch
+from qwengpu_mlx.core.errors import LaunchError, QwenGpuError
+from qwengpu_mlx.host.frontend import demangle_kernel_name
+from qwengpu_mlx.runtime import CircuitStore, LaunchCancelled, LaunchEvents, LaunchRequest, compile_request, launch
 
 from qwengpu_mlx.tui.commands import RunRequest
 
@@ -162,6 +164,38 @@ class _Events(LaunchEvents):
         self.sink.token(token_id, tok)
 
 
+def _example(param) -> str:
+    return f"{param.name}=1,2,3" if param.pointer else f"{param.name}=3"
+
+
+def check_complete(req: RunRequest, request: LaunchRequest) -> None:
+    """Refuse a /run with parameters left unset, in the dashboard's syntax (``NAME=values``;
+    the binder's own message names the command line's ``--arg``). Compiles the kernel (the
+    launch then reuses it)."""
+    ck = compile_request(request)
+    missing = [p for p in ck.params if p.name not in req.args]
+    if not missing:
+        return
+    names = [p.name for p in ck.params]
+    msg = [f"kernel `{demangle_kernel_name(ck.kernel.name)}` takes parameters ({', '.join(names)})",
+           "missing " + ", ".join(p.name for p in missing)]
+    extra = [n for n in req.args if n not in names]
+    if extra:
+        msg.append("no parameter named " + ", ".join(extra))
+    pointer = next((p for p in missing if p.pointer), None)  # one example of each kind
+    scalar = next((p for p in missing if not p.pointer), None)
+    example = " ".join([f"/run {req.describe()}"] + [_example(p) for p in (pointer, scalar) if p is not None])
+    hint = f"e.g. {example}"
+    if req.source.with_suffix(".json").is_file():
+        hint += f" (or /run {req.source.stem} for its .json arguments)"
+    raise LaunchError("; ".join(msg) + "; " + hint)
+
+
+def _dashboard_syntax(message: str) -> str:
+    """The binder's ``--arg NAME`` as the dashboard spells an argument: ``NAME``."""
+    return re.sub(r"--arg (\w+)", r"\1", message)
+
+
 def execute_launch(req: RunRequest, sink: LaunchSink, cancel: threading.Event, *, check: bool,
                    store: CircuitStore, machine: MachineConfig = DEFAULT_MACHINE,
                    step_budget: int | None = None) -> LaunchOutcome:
@@ -170,6 +204,7 @@ def execute_launch(req: RunRequest, sink: LaunchSink, cancel: threading.Event, *
     request = LaunchRequest(req.source, req.args, kernel=req.kernel, block=req.block, grid=req.grid,
                             machine=machine, check=check, step_budget=step_budget)
     try:
+        check_complete(req, request)
         result = launch(request, store=store, events=_Events(req, sink, out), cancel=cancel)
         out.launch = result
         out.tokens = len(result.tokens)
@@ -180,6 +215,8 @@ def execute_launch(req: RunRequest, sink: LaunchSink, cancel: threading.Event, *
             out.problems = result.check.problems
     except LaunchCancelled:
         out.cancelled = True
+    except LaunchError as e:
+        out.error = _dashboard_syntax(str(e))
     except QwenGpuError as e:
         out.error = str(e)
     except Exception as e:  # a bug or an unexpected failure: show it, keep the dashboard alive

@@ -21,9 +21,11 @@ import pytest
 pytest.importorskip("textual")
 
 from qwengpu_mlx.core.vocab import chunk_value, record_end  # noqa: E402
+from qwengpu_mlx.runtime import CircuitStore  # noqa: E402
 from qwengpu_mlx.tui.app import DashboardApp  # noqa: E402
 from qwengpu_mlx.tui.chat import NEEDS_CHECKPOINT, ChatBackend, NoChat, chat_backend  # noqa: E402
 from qwengpu_mlx.tui.commands import CommandError, parse  # noqa: E402
+from qwengpu_mlx.tui.launcher import execute_launch  # noqa: E402
 from qwengpu_mlx.tui.screens.kernel_picker import KernelPicker  # noqa: E402
 from qwengpu_mlx.tui.widgets.token_stream import wrap_rows  # noqa: E402
 from textual.widgets import Input, OptionList  # noqa: E402
@@ -64,6 +66,28 @@ def test_command_parsing():
     for bad in ("/run", "/run nosuchkernel.cu", "/run dot x", "/run dot --blk 2", "/check maybe", "/frobnicate"):
         with pytest.raises(CommandError):
             parse(bad)
+
+
+class _Quiet:
+    def phase(self, text): ...
+
+    def begin(self, request, program, prompt): ...
+
+    def token(self, token_id, tok): ...
+
+
+def test_argument_errors_use_the_dashboards_syntax():
+    """The binder words its errors for the command line (``--arg``); /run takes NAME=values."""
+    def error(line: str) -> str:
+        out = execute_launch(parse(line).run, _Quiet(), threading.Event(), check=False, store=CircuitStore())
+        assert out.status == "error" and "--arg" not in out.error, out.error
+        return out.error
+
+    assert error("/run examples/kernels/dot.cu a=1,2,3") == (
+        "kernel `dot` takes parameters (a, b, out, n); missing b, out, n; "
+        "e.g. /run dot.cu a=1,2,3 b=1,2,3 n=3 (or /run dot for its .json arguments)")
+    assert error("/run examples/kernels/dot.cu a=1,2,3 b=4,5,6 out=0 n=1,2") == (
+        "n: `n` is a scalar (int n); give one integer")
 
 
 def test_chat_seam():

@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("textual")
 
 from tests.support.chat_script import ScriptedModel  # noqa: E402
-from tests.support.dashboard import SIZE, type_command, wait_until  # noqa: E402
+from tests.support.dashboard import SIZE, screen_lines, type_command, wait_until  # noqa: E402
 
 from qwengpu_mlx.chat.models import ChatModel  # noqa: E402
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE  # noqa: E402
@@ -65,6 +65,28 @@ def test_plain_text_chats_and_the_launch_streams_to_the_panes():
             # /run keeps working beside the chat
             await type_command(pilot, "/check off")
             assert "check: off" in screen.status_bar.plain()
+
+    asyncio.run(go())
+
+
+def test_a_tool_error_shows_with_one_error_prefix():
+    call = ("<tool_call>\n<function=gpu_eval>\n<parameter=expression>\n"
+            "[1, 2] @ [3]\n</parameter>\n</function>\n</tool_call>")
+    chat = scripted_chat([call, "The vectors differ in length."])
+
+    async def go():
+        app = DashboardApp(show_timing=False, chat=chat)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.main
+            tr = screen.transcript
+            await type_command(pilot, "what is [1, 2] @ [3]?")
+            await wait_until(pilot, lambda: not screen.chatting and any(k == "assistant" for k, _ in tr.entries),
+                             timeout=60, what="the chat's answer")
+            errors = [t for k, t in tr.entries if k == "error"]
+            assert errors == ["tool response: the vectors have 2 and 1 elements ('@' at column 8)"], tr.entries
+            shown = " ".join(screen_lines(tr))  # the transcript wraps long lines
+            assert "error: tool response: the vectors have 2 and 1 elements ('@' at column 8)" in shown, shown
+            assert shown.count("error:") == 1, shown
 
     asyncio.run(go())
 

@@ -106,7 +106,8 @@ def test_chat_goes_on_across_turns_runs_and_a_cancel(demo):
 
             def ran_dot(turn) -> None:
                 assert ("result", "a = [1, 2, 3]  b = [4, 5, 6]  out = [32]") in turn, turn
-                assert any(k == "result" and t.startswith("dot: ") and t.endswith("check: exact") for k, t in turn), turn
+                assert any(k == "result" and t.startswith("dot: ") and t.endswith("check: exact")
+                           for k, t in turn), turn
                 assert not [t for k, t in turn if k == "error"], turn
 
             answered(await ask(DOT, typed=True), "[1, 2, 3] @ [4, 5, 6]", "dot", 32)

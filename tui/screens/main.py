@@ -414,7 +414,10 @@ class MainScreen(Screen):
             self.decoder.finish(last.launch.memory)
             self.machine_pane.refresh_state()
             self.status_bar.set(phase="done", check={True: "exact", False: "mismatch", None: "off"}[last.exact])
-        t.say(f"tool response: {outcome.content}", "error" if outcome.error else "result")
+        if outcome.error:  # the tool's "error: ..." shown once, by the transcript's error prefix
+            t.say(f"tool response: {outcome.content.removeprefix('error:').strip()}", "error")
+        else:
+            t.say(f"tool response: {outcome.content}", "result")
 
     def _ui_chat_launch_begin(self, program, prompt) -> None:
         """A launch the chat started: the panes follow it as they follow /run."""
