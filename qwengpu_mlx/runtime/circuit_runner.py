@@ -79,11 +79,11 @@ class CircuitRunner:
         self.recurrence = recurrence or gated_delta_ops
         self.track_margins = False
         self._compiled = {}
-        self.weights = NarrowCircuit(self.width, self.hidden, self.eps, self.K, self.gain, self.delta, self.one_pos,
-                                     self.out_pos, self.final_norm, self.emb_out, self.norm_w, self.mixers, self.mlps)
+        self.narrow = NarrowCircuit(self.width, self.hidden, self.eps, self.K, self.gain, self.delta, self.one_pos,
+                                    self.out_pos, self.final_norm, self.emb_out, self.norm_w, self.mixers, self.mlps)
         self.native = None
         if native is not None:
-            self.native = NativeStep(self.weights, native)
+            self.native = NativeStep(self.narrow, native)
         self.reset()
 
     def reset(self) -> None:

@@ -73,7 +73,7 @@ class _Blobs:
 class NativeStep:
     """One token of a :class:`~qwengpu_mlx.runtime.circuit_runner.CircuitRunner` in one primitive.
 
-    ``weights``: the runner's :class:`NarrowCircuit` (all this step reads of it);
+    ``weights``: the runner's :class:`NarrowCircuit` (``runner.narrow``: all this step reads of it);
     ``module``: the built extension (``native.load``). Holds its own copy of the weights,
     by row (:meth:`nbytes`); conv and recurrent states are one float32 array each,
     every mixer at its offset (:meth:`layer_states` gives one layer's)."""

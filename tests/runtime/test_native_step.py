@@ -53,7 +53,7 @@ def test_exp_and_sigmoid_are_mlx_own_bit_for_bit(module):
 
 def test_residual_after_every_block_equals_the_mlx_layers(cc, module):
     ops = CircuitRunner(cc, DEFAULT_MACHINE)
-    step = NativeStep(ops.weights, module)
+    step = NativeStep(ops.narrow, module)
     x = ops.embed([5])
     mx.eval(x)
     n = len(ops.mixers)
@@ -107,7 +107,7 @@ def test_states_and_logits_equal_the_ops_path_over_a_prefill(cc, module):
 
 def test_a_state_another_array_shares_is_not_overwritten(cc, module):
     ops = CircuitRunner(cc, DEFAULT_MACHINE)
-    step = NativeStep(ops.weights, module)
+    step = NativeStep(ops.narrow, module)
     conv, state = step.zeros()
     _, conv, state, _ = step(ops.embed([5]), conv, state, False)
     mx.eval(conv, state)
