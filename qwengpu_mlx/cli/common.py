@@ -74,13 +74,18 @@ def _flag_machine(ns):
     return named_machine(ns, cli_args.resolve(ns))
 
 
+def stated_request(ns, la: cli_args.LaunchArgs, machine, **fields) -> LaunchRequest:
+    """The kernel and launch the command line states (``la``: its resolved arguments), unbound."""
+    return LaunchRequest(source=ns.source, kernel=la.kernel, args=la.args, block=la.block, grid=la.grid,
+                         machine=machine, frontend=ns.frontend, **fields)
+
+
 def request_for(ns, machine, **fields) -> LaunchRequest:
     """The launch ``ns`` states (``--arg``, ``--args``, ``KERNEL.json``; ``fields``: the
     backend, the check, the bounds), bound to its program: a missing argument is refused
     with the syntax that sets it, before any model is loaded."""
     la = cli_args.resolve(ns)
-    req = LaunchRequest(source=ns.source, kernel=la.kernel, args=la.args, block=la.block, grid=la.grid,
-                        machine=machine, frontend=ns.frontend, **fields)
+    req = stated_request(ns, la, machine, **fields)
     cli_args.check_complete(compile_request(req), la)
     return replace(req, program=bind_request(req))
 

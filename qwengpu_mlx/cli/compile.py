@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from qwengpu_mlx.cli import args as cli_args
 from qwengpu_mlx.cli import progress
-from qwengpu_mlx.cli.common import launch_model, named_machine
+from qwengpu_mlx.cli.common import launch_model, named_machine, stated_request
 from qwengpu_mlx.compiler.layout_report import layout_report
 from qwengpu_mlx.core.errors import LaunchError
 from qwengpu_mlx.host.launch import placeholder_args
@@ -24,8 +24,7 @@ def run(ns) -> int:
     if ns.source is None:
         raise LaunchError("compile needs a KERNEL file (only --emit layout works without one)")
     la = cli_args.resolve(ns)
-    req = LaunchRequest(source=ns.source, kernel=la.kernel, args=la.args, block=la.block, grid=la.grid,
-                        machine=named_machine(ns, la), frontend=ns.frontend)
+    req = stated_request(ns, la, named_machine(ns, la))
     ck = compile_request(req)
     if ns.emit == "tokens":
         return _emit_tokens(ns, la, ck, req)

@@ -80,7 +80,13 @@ def gated_delta_step_ops(q: mx.array, k: mx.array, v: mx.array, g: mx.array, bet
 def precise_swiglu(h: mx.array, gate: mx.array, x: mx.array) -> mx.array:
     """mlx-lm's ``precise_swiglu`` (silu(gate) * x in float32, in ``h``'s dtype), imported on
     first use for the same start-up reason as :func:`_mlx_lm`."""
-    return importlib.import_module("mlx_lm.models.activations").precise_swiglu(h, gate, x)
+    return _mlx_lm_activations().precise_swiglu(h, gate, x)
+
+
+@functools.cache
+def _mlx_lm_activations():
+    """mlx-lm's ``activations`` module, imported on first use (see :func:`_mlx_lm`)."""
+    return importlib.import_module("mlx_lm.models.activations")
 
 
 Recurrence = Callable[..., Tuple[mx.array, mx.array]]
