@@ -1,0 +1,16 @@
+"""Oracles of the conformance kernels for 8- and 16-bit integer code and the CUDA integer intrinsics (__popc, __clz, ...).
+
+Written from what each kernel *means*, as ``oracles_base`` explains; registered with
+this module's own ``oracle`` decorator and merged into ``tests.support.oracles.ORACLES``.
+"""
+
+from __future__ import annotations
+
+from tests.support.oracles_base import Oracle
+
+ORACLES: dict[str, Oracle] = {}
+
+
+def oracle(fn: Oracle) -> Oracle:
+    ORACLES[fn.__name__] = fn
+    return fn
