@@ -28,18 +28,26 @@ from qwengpu_mlx.core.isa import TermKind
 from qwengpu_mlx.core.records import NEXT_KINDS, ent_layout, next_layout, pc_bits, wst_layout
 from qwengpu_mlx.core.vocab import CHUNK_BITS, CHUNK_SHIFT, ENT_ITEMS, MAX_GRID, STACK_LEVELS
 
+from qwengpu_mlx.compiler.context import Context
+from qwengpu_mlx.compiler.fetch import Fetch
+from qwengpu_mlx.compiler.wiring import CircuitWiring
+
 
 D = STACK_LEVELS
 LEVEL_BITS = max(1, (D - 1).bit_length())  # an ENT token's level field, in binary
 
 
 class Control:
-    def __init__(self, mc):
-        self.mc = mc
-        self.m = mc.m
-        self.t = mc.t
-        self.W = mc.m.max_warps
-        self.N = mc.m.lanes
+    """The control unit's gates and heads, from the context's and the fetch's dims it is given."""
+
+    def __init__(self, cw: CircuitWiring, ctx: Context, fetched: Fetch):
+        self.cw = cw  # the plan it places its gates and heads in
+        self.ctx = ctx  # the running warp, its mask, the launch geometry
+        self.fetch = fetched  # the terminator's fields and decoders, the predicate file
+        self.m = cw.m
+        self.t = cw.t
+        self.W = cw.m.max_warps
+        self.N = cw.m.lanes
         # record bit layouts (``qwengpu_mlx.core.records``): the status row, a stack entry, the next token
         self.ST, self.EN, self.NX = wst_layout(self.m), ent_layout(self.m), next_layout(self.m)
         self.P = pc_bits(self.m)  # bits of a pc
@@ -49,39 +57,36 @@ class Control:
 
     # small helpers
     def g(self, L, name, terms, theta, outputs):
-        return self.mc.gate(L, name, terms, theta, outputs)
+        return self.cw.gate(L, name, terms, theta, outputs)
 
     def a(self, name, w):
-        return self.mc.alloc(name, w)
-
-    def one(self):
-        return (self.mc.ONE, 1.0 / self.mc.K)
+        return self.cw.alloc(name, w)
 
     # ------------------------------------------------------------ state heads (layer 1)
 
     def heads(self, L: int) -> None:
-        mc, t, W, N = self.mc, self.t, self.W, self.N
+        t, W, N = self.t, self.W, self.N
         # warp status rows
         self.status = []
         for w in range(W):
-            h = mc.head(L, f"status.w{w}", 1, self.ST.bits)
+            h = self.cw.head(L, f"status.w{w}", 1, self.ST.bits)
             out = self.a(f"status.w{w}", self.ST.bits)
             h.key(0, t.wst_w[w], tap=0)
             for i in range(self.ST.bits):
                 j = next(j for j in range(3) if CHUNK_SHIFT[j] <= i < CHUNK_SHIFT[j] + CHUNK_BITS[j])
                 h.value_bit(i, t.chunk[j][i - CHUNK_SHIFT[j]], tap=1 + j)
                 h.read_bit(i, out[i])
-            mc.one_row_reader(h)
+            self.cw.one_row_reader(h)
             self.status.append(out)
         # stack entries of the running warp, one head per level
         self.entry = []
         for k in range(D):
-            h = mc.head(L, f"stack.level{k}", W * D, self.EN.bits)
+            h = self.cw.head(L, f"stack.level{k}", W * D, self.EN.bits)
             out = self.a(f"stack.level{k}", self.EN.bits)
             for w in range(W):
                 for lev in range(D):
                     h.key(w * D + lev, t.ent_wl[w * D + lev], tap=0)
-                h.query(w * D + k, mc.ctx_w[w])
+                h.query(w * D + k, self.ctx.warp[w])
             for i in range(self.EN.bits):
                 j = next(j for j in range(3) if CHUNK_SHIFT[j] <= i < CHUNK_SHIFT[j] + CHUNK_BITS[j])
                 h.value_bit(i, t.chunk[j][i - CHUNK_SHIFT[j]], tap=1 + j)
@@ -93,7 +98,8 @@ class Control:
             sp = self.a(f"exist.w{w}", N)
             for lane in range(N):
                 idx = w * N + lane
-                self.g(L, f"exist.w{w}l{lane}", [(mc.ctx_ntid[i], 2 ** i) for i in range(mc.ctx_ntid.width)], idx + 1, [(sp[lane], 1)])
+                ntid = [(self.ctx.ntid[i], 2 ** i) for i in range(self.ctx.ntid.width)]
+                self.g(L, f"exist.w{w}l{lane}", ntid, idx + 1, [(sp[lane], 1)])
             self.exist.append(sp)
 
     # ------------------------------------------------------------ early half
@@ -134,7 +140,7 @@ class Control:
 
     def running_warp_status(self, E0: int) -> None:
         """The running warp's stack depth and exited lanes; which other warps are ready or waiting."""
-        W, N, st, w1 = self.W, self.N, self.status, self.mc.ctx_w
+        W, N, st, w1 = self.W, self.N, self.status, self.ctx.warp
         self.d = self.a("ctl.depth", D)
         self.exw = self.a("ctl.exited", N)
         for w in range(W):
@@ -152,7 +158,7 @@ class Control:
 
     def pc_xors(self, E0: int) -> tuple:
         """pc XOR rpc of every stack level; fallthrough and target XOR the reconvergence point."""
-        P, en, tf = self.P, self.entry, self.mc.tf
+        P, en, tf = self.P, self.entry, self.fetch.term
         self.xpr = [self.a(f"ctl.xpr{k}", P) for k in range(D)]
         for k in range(D):
             for i in range(P):
@@ -177,7 +183,7 @@ class Control:
 
     def top_entry(self, E1: int) -> tuple:
         """The top entry's rpc; per level its lanes still alive (without / with this step's exit) and pc == rpc."""
-        P, N, en, mc = self.P, self.N, self.entry, self.mc
+        P, N, en = self.P, self.N, self.entry
         self.rpc = self.a("ctl.rpc_top", P)
         self.rval = self.a("ctl.rval_top", 1)[0]
         for k in range(D):
@@ -190,7 +196,7 @@ class Control:
             for lane in range(N):
                 mk = en[k][self.EN.mask[lane]]
                 self.g(E1, f"ctl.lm0.{k}{lane}", [(mk, 1), (self.exw[lane], -1)], 1, [(lm0[k][lane], 1)])
-                self.g(E1, f"ctl.lm1.{k}{lane}", [(mk, 1), (self.exw[lane], -1), (mc.ctx_m[lane], -1)], 1,
+                self.g(E1, f"ctl.lm1.{k}{lane}", [(mk, 1), (self.exw[lane], -1), (self.ctx.mask[lane], -1)], 1,
                        [(lm1[k][lane], 1)])
         pcrpc = self.a("ctl.pcrpc", D)
         for k in range(D):
@@ -200,7 +206,7 @@ class Control:
 
     def reconvergence_targets(self, E1: int, xFR, xTR) -> None:
         """The fallthrough, the target is the reconvergence point (no stack entry for that side)."""
-        rv = self.mc.tf["reconv_valid"][0]
+        rv = self.fetch.term["reconv_valid"][0]
         self.fallIsR = self.a("ctl.fallIsR", 1)[0]
         self.targIsR = self.a("ctl.targIsR", 1)[0]
         self.g(E1, "ctl.fallIsR", [(rv, 1)] + [(x, -1) for x in xFR.dims], 1, [(self.fallIsR, 1)])
@@ -208,7 +214,7 @@ class Control:
 
     def next_warps(self, E1: int) -> None:
         """Any other warp ready, waiting; the lowest ready, the lowest waiting, the lowest to release."""
-        W, w1 = self.W, self.mc.ctx_w
+        W, w1 = self.W, self.ctx.warp
         self.other_ready = self.a("ctl.other_ready", 1)[0]
         self.other_wait = self.a("ctl.other_wait", 1)[0]
         self.g(E1, "ctl.other_ready", [(x, 1) for x in self.rdy_o.dims], 1, [(self.other_ready, 1)])
@@ -227,7 +233,7 @@ class Control:
 
     def target_xors(self, E2: int) -> tuple:
         """Target, fallthrough, reconvergence point (and its valid bit) XOR the top entry's rpc."""
-        P, tf = self.P, self.mc.tf
+        P, tf = self.P, self.fetch.term
         xT, xF, xR = self.a("ctl.xT", P), self.a("ctl.xF", P), self.a("ctl.xR", P)
         xv = self.a("ctl.xv", 1)[0]
         for i in range(P):
@@ -256,14 +262,14 @@ class Control:
 
     def barrier_mask(self, E1: int, E2: int):
         """The running warp at a barrier: per lane, a live lane outside its mask."""
-        W, N, mc, w1 = self.W, self.N, self.mc, self.mc.ctx_w
+        W, N, w1 = self.W, self.N, self.ctx.warp
         existme = self.a("ctl.exist_me", N)
         for lane in range(N):
             for w in range(W):
                 self.g(E1, f"ctl.existme{lane}.w{w}", [(w1[w], 1), (self.exist[w][lane], 1)], 2, [(existme[lane], 1)])
         xme = self.a("ctl.xme", N)
         for lane in range(N):  # a live lane outside the mask
-            self.g(E2, f"ctl.xme{lane}", [(existme[lane], 1), (self.exw[lane], -1), (mc.ctx_m[lane], -1)], 1,
+            self.g(E2, f"ctl.xme{lane}", [(existme[lane], 1), (self.exw[lane], -1), (self.ctx.mask[lane], -1)], 1,
                    [(xme[lane], 1)])
         return xme
 
@@ -331,7 +337,7 @@ class Control:
 
     def pop_resume(self, E6: int) -> None:
         """What a pop (without / with this step's exit) resumes: the entry's pc and its live lanes."""
-        P, N, en, mc = self.P, self.N, self.entry, self.mc
+        P, N, en = self.P, self.N, self.entry
         self.popPC = [self.a(f"ctl.popPC{v}", P) for v in range(2)]
         self.popMask = [self.a(f"ctl.popMask{v}", N) for v in range(2)]
         for v, sel in enumerate((self.pop0, self.pop1)):
@@ -342,42 +348,42 @@ class Control:
                 for lane in range(N):
                     terms = [(sel[k], 1), (en[k][self.EN.mask[lane]], 1), (self.exw[lane], -1)]
                     if v == 1:
-                        terms.append((mc.ctx_m[lane], -1))
+                        terms.append((self.ctx.mask[lane], -1))
                     self.g(E6, f"ctl.popMask{v}.{k}.{lane}", terms, 2, [(self.popMask[v][lane], 1)])
 
     # ------------------------------------------------------------ late half
 
     def late(self, L: int, slots: list) -> int:
-        mc, m, N = self.mc, self.m, self.N
-        tf = mc.tf
+        m, N = self.m, self.N
+        tf = self.fetch.term
         L = max(L, self.early_end)
         # branch predicate per lane and the final predicate file
-        mc.pfin = [self.a(f"pfin.lane{lane}", m.preds) for lane in range(N)]
+        self.pfin = [self.a(f"pfin.lane{lane}", m.preds) for lane in range(N)]
         bp = [self.a(f"bp.lane{lane}", 1)[0] for lane in range(N)]
         neg = tf["pred_neg"][0]
         for lane in range(N):
-            sources = [(PSRC_FILE + i, mc.pfile[lane][i]) for i in range(m.preds)]
+            sources = [(PSRC_FILE + i, self.fetch.pfile[lane][i]) for i in range(m.preds)]
             sources += [(PSRC_FWD + k, io.pres[lane]) for k, io in enumerate(slots)]
             for p in range(m.preds):
                 for code, dim in sources:
-                    self.g(L, f"pfin.l{lane}p{p}c{code}", [(mc.t_pfinal[p][code], 1), (dim, 1)], 2,
-                           [(mc.pfin[lane][p], 1)])
+                    self.g(L, f"pfin.l{lane}p{p}c{code}", [(self.fetch.pfinal_src[p][code], 1), (dim, 1)], 2,
+                           [(self.pfin[lane][p], 1)])
             for code, dim in sources:
-                self.g(L, f"bp.l{lane}c{code}p", [(mc.t_pred[code], 1), (dim, 1), (neg, -1)], 2, [(bp[lane], 1)])
-                self.g(L, f"bp.l{lane}c{code}n", [(mc.t_pred[code], 1), (dim, -1), (neg, 1)], 2, [(bp[lane], 1)])
+                self.g(L, f"bp.l{lane}c{code}p", [(self.fetch.term_pred[code], 1), (dim, 1), (neg, -1)], 2, [(bp[lane], 1)])
+                self.g(L, f"bp.l{lane}c{code}n", [(self.fetch.term_pred[code], 1), (dim, -1), (neg, 1)], 2, [(bp[lane], 1)])
         C1, C2, C3, C4, C5 = (L + 1 + i for i in range(5))
         # C1: taken / not-taken lanes
         taken_n, fall_n = self.a("ctl.taken_n", 1)[0], self.a("ctl.fall_n", 1)[0]
         self.m_t, self.m_nt = self.a("ctl.mask_taken", N), self.a("ctl.mask_fall", N)
         for lane in range(N):
-            self.g(C1, f"ctl.mt{lane}", [(mc.ctx_m[lane], 1), (bp[lane], 1)], 2, [(self.m_t[lane], 1), (taken_n, 1)])
-            self.g(C1, f"ctl.mnt{lane}", [(mc.ctx_m[lane], 1), (bp[lane], -1)], 1, [(self.m_nt[lane], 1), (fall_n, 1)])
+            self.g(C1, f"ctl.mt{lane}", [(self.ctx.mask[lane], 1), (bp[lane], 1)], 2, [(self.m_t[lane], 1), (taken_n, 1)])
+            self.g(C1, f"ctl.mnt{lane}", [(self.ctx.mask[lane], 1), (bp[lane], -1)], 1, [(self.m_nt[lane], 1), (fall_n, 1)])
         # C2: any taken / any not taken
         tb, fb = self.a("ctl.tb", 1)[0], self.a("ctl.fb", 1)[0]
         self.g(C2, "ctl.tb", [(taken_n, 1)], 1, [(tb, 1)])
         self.g(C2, "ctl.fb", [(fall_n, 1)], 1, [(fb, 1)])
         # C3: events
-        K = mc.t_kind
+        K = self.fetch.term_kind
         br, jmp, bar, ext = K[TermKind.BRANCH], K[TermKind.JUMP], K[TermKind.BARRIER], K[TermKind.EXIT]
         go_t, go_f = self.a("ctl.go_t", 1)[0], self.a("ctl.go_f", 1)[0]
         reach, cont, div = self.a("ctl.reach", 1)[0], self.a("ctl.cont", 1)[0], self.a("ctl.div", 1)[0]
@@ -458,12 +464,12 @@ class Control:
 
     def next_exec(self, O1: int) -> None:
         """Which warp runs next, from which block, with which mask (``records.next_layout``'s EXEC fields)."""
-        mc, A, tf, w1, NX = self.mc, self.A, self.mc.tf, self.mc.ctx_w, self.NX
+        A, tf, w1, NX = self.A, self.fetch.term, self.ctx.warp, self.NX
         self.nb = self.a("ctl.next.block", NX.block.width)
         self.nw = self.a("ctl.next.warp", NX.warp.width)
         self.nm = self.a("ctl.next.mask", NX.mask.width)
         # continue / pop: same warp
-        self.put_next(O1, "nx.cont", [(A["cont"], 1)], self.jt, w1, mc.ctx_m)
+        self.put_next(O1, "nx.cont", [(A["cont"], 1)], self.jt, w1, self.ctx.mask)
         self.put_next(O1, "nx.pop0", [(A["pop0"], 1)], self.popPC[0], w1, self.popMask[0])
         self.put_next(O1, "nx.pop1", [(A["pop1"], 1)], self.popPC[1], w1, self.popMask[1])
         # divergence: the taken side if it is not the reconvergence point, else the other side
@@ -486,11 +492,11 @@ class Control:
     def next_exec_release(self, O1: int) -> None:
         """A barrier's release: the lowest of the runner and the waiting warps; after the runner
         finished, the lowest waiting warp (relW only when the release includes the runner)."""
-        mc, A, tf, st, w1, NX = self.mc, self.A, self.mc.tf, self.status, self.mc.ctx_w, self.NX
+        A, tf, st, w1, NX = self.A, self.fetch.term, self.status, self.ctx.warp, self.NX
         for w in range(self.W):
             # the runner itself resumes at the barrier's target with its mask; another warp where it waits
             cond = [(A["release"], 1), (A["bar"], 1), (self.relW[w], 1), (w1[w], 1)]
-            self.put_next(O1, f"nx.relme{w}", cond, tf["target"], None, mc.ctx_m)
+            self.put_next(O1, f"nx.relme{w}", cond, tf["target"], None, self.ctx.mask)
             cond_o = [(A["release"], 1), (A["bar"], 1), (self.relW[w], 1), (w1[w], -1)]
             self.put_next(O1, f"nx.relo{w}", cond_o, [st[w][self.ST.pc[i]] for i in range(NX.block.width)], None,
                           [st[w][self.ST.mask[lane]] for lane in range(self.N)])
@@ -526,11 +532,11 @@ class Control:
     def cta_after(self, L: int, O1: int, fterms: list) -> None:
         """Thread block done: CTA for the next one, or STOP after the last (ctaid + 1 == nctaid:
         two thresholds on the binary fields, MLP ``L - 2``, and their AND, ``L - 1``)."""
-        mc, A, nk = self.mc, self.A, self.nk
+        A, nk = self.A, self.nk
         last = self.a("ctl.cta_last", 1)[0]
         halves = self.a("ctl.cta_last.halves", 2)
-        diff = [(d, 2 ** i) for i, d in enumerate(mc.ctx_cta.dims)] + \
-            [(d, -2 ** i) for i, d in enumerate(mc.ctx_grid.dims)]  # ctaid - nctaid
+        diff = [(d, 2 ** i) for i, d in enumerate(self.ctx.ctaid.dims)] + \
+            [(d, -2 ** i) for i, d in enumerate(self.ctx.nctaid.dims)]  # ctaid - nctaid
         self.g(L - 2, "ctl.last.ge", diff, -1, [(halves[0], 1)])
         self.g(L - 2, "ctl.last.le", [(d, -w) for d, w in diff], 1, [(halves[1], 1)])
         self.g(L - 1, "ctl.last", [(halves[0], 1), (halves[1], 1)], 2, [(last, 1)])
@@ -539,17 +545,16 @@ class Control:
 
     def next_cta_id(self, O1: int) -> None:
         """ctaid + 1 in binary: bit i of x = ctaid + 1 is the alternating sum of [x >= k 2^i]."""
-        mc = self.mc
-        self.next_cta = self.a("ctl.next.cta", mc.ctx_cta.width)
-        ctaid = [(d, 2 ** i) for i, d in enumerate(mc.ctx_cta.dims)]
+        self.next_cta = self.a("ctl.next.cta", self.ctx.ctaid.width)
+        ctaid = [(d, 2 ** i) for i, d in enumerate(self.ctx.ctaid.dims)]
         for i in range(self.next_cta.width):
             for k in range(1, MAX_GRID // 2 ** i + 1):
                 self.g(O1, f"ctl.ncta.b{i}.k{k}", ctaid, k * 2 ** i - 1, [(self.next_cta[i], 1 if k % 2 else -1)])
 
     def wst_running(self, O1: int, w: int) -> None:
         """Warp ``w``'s WST record if it is the running warp: on pop, divergence, barrier, done."""
-        mc, A, tf, ST, N = self.mc, self.A, self.mc.tf, self.ST, self.N
-        me, o, pr = (mc.ctx_w[w], 1), self.wst[w], self.wst_present[w]
+        A, tf, ST, N = self.A, self.fetch.term, self.ST, self.N
+        me, o, pr = (self.ctx.warp[w], 1), self.wst[w], self.wst_present[w]
         for act in ("pop0", "pop1", "div", "bar"):
             self.g(O1, f"wst{w}.pr.{act}", [me, (A[act], 1)], 2, [(pr, 1)])
         # a finished warp's record matters only if the thread block goes on
@@ -563,18 +568,18 @@ class Control:
         # exited lanes (this step's exit adds the mask)
         for lane in range(N):
             self.g(O1, f"wst{w}.ex.{lane}", [me, (self.exw[lane], 1)], 2, [(o[ST.exited[lane]], 1)])
-            self.g(O1, f"wst{w}.exm.{lane}", [me, (mc.t_kind[TermKind.EXIT], 1), (mc.ctx_m[lane], 1),
+            self.g(O1, f"wst{w}.exm.{lane}", [me, (self.fetch.term_kind[TermKind.EXIT], 1), (self.ctx.mask[lane], 1),
                                              (self.exw[lane], -1)], 3, [(o[ST.exited[lane]], 1)])
         # resume point after a barrier
         for i in range(ST.pc.width):
             self.g(O1, f"wst{w}.pc.{i}", [me, (A["bar"], 1), (tf["target"][i], 1)], 3, [(o[ST.pc[i]], 1)])
         for lane in range(N):
-            self.g(O1, f"wst{w}.mk.{lane}", [me, (A["bar"], 1), (mc.ctx_m[lane], 1)], 3, [(o[ST.mask[lane]], 1)])
+            self.g(O1, f"wst{w}.mk.{lane}", [me, (A["bar"], 1), (self.ctx.mask[lane], 1)], 3, [(o[ST.mask[lane]], 1)])
 
     def wst_depth(self, O1: int, w: int) -> None:
         """The running warp's new stack depth (one-hot): after a pop, a barrier, a divergence."""
         A, o, depth = self.A, self.wst[w], self.ST.depth
-        me = (self.mc.ctx_w[w], 1)
+        me = (self.ctx.warp[w], 1)
         for k in range(D):
             self.g(O1, f"wst{w}.d.pop0.{k}", [me, (A["pop0"], 1), (self.pop0[k], 1)], 3, [(o[depth[k]], 1)])
             self.g(O1, f"wst{w}.d.pop1.{k}", [me, (A["pop1"], 1), (self.pop1[k], 1)], 3, [(o[depth[k]], 1)])
@@ -588,7 +593,7 @@ class Control:
     def wst_released(self, O1: int, w: int) -> None:
         """Warp ``w``'s WST record if another warp's barrier released it: ready, the rest unchanged."""
         A, o, st = self.A, self.wst[w], self.status
-        rel = [(self.mc.ctx_w[w], -1), (A["release"], 1), (self.wait_o[w], 1)]
+        rel = [(self.ctx.warp[w], -1), (A["release"], 1), (self.wait_o[w], 1)]
         self.g(O1, f"wst{w}.rel.pr", rel, 2, [(self.wst_present[w], 1), (o[self.ST.ready[0]], 1)])
         for i in range(self.ST.depth.offset, self.ST.bits):
             self.g(O1, f"wst{w}.rel.{i}", rel + [(st[w][i], 1)], 3, [(o[i], 1)])
@@ -596,7 +601,7 @@ class Control:
     def ent_records(self, O1: int) -> None:
         """ENT records of a divergence: e0 the reconvergence entry (level d), e1 the other side
         (base), e2 the taken side (level_t); each only where it is pushed (compaction)."""
-        A, tf = self.A, self.mc.tf
+        A, tf = self.A, self.fetch.term
         self.ent = [self.a(f"ctl.ent{k}", self.EN.bits) for k in range(ENT_ITEMS)]
         self.ent_level = [self.a(f"ctl.ent{k}.level", LEVEL_BITS) for k in range(ENT_ITEMS)]
         self.ent_present = self.a("ctl.ent.present", ENT_ITEMS)
@@ -617,7 +622,7 @@ class Control:
 
     def ent_fields(self, O1: int, dv, rv: int) -> None:
         """The pushed entries' pc, rpc (+ valid) and mask (``records.ent_layout``)."""
-        mc, tf, EN = self.mc, self.mc.tf, self.EN
+        tf, EN = self.fetch.term, self.EN
         e0, e1, e2 = self.ent
         for i in range(self.P):
             self.g(O1, f"ent0.pc{i}", dv + [(tf["reconv"][i], 1)], 2, [(e0[EN.pc[i]], 1)])
@@ -630,6 +635,6 @@ class Control:
         for e in (e1, e2):
             self.g(O1, f"ent.rv.{e.name}", dv + [(rv, 1)], 2, [(e[EN.rvalid[0]], 1)])
         for lane in range(self.N):
-            self.g(O1, f"ent0.m{lane}", dv + [(mc.ctx_m[lane], 1)], 2, [(e0[EN.mask[lane]], 1)])
+            self.g(O1, f"ent0.m{lane}", dv + [(self.ctx.mask[lane], 1)], 2, [(e0[EN.mask[lane]], 1)])
             self.g(O1, f"ent1.m{lane}", dv + [(self.m_nt[lane], 1)], 2, [(e1[EN.mask[lane]], 1)])
             self.g(O1, f"ent2.m{lane}", dv + [(self.m_t[lane], 1)], 2, [(e2[EN.mask[lane]], 1)])

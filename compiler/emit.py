@@ -1,144 +1,40 @@
-"""The latch and emit stages: this step's results held in single-row heads, then the next token.
+"""The emit stage: the next token, from the current one and the latches.
 
-An EXEC pass writes every record the step produces into latches (single-row heads keyed
-by the EXEC token); the passes after it walk those records, one token per pass: VAL,
-PVAL, MEM, ENT and WST records, chunk by chunk, then the latched next token (EXEC, CTA,
-STOP or FAULT). A thread block's start (a CTA token) emits every warp's initial WST
+The passes after an EXEC walk the records the latches hold, one token per pass: VAL,
+VALU, PVAL, MEM, ENT and WST records, chunk by chunk, then the latched next token (EXEC,
+CTA, STOP or FAULT). A thread block's start (a CTA token) emits every warp's initial WST
 record, then ``EXEC(0, 0, lanes of warp 0)``. docs/CIRCUIT.md, "Pass layout", item 4.
 """
 
 from __future__ import annotations
 
-from qwengpu_mlx.core.records import NEXT_KINDS, ent_layout, next_layout, wst_layout
+from qwengpu_mlx.core.records import ent_layout, next_layout, wst_layout
 from qwengpu_mlx.core.vocab import CHUNK_BITS, CHUNK_SHIFT, ENT_ITEMS
 
+from qwengpu_mlx.compiler.context import Context
 from qwengpu_mlx.compiler.control import LEVEL_BITS
-from qwengpu_mlx.compiler.deltanet import CURRENT
+from qwengpu_mlx.compiler.fetch import Fetch
+from qwengpu_mlx.compiler.latch import Latches
 from qwengpu_mlx.compiler.residual import BIT
-from qwengpu_mlx.compiler.slot import MEM_WORD_BITS, mem_word_bits
+from qwengpu_mlx.compiler.slot import mem_word_bits
 from qwengpu_mlx.compiler.tokens import OUT_GAIN
+from qwengpu_mlx.compiler.wiring import CircuitWiring
 
 
 class EmitStage:
-    """The latch and emit stages of :class:`~compiler.machine_circuit.MachineCircuit` (a mixin).
+    """The emission gates (4 MLPs), given the context, every slot's decode, the lanes that exist and the latches."""
 
-    Uses the circuit's helpers and what the earlier stages made: the context heads
-    (``ctx_*``), the fetch's decoded fields (``f``, ``tf``), the slots' IO and ``slot_end``,
-    the control unit's records (``ctl``) and the final predicates (``pfin``).
-    """
+    def __init__(self, cw: CircuitWiring, ctx: Context, fetched: Fetch, decodes: list, exist: list,
+                 latches: Latches):
+        self.cw = cw  # the plan its gates go into
+        self.ctx = ctx  # the current token's context: the open record header, the phase, the mask
+        self.fetch = fetched  # the terminator's fields, the first lane, the open VALU header
+        self.decodes = decodes  # per slot: its fields (whether it emits)
+        self.exist = exist  # per warp: its existing lanes (a thread block's start)
+        self.latches = latches  # what the last EXEC step produced
+        self.emit_short = None  # dim: the current C0 ends a short record (``emit_candidates``)
 
-    # ------------------------------------------------------------------ latch
-
-    def latch(self, L: int, slots: list) -> int:
-        """Single-row heads written at EXEC passes, read at every pass; returns the layer after them."""
-        m, ctl = self.m, self.ctl
-        N = m.lanes
-        L = self.linear_at_or_after(L)
-        self.l_value = self.alloc("latch.value", 32, value_range=BIT)  # the bus of register and memory values
-        self.l_mem_meta = {}
-        self.l_uniform = [self.slot_uniform(s, io) for s, io in enumerate(slots)]
-        early = self.memory_latches_early()
-        for s, io in enumerate(slots):
-            self.latch_slot_values(s, io)
-            Ls = self.linear_with_room(self.slot_end[s], N) if early else L
-            for lane in range(N):
-                self.l_mem_meta[(s, lane)], Lm = self.single_row_latch(
-                    Ls, f"latch.memm.s{s}l{lane}", list(io.mem_word[lane].dims) + [io.mem_present[lane]])
-                L = L if early else Lm
-        self.l_pfin, L = self.single_row_latch(L, "latch.pfin", [d for lane in range(N) for d in self.pfin[lane].dims])
-        self.l_uniform, L = self.single_row_latch(L, "latch.uniform", self.l_uniform)
-        next_bits = list(ctl.nb.dims) + list(ctl.nw.dims) + list(ctl.nm.dims) + [ctl.nk[k] for k in NEXT_KINDS]
-        assert len(next_bits) == next_layout(m).bits  # the latch holds the next token as ``records`` lays it out
-        self.l_next, L = self.single_row_latch(L, "latch.next", next_bits)
-        self.l_next_cta, L = self.single_row_latch(L, "latch.next_cta", list(ctl.next_cta.dims))
-        self.l_wst = []
-        for w in range(m.max_warps):
-            out, L = self.single_row_latch(L, f"latch.wst.w{w}", list(ctl.wst[w].dims) + [ctl.wst_present[w]])
-            self.l_wst.append(out)
-        self.l_ent = []
-        for k in range(ENT_ITEMS):
-            out, L = self.single_row_latch(L, f"latch.ent{k}", list(ctl.ent[k].dims) + list(ctl.ent_level[k].dims)
-                                           + [ctl.ent_present[k]])
-            self.l_ent.append(out)
-        return L + 1
-
-    def slot_uniform(self, s: int, io) -> int:
-        """A dim that is 1 where slot ``s`` ran on two lanes or more and left the same value in each.
-
-        Per pair of lanes and byte k, two gates test ``byte_k(res_a) - byte_k(res_b)`` for
-        >= 0 and <= 0 (exact integer sums of bits) into the pair's count, 8 only when
-        every byte is equal; a pair of active lanes with a smaller count is a mismatch
-        (``9 m_a + 9 m_b - count >= 11``). Then one gate: no mismatch and two active
-        lanes, ``sum(mask) - 5 sum(mismatch) >= 2``.
-        """
-        N, res, L = self.m.lanes, io.res, self.slot_end[s]
-        mismatches = []
-        for a in range(N):
-            for b in range(a + 1, N):
-                count = self.alloc(f"uniform.count.s{s}.{a}{b}", 1, value_range=(0.0, 8.0))[0]
-                for k in range(4):
-                    diff = [(res[a][8 * k + i], 2 ** i) for i in range(8)] + \
-                           [(res[b][8 * k + i], -(2 ** i)) for i in range(8)]
-                    self.gate(L, f"uniform.ge.s{s}.{a}{b}k{k}", diff, 0, [(count, 1)])
-                    self.gate(L, f"uniform.le.s{s}.{a}{b}k{k}", [(d, -w) for d, w in diff], 0, [(count, 1)])
-                bad = self.alloc(f"uniform.mismatch.s{s}.{a}{b}", 1, value_range=BIT)[0]
-                self.gate(L + 1, f"uniform.mismatch.s{s}.{a}{b}",
-                          [(self.ctx_m[a], 9), (self.ctx_m[b], 9), (count, -1)], 11, [(bad, 1)])
-                mismatches.append(bad)
-        uniform = self.alloc(f"uniform.s{s}", 1, value_range=BIT)[0]
-        self.gate(L + 2, f"uniform.s{s}", [(self.ctx_m[lane], 1) for lane in range(N)]
-                  + [(bad, -5) for bad in mismatches], 2, [(uniform, 1)])
-        return uniform
-
-    def memory_latches_early(self) -> bool:
-        """Latch each slot's memory address right after the slot, not with the step's other latches.
-
-        With 8 warps the end-of-pass latches (12 memory addresses, 8 warp states, 3 stack
-        entries, 4 more) are 27 heads that the layers before the emission cannot hold at
-        Qwen3.5-2B's 16 per layer; the published machine's 23 fit, and keep their places
-        (and its weights) as they were."""
-        return self.m.max_warps > 4 or self.m.mem_words > 1 << MEM_WORD_BITS
-
-    def single_row_latch(self, L: int, name: str, sources: list) -> tuple:
-        """A head at the first linear layer from ``L`` with room that holds ``sources`` from the
-        last EXEC pass; (its output dims, its layer)."""
-        while not self._has_room(L, 1, self.plan.shape.linear_heads):
-            L = self.linear_at_or_after(L + 1)
-        h = self.head(L, name, 1, len(sources))
-        out = self.alloc(name, len(sources))
-        h.key(0, self.t.kind["EXEC"], CURRENT)
-        for i, d in enumerate(sources):
-            h.value_bit(i, d, CURRENT)
-            h.read_bit(i, out[i])
-        self.one_row_reader(h)
-        return out, L
-
-    def latch_slot_values(self, s: int, io) -> None:
-        """Slot ``s``'s register and memory values: one head per record, read into the 32-bit bus.
-
-        Each head reads only while the last record header names it (its query is decoded
-        from the header), so the others add exact zeros. They sit right after their slot,
-        so the slot's results need not stay in the residual until the emission layers.
-        """
-        t, N = self.t, self.m.lanes
-        for kind, srcs, hdrs in (("res", io.res, self.ctx_hdr_val), ("memv", io.mem_value, self.ctx_hdr_mem)):
-            Ls = self.linear_with_room(self.slot_end[s], N)
-            for lane in range(N):
-                src, hdr = srcs[lane], hdrs[s * N + lane]
-                h = self.head(Ls, f"latch.{kind}.s{s}l{lane}", 1, len(src))
-                h.key(0, t.kind["EXEC"], CURRENT)
-                for i, d in enumerate(src.dims):
-                    h.value_bit(i, d, CURRENT)
-                    h.read_bit(i, self.l_value[i])
-                # a VALU(s) record carries the first active lane's value, the same in every active lane
-                if kind == "res":
-                    self.decoded_query(h, 0, [(hdr, 2), (self.ctx_hdr_valu[s], 1), (self.ctx_first[lane], 1)], 2)
-                else:
-                    self.decoded_query(h, 0, [(hdr, 1)], 1)
-
-    # ------------------------------------------------------------------ emit
-
-    def emit(self, L: int) -> int:
+    def build(self, L: int) -> int:
         """Choose the next token from the current one and the latches (4 layers from ``L``).
 
         E1: which records the step has (present) and which one the current token is in
@@ -162,7 +58,7 @@ class EmitStage:
 
         A slot's results: one ``VALU`` when two lanes or more ran and hold the same
         value, else a ``VAL`` per active lane."""
-        m = self.m
+        m = self.cw.m
         N, S, W = m.lanes, m.slots_per_block, m.max_warps
         items = [it for s in range(S) for it in [("VALU", s, None)] + [("VAL", s, lane) for lane in range(N)]]
         items += [("PVAL", None, lane) for lane in range(N)]
@@ -178,47 +74,48 @@ class EmitStage:
 
         Returns (present, cur, (EXEC now, CTA now)).
         """
-        t, ctl, N = self.t, self.ctl, self.m.lanes
-        EN = ent_layout(self.m)
-        ST = wst_layout(self.m)
-        emit_bits = [self.f[s]["emit"][0] for s in range(self.m.slots_per_block)]
-        ph, c2 = self.ctx_phase, t.kind["C2"]
+        t, N = self.cw.t, self.cw.m.lanes
+        EN = ent_layout(self.cw.m)
+        ST = wst_layout(self.cw.m)
+        emit_bits = [self.decodes[s].fields["emit"][0] for s in range(self.cw.m.slots_per_block)]
+        ph, c2 = self.ctx.phase_cta, t.kind["C2"]
         n = len(items)
-        present = self.alloc("emit.present", n)
-        cur = self.alloc("emit.cur", n)
-        self.emit_short = self.alloc("emit.short", 1, value_range=BIT)[0]  # the current C0 ends a short record
+        present = self.cw.alloc("emit.present", n)
+        cur = self.cw.alloc("emit.cur", n)
+        self.emit_short = self.cw.alloc("emit.short", 1, value_range=BIT)[0]  # the current C0 ends a short record
         for j, (kind, a, b) in enumerate(items):
             nph = [(ph, -1)]
             if kind == "VALU":  # one record for the slot's value, the same in every lane
-                self.gate(E1, f"em.pr{j}", [(emit_bits[a], 1), (self.l_uniform[a], 1)] + nph, 2, [(present[j], 1)])
-                self.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx_hdr_valu[a], 1)], 2, [(cur[j], 1)])
-                self.short_record_end(E1, j, self.ctx_hdr_valu[a], self.later_records(items, j), cur[j])
+                self.cw.gate(E1, f"em.pr{j}", [(emit_bits[a], 1), (self.latches.uniform[a], 1)] + nph, 2, [(present[j], 1)])
+                self.cw.gate(E1, f"em.cur{j}", [(c2, 1), (self.fetch.hdr_valu_slot[a], 1)], 2, [(cur[j], 1)])
+                self.short_record_end(E1, j, self.fetch.hdr_valu_slot[a], self.later_records(items, j), cur[j])
             elif kind == "VAL":
-                self.gate(E1, f"em.pr{j}", [(emit_bits[a], 1), (self.ctx_m[b], 1), (self.l_uniform[a], -1)] + nph, 2,
-                          [(present[j], 1)])
-                self.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx_hdr_val[a * N + b], 1)], 2, [(cur[j], 1)])
-                self.short_record_end(E1, j, self.ctx_hdr_val[a * N + b], self.later_records(items, j), cur[j])
+                terms = [(emit_bits[a], 1), (self.ctx.mask[b], 1), (self.latches.uniform[a], -1)]
+                self.cw.gate(E1, f"em.pr{j}", terms + nph, 2, [(present[j], 1)])
+                self.cw.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx.hdr_val[a * N + b], 1)], 2, [(cur[j], 1)])
+                self.short_record_end(E1, j, self.ctx.hdr_val[a * N + b], self.later_records(items, j), cur[j])
             elif kind == "PVAL":
-                self.gate(E1, f"em.pr{j}", [(self.tf["pemit"][0], 1), (self.ctx_m[b], 1)] + nph, 2, [(present[j], 1)])
-                self.gate(E1, f"em.cur{j}", [(t.kind["PVAL"], 1), (t.pval_lane[b], 1)], 2, [(cur[j], 1)])
+                self.cw.gate(E1, f"em.pr{j}", [(self.fetch.term["pemit"][0], 1), (self.ctx.mask[b], 1)] + nph, 2,
+                             [(present[j], 1)])
+                self.cw.gate(E1, f"em.cur{j}", [(t.kind["PVAL"], 1), (t.pval_lane[b], 1)], 2, [(cur[j], 1)])
             elif kind == "MEM":
-                meta = self.l_mem_meta[(a, b)]
-                self.gate(E1, f"em.pr{j}", [(meta[mem_word_bits(self.m)], 1)] + nph, 1, [(present[j], 1)])
-                self.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx_hdr_mem[a * N + b], 1)], 2, [(cur[j], 1)])
-                self.short_record_end(E1, j, self.ctx_hdr_mem[a * N + b], self.later_records(items, j), cur[j])
+                meta = self.latches.mem_meta[(a, b)]
+                self.cw.gate(E1, f"em.pr{j}", [(meta[mem_word_bits(self.cw.m)], 1)] + nph, 1, [(present[j], 1)])
+                self.cw.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx.hdr_mem[a * N + b], 1)], 2, [(cur[j], 1)])
+                self.short_record_end(E1, j, self.ctx.hdr_mem[a * N + b], self.later_records(items, j), cur[j])
             elif kind == "ENT":
-                self.gate(E1, f"em.pr{j}", [(self.l_ent[a][EN.bits + LEVEL_BITS], 1)] + nph, 1, [(present[j], 1)])
-                self.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx_hdr_ent[a], 1)], 2, [(cur[j], 1)])
+                self.cw.gate(E1, f"em.pr{j}", [(self.latches.ent[a][EN.bits + LEVEL_BITS], 1)] + nph, 1, [(present[j], 1)])
+                self.cw.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx.hdr_ent[a], 1)], 2, [(cur[j], 1)])
             elif kind == "WST":
-                self.gate(E1, f"em.pr{j}", [(self.l_wst[a][ST.bits], 1)] + nph, 1, [(present[j], 1)])
-                self.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx_hdr_wst[a], 1), (ph, -1)], 2, [(cur[j], 1)])
+                self.cw.gate(E1, f"em.pr{j}", [(self.latches.wst[a][ST.bits], 1)] + nph, 1, [(present[j], 1)])
+                self.cw.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx.hdr_wst[a], 1), (ph, -1)], 2, [(cur[j], 1)])
             else:  # WSTI: a thread block starts: every existing warp's initial status
-                self.gate(E1, f"em.pr{j}", [(ctl.exist[a][0], 1), (ph, 1)], 2, [(present[j], 1)])
-                self.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx_hdr_wst[a], 1), (ph, 1)], 3, [(cur[j], 1)])
-        start_x = self.alloc("emit.start_exec", 1)[0]
-        start_c = self.alloc("emit.start_cta", 1)[0]
-        self.gate(E1, "em.start_x", [(t.kind["EXEC"], 1)], 1, [(start_x, 1)])
-        self.gate(E1, "em.start_c", [(t.kind["CTA"], 1)], 1, [(start_c, 1)])
+                self.cw.gate(E1, f"em.pr{j}", [(self.exist[a][0], 1), (ph, 1)], 2, [(present[j], 1)])
+                self.cw.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx.hdr_wst[a], 1), (ph, 1)], 3, [(cur[j], 1)])
+        start_x = self.cw.alloc("emit.start_exec", 1)[0]
+        start_c = self.cw.alloc("emit.start_cta", 1)[0]
+        self.cw.gate(E1, "em.start_x", [(t.kind["EXEC"], 1)], 1, [(start_x, 1)])
+        self.cw.gate(E1, "em.start_c", [(t.kind["CTA"], 1)], 1, [(start_c, 1)])
         return present, cur, (start_x, start_c)
 
     def later_records(self, items: list, j: int) -> list:
@@ -228,18 +125,18 @@ class EmitStage:
         or a later slot that emits has records) or a ``MEM`` item; after them come the
         ``PVAL`` tokens, the other ``MEM`` items, the ``ENT`` and ``WST`` records.
         """
-        m, N = self.m, self.m.lanes
+        m, N = self.cw.m, self.cw.m.lanes
         EN, ST = ent_layout(m), wst_layout(m)
         kind, s, lane = items[j]
         later = []
         if kind in ("VAL", "VALU"):
-            later += [(self.ctx_m[k], 1) for k in range(lane + 1, N)] if kind == "VAL" else []
-            later += [(self.f[k]["emit"][0], 1) for k in range(s + 1, m.slots_per_block)]
-            later += [(self.tf["pemit"][0], 1)]
-        later += [(self.l_mem_meta[(a, b)][mem_word_bits(m)], 1) for k, (kd, a, b) in enumerate(items)
+            later += [(self.ctx.mask[k], 1) for k in range(lane + 1, N)] if kind == "VAL" else []
+            later += [(self.decodes[k].fields["emit"][0], 1) for k in range(s + 1, m.slots_per_block)]
+            later += [(self.fetch.term["pemit"][0], 1)]
+        later += [(self.latches.mem_meta[(a, b)][mem_word_bits(m)], 1) for k, (kd, a, b) in enumerate(items)
                   if kd == "MEM" and k > j]
-        later += [(self.l_ent[k][EN.bits + LEVEL_BITS], 1) for k in range(ENT_ITEMS)]
-        later += [(self.l_wst[w][ST.bits], 1) for w in range(m.max_warps)]
+        later += [(self.latches.ent[k][EN.bits + LEVEL_BITS], 1) for k in range(ENT_ITEMS)]
+        later += [(self.latches.wst[w][ST.bits], 1) for w in range(m.max_warps)]
         return later
 
     def short_record_end(self, E1: int, j: int, header: int, later: list, cur_j: int) -> None:
@@ -256,29 +153,29 @@ class EmitStage:
         ``B C0 + B hdr - B F + T >= 2 B + 1`` with ``B`` above any ``T``.
         """
         big = len(later) + 1
-        high = [(self.l_value[i], -big) for i in range(CHUNK_BITS[0], 32)]
-        self.gate(E1, f"em.short{j}", [(self.t.kind["C0"], big), (header, big)] + high + later,
+        high = [(self.latches.value[i], -big) for i in range(CHUNK_BITS[0], 32)]
+        self.cw.gate(E1, f"em.short{j}", [(self.cw.t.kind["C0"], big), (header, big)] + high + later,
                   2 * big + 1, [(cur_j, 1), (self.emit_short, 1)])
 
     def emit_pending(self, E2: int, items: list, n_exec: int, present, cur, start) -> tuple:
         """Per item: still to come (present, and the current token is before it, or the step just
         started); where in a record the token is (mid); the step or block start goes on (live)."""
-        t, n = self.t, len(items)
+        t, n = self.cw.t, len(items)
         start_x, start_c = start
-        g = self.alloc("emit.g", n)
+        g = self.cw.alloc("emit.g", n)
         for j in range(n):
             lo = 0 if j < n_exec else n_exec
             begin = start_x if j < n_exec else start_c
             terms = [(present[j], 1), (begin, 1)] + [(cur[k], 1) for k in range(lo, j)]
-            self.gate(E2, f"em.g{j}", terms, 2, [(g[j], 1)])
-        mid = self.alloc("emit.mid", 3)
-        self.gate(E2, "em.mid0", [(t.kind[k], 1) for k in ("VAL", "VALU", "MEM", "ENT", "WST")], 1, [(mid[0], 1)])
-        self.gate(E2, "em.mid1", [(t.kind["C0"], 1), (self.emit_short, -1)], 1, [(mid[1], 1)])
-        self.gate(E2, "em.mid2", [(t.kind["C1"], 1)], 1, [(mid[2], 1)])
-        live_x = self.alloc("emit.live_exec", 1)[0]
-        live_c = self.alloc("emit.live_cta", 1)[0]
-        self.gate(E2, "em.live_x", [(start_x, 1)] + [(cur[j], 1) for j in range(n_exec)], 1, [(live_x, 1)])
-        self.gate(E2, "em.live_c", [(start_c, 1)] + [(cur[j], 1) for j in range(n_exec, n)], 1, [(live_c, 1)])
+            self.cw.gate(E2, f"em.g{j}", terms, 2, [(g[j], 1)])
+        mid = self.cw.alloc("emit.mid", 3)
+        self.cw.gate(E2, "em.mid0", [(t.kind[k], 1) for k in ("VAL", "VALU", "MEM", "ENT", "WST")], 1, [(mid[0], 1)])
+        self.cw.gate(E2, "em.mid1", [(t.kind["C0"], 1), (self.emit_short, -1)], 1, [(mid[1], 1)])
+        self.cw.gate(E2, "em.mid2", [(t.kind["C1"], 1)], 1, [(mid[2], 1)])
+        live_x = self.cw.alloc("emit.live_exec", 1)[0]
+        live_c = self.cw.alloc("emit.live_cta", 1)[0]
+        self.cw.gate(E2, "em.live_x", [(start_x, 1)] + [(cur[j], 1) for j in range(n_exec)], 1, [(live_x, 1)])
+        self.cw.gate(E2, "em.live_c", [(start_c, 1)] + [(cur[j], 1) for j in range(n_exec, n)], 1, [(live_c, 1)])
         return g, mid, (live_x, live_c)
 
     def emit_choice(self, E3: int, n: int, n_exec: int, g, live) -> tuple:
@@ -287,42 +184,42 @@ class EmitStage:
         Returns (sel, next, first, go).
         """
         live_x, live_c = live
-        sel = self.alloc("emit.sel", n)
+        sel = self.cw.alloc("emit.sel", n)
         for j in range(n):
             lo = 0 if j < n_exec else n_exec
-            self.gate(E3, f"em.sel{j}", [(g[j], 1)] + [(g[k], -1) for k in range(lo, j)], 1, [(sel[j], 1)])
-        nxt = self.alloc("emit.next", 1)[0]  # EXEC step finished: the latched next token
-        first = self.alloc("emit.first", 1)[0]  # thread block start finished: EXEC(0, 0, lanes of warp 0)
-        self.gate(E3, "em.next", [(live_x, 1)] + [(g[k], -1) for k in range(n_exec)], 1, [(nxt, 1)])
-        self.gate(E3, "em.first", [(live_c, 1)] + [(g[k], -1) for k in range(n_exec, n)], 1, [(first, 1)])
-        go = self.alloc("emit.go", 1)[0]
-        self.gate(E3, "em.go", [(self.t.kind["GO"], 1)], 1, [(go, 1)])
+            self.cw.gate(E3, f"em.sel{j}", [(g[j], 1)] + [(g[k], -1) for k in range(lo, j)], 1, [(sel[j], 1)])
+        nxt = self.cw.alloc("emit.next", 1)[0]  # EXEC step finished: the latched next token
+        first = self.cw.alloc("emit.first", 1)[0]  # thread block start finished: EXEC(0, 0, lanes of warp 0)
+        self.cw.gate(E3, "em.next", [(live_x, 1)] + [(g[k], -1) for k in range(n_exec)], 1, [(nxt, 1)])
+        self.cw.gate(E3, "em.first", [(live_c, 1)] + [(g[k], -1) for k in range(n_exec, n)], 1, [(first, 1)])
+        go = self.cw.alloc("emit.go", 1)[0]
+        self.cw.gate(E3, "em.go", [(self.cw.t.kind["GO"], 1)], 1, [(go, 1)])
         return sel, nxt, first, go
 
     # the output code (E4): a token's class code and its field bits, times OUT_GAIN
 
     def emit_class(self, L: int, name: str, kind: str, cond_terms, theta) -> None:
         """Where ``cond_terms`` reach ``theta``: the class code of ``kind`` (its field bits at 0)."""
-        of = self.t.out_fields
-        outs = [(self.t.out_class[kind], OUT_GAIN)]
+        of = self.cw.t.out_fields
+        outs = [(self.cw.t.out_class[kind], OUT_GAIN)]
         for space in of.get(kind, {}).values():
             outs += [(d, -OUT_GAIN) for d in space.dims]
-        self.gate(L, name, cond_terms, theta, outs)
+        self.cw.gate(L, name, cond_terms, theta, outs)
 
     def emit_field(self, L: int, name: str, kind: str, field: str, bit: int, cond_terms, theta) -> None:
         """Where ``cond_terms`` reach ``theta``: bit ``bit`` of the token's field set (if it has it)."""
-        of = self.t.out_fields
+        of = self.cw.t.out_fields
         if bit < of[kind][field].width:
-            self.gate(L, name, cond_terms, theta, [(of[kind][field][bit], 2 * OUT_GAIN)])
+            self.cw.gate(L, name, cond_terms, theta, [(of[kind][field][bit], 2 * OUT_GAIN)])
 
     def const_field_bits(self, L: int, prefix: str, kind: str, field: str, value: int, cond: int) -> None:
-        for i in range(self.t.out_fields[kind][field].width):
+        for i in range(self.cw.t.out_fields[kind][field].width):
             if value >> i & 1:
                 self.emit_field(L, f"{prefix}.{field}{i}", kind, field, i, [(cond, 1)], 1)
 
     def emit_record_headers(self, E4: int, items: list, sel) -> None:
         """The header token of the selected record: its class and the fields that name its row."""
-        m, N = self.m, self.m.lanes
+        m, N = self.cw.m, self.cw.m.lanes
         for j, (kind, a, b) in enumerate(items):
             o = f"em.o{j}"
             if kind == "VALU":
@@ -337,11 +234,11 @@ class EmitStage:
                 self.const_field_bits(E4, o, "PVAL", "lane", b, sel[j])
                 for i in range(m.preds):
                     self.emit_field(E4, f"{o}.bits{i}", "PVAL", "bits", i,
-                                    [(sel[j], 1), (self.l_pfin[b * m.preds + i], 1)], 2)
+                                    [(sel[j], 1), (self.latches.pfin[b * m.preds + i], 1)], 2)
             elif kind == "MEM":
                 self.emit_class(E4, o, "MEM", [(sel[j], 1)], 1)
                 self.const_field_bits(E4, o, "MEM", "item", a * N + b, sel[j])
-                meta = self.l_mem_meta[(a, b)]
+                meta = self.latches.mem_meta[(a, b)]
                 for i in range(mem_word_bits(m)):
                     self.emit_field(E4, f"{o}.addr{i}", "MEM", "addr", i, [(sel[j], 1), (meta[i], 1)], 2)
             elif kind == "ENT":
@@ -352,15 +249,15 @@ class EmitStage:
 
     def emit_ent_header(self, E4: int, j: int, k: int, sel) -> None:
         """``ENT(k, warp, level)``: the running warp, the level latched with entry ``k``."""
-        EN, W, o = ent_layout(self.m), self.m.max_warps, f"em.o{j}"
+        EN, W, o = ent_layout(self.cw.m), self.cw.m.max_warps, f"em.o{j}"
         self.emit_class(E4, o, "ENT", [(sel[j], 1)], 1)
         self.const_field_bits(E4, o, "ENT", "item", k, sel[j])
-        for i in range(self.t.out_fields["ENT"]["warp"].width):
+        for i in range(self.cw.t.out_fields["ENT"]["warp"].width):
             for w in range(W):
                 if w >> i & 1:
-                    self.emit_field(E4, f"{o}.w{i}.{w}", "ENT", "warp", i, [(sel[j], 1), (self.ctx_w[w], 1)], 2)
+                    self.emit_field(E4, f"{o}.w{i}.{w}", "ENT", "warp", i, [(sel[j], 1), (self.ctx.warp[w], 1)], 2)
         for i in range(LEVEL_BITS):
-            self.emit_field(E4, f"{o}.lv{i}", "ENT", "level", i, [(sel[j], 1), (self.l_ent[k][EN.bits + i], 1)], 2)
+            self.emit_field(E4, f"{o}.lv{i}", "ENT", "level", i, [(sel[j], 1), (self.latches.ent[k][EN.bits + i], 1)], 2)
 
     def emit_chunks(self, E4: int, mid) -> None:
         """Chunk tokens of the open record: each payload bit from the item the last header names."""
@@ -375,25 +272,25 @@ class EmitStage:
 
     def value_sources(self, bit: int) -> list:
         """Condition-and-value terms, one list per source of payload bit ``bit``."""
-        m, ctl, ph = self.m, self.ctl, self.ctx_phase
+        m, ph = self.cw.m, self.ctx.phase_cta
         ST, EN = wst_layout(m), ent_layout(m)
-        out = [[(self.l_value[bit], 1)]]  # VAL and MEM records: the bus holds the named one
+        out = [[(self.latches.value[bit], 1)]]  # VAL and MEM records: the bus holds the named one
         for k in range(ENT_ITEMS):
             if bit < EN.bits:
-                out.append([(self.ctx_hdr_ent[k], 1), (self.l_ent[k][bit], 1)])
+                out.append([(self.ctx.hdr_ent[k], 1), (self.latches.ent[k][bit], 1)])
         for w in range(m.max_warps):
             if bit < ST.bits:
-                out.append([(self.ctx_hdr_wst[w], 1), (ph, -1), (self.l_wst[w][bit], 1)])
+                out.append([(self.ctx.hdr_wst[w], 1), (ph, -1), (self.latches.wst[w][bit], 1)])
                 # a thread block's start: every warp ready at depth 0, its existing lanes
                 if bit in (ST.ready[0], ST.depth[0]):
-                    out.append([(self.ctx_hdr_wst[w], 1), (ph, 1), (self.ONE, 1.0 / self.K)])
+                    out.append([(self.ctx.hdr_wst[w], 1), (ph, 1), (self.cw.ONE, 1.0 / self.cw.K)])
                 elif ST.mask.offset <= bit < ST.mask.offset + ST.mask.width:
-                    out.append([(self.ctx_hdr_wst[w], 1), (ph, 1), (ctl.exist[w][bit - ST.mask.offset], 1)])
+                    out.append([(self.ctx.hdr_wst[w], 1), (ph, 1), (self.exist[w][bit - ST.mask.offset], 1)])
         return out
 
     def emit_next_token(self, E4: int, nxt: int) -> None:
         """After the last record of an EXEC step: the latched next token (``records.next_layout``)."""
-        NX, nk, of = next_layout(self.m), self.l_next, self.t.out_fields
+        NX, nk, of = next_layout(self.cw.m), self.latches.next, self.cw.t.out_fields
         K_EXEC, K_CTA, K_STOP = NX.EXEC[0], NX.CTA[0], NX.STOP[0]
         self.emit_class(E4, "em.exec", "EXEC", [(nxt, 1), (nk[K_EXEC], 1)], 2)
         for i in range(NX.block.width):
@@ -404,9 +301,9 @@ class EmitStage:
             self.emit_field(E4, f"em.exec.m{lane}", "EXEC", "mask", lane,
                             [(nxt, 1), (nk[K_EXEC], 1), (nk[NX.mask[lane]], 1)], 3)
         self.emit_class(E4, "em.cta", "CTA", [(nxt, 1), (nk[K_CTA], 1)], 2)
-        for i in range(self.l_next_cta.width):
+        for i in range(self.latches.next_cta.width):
             self.emit_field(E4, f"em.cta.c{i}", "CTA", "ctaid", i,
-                            [(nxt, 1), (nk[K_CTA], 1), (self.l_next_cta[i], 1)], 3)
+                            [(nxt, 1), (nk[K_CTA], 1), (self.latches.next_cta[i], 1)], 3)
         self.emit_class(E4, "em.stop", "STOP", [(nxt, 1), (nk[K_STOP], 1)], 2)
         for code in range(3):
             k = getattr(NX, f"FAULT{code}")[0]
@@ -418,7 +315,7 @@ class EmitStage:
     def emit_block_start(self, E4: int, first: int, go: int) -> None:
         """A thread block's start finished: warp 0 runs block 0 on its lanes; GO: thread block 0 starts."""
         self.emit_class(E4, "em.first.out", "EXEC", [(first, 1)], 1)
-        for lane in range(self.m.lanes):
+        for lane in range(self.cw.m.lanes):
             self.emit_field(E4, f"em.first.m{lane}", "EXEC", "mask", lane,
-                            [(first, 1), (self.ctl.exist[0][lane], 1)], 2)
+                            [(first, 1), (self.exist[0][lane], 1)], 2)
         self.emit_class(E4, "em.go.out", "CTA", [(go, 1)], 1)

@@ -2,10 +2,15 @@
 
 The stages, each a function returning what it made (never a message to parse):
 
-``build``     every gate and head at the earliest layer its inputs allow (``MachineCircuit.build``)
-``finalize``  class constants and class-2 copies (``CircuitPlan.finalize``)
+``build``     every gate and head at the earliest layer its inputs allow (``machine_circuit.build_circuit``):
+              a MachineCircuit (its plan, where the host reads memory)
+``finalize``  class constants and class-2 copies (``CircuitPlan.finalize``): the finalized plan
 ``schedule``  gates and heads spread to a width cap (``schedule.schedule_plan``): a ScheduleOutcome
 ``fold``      for a dense shape: values folded onto its physical dims (``fold.fold_onto``): a Reuse
+
+``build`` itself is the list of the circuit's stages (``machine_circuit``); finalize and
+schedule are passes over the built plan, which they change in place (a copy of a plan
+of 45,000 gates per pass would only cost time) and say what they did by what they return.
 
 The narrow shape (``machine_circuit.NARROW``) is the compiler's logical one: one residual
 dim per value, run by the compact path. Any other shape is a dense checkpoint's (such as
@@ -25,10 +30,11 @@ from qwengpu_mlx.core.machine_support import check_circuit_supports
 from qwengpu_mlx.compiler.assemble import CircuitPlan, Shape
 from qwengpu_mlx.compiler.compact import compact
 from qwengpu_mlx.compiler.fold import SPREAD_SHARES, fit_shape, fold_onto, residual_misfit, spread_units
-from qwengpu_mlx.compiler.machine_circuit import LINEAR_HEADS, MLP_UNITS, NARROW, MachineCircuit, memory_heads_in
+from qwengpu_mlx.compiler.machine_circuit import MLP_UNITS, NARROW, MachineCircuit, build_circuit, memory_heads_in
 from qwengpu_mlx.compiler.reuse import Reuse
-from qwengpu_mlx.compiler.schedule import ScheduleOutcome
+from qwengpu_mlx.compiler.schedule import ScheduleOutcome, schedule_plan
 from qwengpu_mlx.compiler.sizing import DoesNotFit
+from qwengpu_mlx.compiler.wiring import LINEAR_HEADS
 
 
 @dataclass
@@ -61,27 +67,30 @@ class CompiledMachine:
 
 def build_stage(machine: MachineConfig, shape: Shape = NARROW) -> MachineCircuit:
     """Every stage's gates and heads at the earliest layers their inputs allow."""
-    mc = MachineCircuit(machine, shape)
-    mc.build()
-    return mc
+    return build_circuit(machine, shape)
 
 
-def finalize_stage(mc: MachineCircuit) -> None:
+def finalize_stage(plan: CircuitPlan) -> CircuitPlan:
     """Class constants and copies: decisions that do not move with the signal ratio."""
-    mc.plan.finalize()
+    plan.finalize()
+    return plan
 
 
-def schedule_stage(mc: MachineCircuit, units: int, heads: int) -> ScheduleOutcome:
-    """Gates spread to at most ``units`` per MLP where they have slack, heads towards ``heads`` per layer."""
-    return mc.schedule(units=units, heads=heads)
+def schedule_stage(plan: CircuitPlan, units: int, heads: int) -> ScheduleOutcome:
+    """Gates spread to at most ``units`` per MLP where they have slack, heads towards ``heads`` per layer.
+
+    Returns what happened (a machine whose critical layers cannot be brought under
+    ``units`` keeps the stages' layers; ``describe()`` says it in words).
+    """
+    return schedule_plan(plan, units, heads)
 
 
 def logical_circuit(machine: MachineConfig, shape: Shape = NARROW, *, units: int = MLP_UNITS,
                     heads: int = LINEAR_HEADS) -> tuple[MachineCircuit, ScheduleOutcome]:
     """build, finalize, schedule: the logical plan, one residual dim per value."""
-    mc = build_stage(machine, shape)
-    finalize_stage(mc)
-    return mc, schedule_stage(mc, units, heads)
+    circuit = build_stage(machine, shape)
+    plan = finalize_stage(circuit.plan)
+    return circuit, schedule_stage(plan, units, heads)
 
 
 @dataclass
@@ -98,10 +107,10 @@ def fold_attempt(machine: MachineConfig, shape: Shape, share: float) -> FoldAtte
     Where the MLPs cannot be brought that low, the plan is spread to the full width (less
     room for the clear gates). DoesNotFit when a width other than the residual is short.
     """
-    mc, outcome = logical_circuit(machine, units=spread_units(shape, share), heads=shape.linear_heads)
+    circuit, outcome = logical_circuit(machine, units=spread_units(shape, share), heads=shape.linear_heads)
     if not outcome.mlps_spread:  # too tight: the full width, less room for clears
-        mc, outcome = logical_circuit(machine, units=shape.intermediate, heads=shape.linear_heads)
-    return FoldAttempt(mc, outcome, fold_onto(mc.plan, shape), share)
+        circuit, outcome = logical_circuit(machine, units=shape.intermediate, heads=shape.linear_heads)
+    return FoldAttempt(circuit, outcome, fold_onto(circuit.plan, shape), share)
 
 
 def fold_search(machine: MachineConfig, shape: Shape) -> FoldAttempt:
@@ -132,7 +141,7 @@ def compile_machine(machine: MachineConfig = DEFAULT_MACHINE, shape: Shape = NAR
     if fold is None:
         fold = shape != NARROW
     if not fold:
-        mc, outcome = logical_circuit(machine, shape)
-        return CompiledMachine(machine, shape, mc, mc.plan, outcome)
+        circuit, outcome = logical_circuit(machine, shape)
+        return CompiledMachine(machine, shape, circuit, circuit.plan, outcome)
     a = fold_search(machine, shape)
     return CompiledMachine(machine, shape, a.circuit, a.reuse.plan, a.schedule, a.reuse, a.share)

@@ -13,10 +13,11 @@ from collections import defaultdict
 import pytest
 
 from qwengpu_mlx.compiler.assemble import CircuitPlan, Shape
-from qwengpu_mlx.compiler.machine_circuit import MLP_UNITS, MachineCircuit
+from qwengpu_mlx.compiler.machine_circuit import MLP_UNITS, build_circuit
 from qwengpu_mlx.compiler.residual import ResidualLayout
-from qwengpu_mlx.compiler.schedule import ScheduleError, spread_mlps
+from qwengpu_mlx.compiler.schedule import ScheduleError, schedule_plan, spread_mlps
 from qwengpu_mlx.compiler.sizing import QWEN35_2B
+from qwengpu_mlx.compiler.wiring import LINEAR_HEADS
 
 
 def writers_seen(plan: CircuitPlan) -> dict:
@@ -51,8 +52,7 @@ def writers_seen(plan: CircuitPlan) -> dict:
 
 @pytest.fixture(scope="module")
 def unscheduled():
-    mc = MachineCircuit()
-    mc.build()
+    mc = build_circuit()
     mc.plan.finalize()
     return mc
 
@@ -115,14 +115,13 @@ def test_an_impossible_cap_is_refused_by_name_and_changes_nothing():
 
 def test_the_machine_schedule_fits_2b_widths_and_keeps_the_dataflow():
     """The whole pass (MLPs, then heads with the gates that read them, then MLPs again)."""
-    mc = MachineCircuit()
-    mc.build()
+    mc = build_circuit()
     mc.plan.finalize()
     plan = mc.plan
     before = writers_seen(plan)
     heads_before = max(len(lp.mixer.heads) for lp in plan.layers if lp.mixer)
     memory_names = mc.memory_head_names
-    mc.schedule()
+    schedule_plan(plan, MLP_UNITS, LINEAR_HEADS)
     assert writers_seen(plan) == before
     assert heads_before > QWEN35_2B.linear_heads
     assert max(len(lp.mixer.heads) for lp in plan.layers if lp.mixer) <= QWEN35_2B.linear_heads
