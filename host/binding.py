@@ -1,6 +1,7 @@
 """A launch's arguments bound to the kernel: checked, laid out in memory, folded in.
 
-:func:`check_launch_shape` refuses a launch shape the machine cannot run,
+:func:`check_launch_shape` refuses a launch shape the machine cannot run (its
+``blockDim`` and ``gridDim`` in three dimensions, run as linear ones: ``launch_dims``),
 :func:`bind_arguments` checks ``--arg`` values against the kernel's parameters,
 :func:`layout_memory` places the arrays and ``__shared__`` variables in the machine's
 words, and :func:`bind_constants` turns the translated parameter loads and symbol
@@ -9,15 +10,19 @@ addresses into immediates.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from qwengpu_mlx.core.errors import LaunchError, ResourceError, UnsupportedError
 from qwengpu_mlx.core.isa import ArrayBinding, Imm, Op, SharedBinding
+from qwengpu_mlx.core.launch_spec import Dims
 from qwengpu_mlx.core.machine import LARGE_MACHINE, MachineConfig
+from qwengpu_mlx.core.readout import NarrowArray
 
+from qwengpu_mlx.host import narrow_memory
 from qwengpu_mlx.host.ir import BasicBlock, LConst, LInstr, LParamLoad
 from qwengpu_mlx.host.ptx_ast import PtxKernel, PtxModule
 from qwengpu_mlx.host.signature import KernelParam
+from qwengpu_mlx.host.srcloc import located
 
 M32 = 0xFFFFFFFF
 
@@ -30,6 +35,7 @@ class MemoryLayout:
     arrays: list[ArrayBinding]
     shared: list[SharedBinding]
     image: list[int]
+    unit: dict[str, int] = field(default_factory=dict)  # bytes per word of a narrow array (1 or 2)
 
     def describe(self) -> str:
         parts = [f"{a.name}: {a.length}" for a in self.arrays]
@@ -38,26 +44,49 @@ class MemoryLayout:
 
 
 def layout_memory(params: list[KernelParam], values: dict[str, list[int] | int],
-                  shared: list, machine: MachineConfig, kernel: str) -> MemoryLayout:
-    """Place pointer arguments, then ``__shared__`` variables, in the machine's words."""
-    arrays, sh, base = [], [], 0
+                  shared: list, machine: MachineConfig, kernel: str, dynamic: list = ()) -> MemoryLayout:
+    """Place pointer arguments, then ``__shared__`` variables, then the launch's dynamic
+    shared memory in the machine's words. Every ``extern __shared__`` array starts at the
+    dynamic memory's first word, as in CUDA (they alias)."""
+    arrays, sh, base, unit = [], [], 0, {}
     for p in params:
         if p.pointer:
-            arrays.append(ArrayBinding(p.name, base, len(values[p.name])))
-            base += len(values[p.name])
+            n = len(values[p.name])
+            arrays.append(NarrowArray(p.name, base, n, p.bits, p.signed) if p.bits < 32 else ArrayBinding(p.name, base, n))
+            unit.update({p.name: p.bits // 8} if p.bits < 32 else {})
+            base += n
     for var in shared:
-        words = (var.size_bytes + 3) // 4
+        bits = narrow_memory.word_element_bits(var.elem_type)  # one element per word (narrow_memory)
+        words = var.size_bytes // (bits // 8) if bits < 32 else (var.size_bytes + 3) // 4
+        unit.update({var.name: bits // 8} if bits < 32 else {})
         sh.append(SharedBinding(var.name, base, words))
         base += words
+    dynamic_words = max(((v.size_bytes + 3) // 4 for v in dynamic), default=0)
+    sh.extend(SharedBinding(v.name, base, dynamic_words) for v in dynamic)
+    base += dynamic_words
     if base > machine.mem_words:  # checked on the sizes, before any word is allocated
         layout = MemoryLayout(arrays, sh, [])
         raise ResourceError(
             f"kernel `{kernel}` needs {base} memory words ({layout.describe()}) "
-            f"but the machine has {machine.mem_words}")
-    image = [v & M32 for p in params if p.pointer for v in values[p.name]]
+            f"but the machine has {machine.mem_words}{larger_machine_hint(machine, 'mem_words', base)}")
+    image = [v & ((1 << p.bits) - 1 if p.bits < 32 else M32) for p in params if p.pointer for v in values[p.name]]
     image.extend([0] * (base - len(image)))
     image.extend([0] * (machine.mem_words - len(image)))
-    return MemoryLayout(arrays, sh, image)
+    return MemoryLayout(arrays, sh, image, unit)
+
+
+_LARGE_SIZES = {"mem_words": "{n:,} memory words", "max_block_dim": "up to {n} threads per block",
+                "rom_blocks": "a ROM of {n} blocks"}
+
+
+def larger_machine_hint(machine: MachineConfig, size: str, needed: int) -> str:
+    """``; this needs --machine large, which has 1,024 memory words`` where the large
+    machine's ``size`` would hold ``needed`` and this machine's does not; else nothing.
+    One wording for memory, threads per block and the ROM."""
+    have, large = getattr(machine, size), getattr(LARGE_MACHINE, size)
+    if have < needed <= large:
+        return f"; this needs --machine large, which has {_LARGE_SIZES[size].format(n=large)}"
+    return ""
 
 
 def bind_arguments(params: list[KernelParam], args: dict[str, list[int] | int | str], kernel: str
@@ -101,9 +130,11 @@ def bind_arguments(params: list[KernelParam], args: dict[str, list[int] | int | 
                 v = v[0]
             out[p.name] = int(v)
         vals = out[p.name] if isinstance(out[p.name], list) else [out[p.name]]
+        bits = p.bits if p.pointer else 32
         for x in vals:
-            if not -(1 << 31) <= x < (1 << 32):
-                raise LaunchError(f"--arg {p.name}: {x} does not fit in 32 bits")
+            if not -(1 << (bits - 1)) <= x < (1 << bits):
+                raise LaunchError(f"--arg {p.name}: {x} does not fit in {bits} bits"
+                                  + (f" (`{p.name}` is {p.ctype.strip()})" if bits < 32 else ""))
     return out
 
 
@@ -114,16 +145,23 @@ def _extend(value: int, bits: int, signed: bool) -> int:
     return value & M32
 
 
-def check_launch_shape(kernel: PtxKernel, params: list[KernelParam], block_dim: int, grid_dim: int,
-                 machine: MachineConfig, kname: str) -> None:
+def _dims_text(what: str, dims: Dims) -> str:
+    """``blockDim.x = 8`` for a 1-D shape, ``blockDim (8, 4, 1)`` otherwise."""
+    return f"{what}.x = {dims[0]}" if dims[1:] == (1, 1) else f"{what} {dims}"
+
+
+def check_launch_shape(kernel: PtxKernel, params: list[KernelParam], block: Dims, grid: Dims,
+                       machine: MachineConfig, kname: str) -> None:
     """The launch's shape and the kernel's parameters within what the machine runs and the host binds."""
-    if not 1 <= block_dim <= machine.max_block_dim:
-        raise ResourceError(f"blockDim.x = {block_dim}: the machine runs 1..{machine.max_block_dim} "
+    threads = block[0] * block[1] * block[2]
+    if min(block) < 1 or threads > machine.max_block_dim:
+        count = "" if block[1:] == (1, 1) or min(block) < 1 else f" is {threads} threads"
+        raise ResourceError(f"{_dims_text('blockDim', block)}{count}: the machine runs 1..{machine.max_block_dim} "
                             f"threads per block ({machine.max_warps} warps of {machine.lanes})"
-                            + (f"; the large machine runs up to {LARGE_MACHINE.max_block_dim} (--machine large)"
-                               if machine.max_block_dim < block_dim <= LARGE_MACHINE.max_block_dim else ""))
-    if grid_dim < 1:
-        raise ResourceError(f"gridDim.x = {grid_dim}: must be at least 1")
+                            + larger_machine_hint(machine, "max_block_dim", threads))
+    if min(grid) < 1:
+        raise ResourceError(f"{_dims_text('gridDim', grid)}: must be at least 1"
+                            + ("" if grid[1:] == (1, 1) else " in each dimension"))
     if len(params) != len(kernel.params):
         raise LaunchError(f"kernel `{kname}`: source lists {len(params)} parameters, PTX has {len(kernel.params)}")
     if len(kernel.params) > MAX_PARAMS:
@@ -131,31 +169,45 @@ def check_launch_shape(kernel: PtxKernel, params: list[KernelParam], block_dim: 
                             f"{MAX_PARAMS} (pointers need a memory word each: the machine has {machine.mem_words})")
 
 
-def shared_variables(module: PtxModule, kernel: PtxKernel) -> list:
-    """The kernel's ``__shared__`` variables (the module's, then its own); dynamic shared
-    memory and ``__device__`` globals refused."""
+def shared_variables(module: PtxModule, kernel: PtxKernel) -> tuple[list, list]:
+    """The kernel's ``__shared__`` variables (the module's, then its own), as (sized ones,
+    ``extern __shared__`` arrays sized by the launch); ``__device__`` globals refused."""
     shared_vars = [v for v in module.variables if v.space == "shared"] + list(kernel.shared)
-    for v in shared_vars:
-        if v.size_bytes == 0:
-            raise UnsupportedError(f"PTX line {v.line}: dynamic shared memory (`extern __shared__ {v.name}[]`) "
-                                   f"is not supported; declare a sized __shared__ array")
     for v in module.variables:
         if v.space == "global":
-            raise UnsupportedError(f"PTX line {v.line}: __device__ global variable `{v.name}` is not supported; pass arrays as kernel parameters")
-    return shared_vars
+            raise located(UnsupportedError, kernel, f"__device__ global variable `{v.name}` is not supported; "
+                          f"pass arrays as kernel parameters", ptx_line=v.line, name=v.name)
+    narrow = narrow_memory.shared_element_bits(kernel, {p.name for p in kernel.params}, {v.name for v in shared_vars})
+    shared_vars = [replace(v, elem_type=narrow_memory.one_per_word(narrow[v.name])) if narrow.get(v.name, 32) < 32
+                   else v for v in shared_vars]
+    return [v for v in shared_vars if v.size_bytes > 0], [v for v in shared_vars if v.size_bytes == 0]
+
+
+def size_dynamic_shared(dynamic: list, shared_bytes: int, kernel: PtxKernel, machine: MachineConfig) -> list:
+    """The ``extern __shared__`` arrays with the launch's ``--shared`` bytes; refused (at
+    the declaration's line) when the launch gives none."""
+    if dynamic and shared_bytes <= 0:
+        v = dynamic[0]
+        raise located(UnsupportedError, kernel,
+                      f"`extern __shared__ {v.name}[]` is sized by the launch, which gives no dynamic shared "
+                      f"memory: launch with --shared BYTES (a launch file's \"shared\": BYTES; the machine has "
+                      f"{4 * machine.mem_words} bytes of memory in all)", ptx_line=v.line, name=v.name)
+    return [replace(v, size_bytes=shared_bytes) for v in dynamic]
 
 
 def param_kinds(kernel: PtxKernel, params: list[KernelParam]) -> dict[str, str]:
-    """PTX parameter name -> ``"ptr"`` or ``"scalar"`` (what the translation reads)."""
-    return {pp.name: ("ptr" if p.pointer else "scalar") for pp, p in zip(kernel.params, params)}
+    """PTX parameter name -> ``"ptr"``, ``"ptr8"``/``"ptr16"`` (a ``char``/``short`` array,
+    one element per word: ``narrow_memory``) or ``"scalar"`` (what the translation reads)."""
+    return {pp.name: (("ptr" + (str(p.bits) if p.bits < 32 else "")) if p.pointer else "scalar")
+            for pp, p in zip(kernel.params, params)}
 
 
 def bind_constants(bbs: list[BasicBlock], kernel: PtxKernel, params: list[KernelParam],
                    values: dict[str, list[int] | int], layout: MemoryLayout) -> None:
     """Parameter loads and symbol addresses become ``mov`` of their immediates, in place:
     a pointer its array's byte address, a scalar its value extended as loaded."""
-    shared_addr = {s.name: 4 * s.base for s in layout.shared}
-    array_addr = {a.name: 4 * a.base for a in layout.arrays}
+    shared_addr = {s.name: layout.unit.get(s.name, 4) * s.base for s in layout.shared}
+    array_addr = {a.name: layout.unit.get(a.name, 4) * a.base for a in layout.arrays}
     by_ptx = {pp.name: p for pp, p in zip(kernel.params, params)}
     for bb in bbs:
         for i, it in enumerate(bb.items):

@@ -53,11 +53,12 @@ def compile_kernel(source: str | Path, kernel: str | None = None, *, frontend: s
     return CompiledKernel(path, ptx, module, k, params)
 
 
-def bind(ck: CompiledKernel, args: dict, *, block: int = 4, grid: int = 1,
-         machine: MachineConfig = DEFAULT_MACHINE, few_tokens: bool = True) -> Program:
-    """Lower a compiled kernel for one launch (arguments become memory and immediates)."""
+def bind(ck: CompiledKernel, args: dict, *, block: int | tuple = 4, grid: int | tuple = 1,
+         machine: MachineConfig = DEFAULT_MACHINE, few_tokens: bool = True, shared: int = 0) -> Program:
+    """Lower a compiled kernel for one launch (arguments become memory and immediates);
+    ``block``/``grid`` an int or up to three dimensions, ``shared`` the dynamic shared bytes."""
     return lower(ck.module, ck.kernel, ck.params, args, block_dim=block, grid_dim=grid, machine=machine,
-                 few_tokens=few_tokens)
+                 few_tokens=few_tokens, shared_bytes=shared)
 
 
 def placeholder_args(ck: CompiledKernel) -> dict:

@@ -4,6 +4,8 @@ The stages, one module each, run by :func:`lower` in this order:
 
 0. ``binding``: the launch's shape checked, ``--arg`` values checked against the
    parameters, arrays and ``__shared__`` variables laid out in memory.
+   ``launch_dims`` then turns ``%tid.y`` and the other launch dimensions into
+   arithmetic on the machine's linear ``%tid.x``/``%ctaid.x``, right after translation.
 1. ``translate``: PTX instructions -> linear IR over virtual registers (``LInstr``),
    rejecting what the machine lacks (floats, 64-bit math beyond addresses, general
    division, sub-word memory, unknown instructions) with the PTX line; the arguments
@@ -23,37 +25,58 @@ The IR the stages pass along (``LInstr``, ``MBlock``, ...) is defined in ``ir.py
 
 from __future__ import annotations
 
+from qwengpu_mlx.core.errors import ResourceError, UnsupportedError
 from qwengpu_mlx.core.isa import Program
+from qwengpu_mlx.core.launch_spec import Dims, dims3
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
 
 from qwengpu_mlx.host import binding, blocks, ranges, wide_index
 from qwengpu_mlx.host.addresses import exact_addresses
 from qwengpu_mlx.host.fold import fold_constants
 from qwengpu_mlx.host.frontend import demangle_kernel_name
+from qwengpu_mlx.host.launch_dims import lower_launch_specials
 from qwengpu_mlx.host.ptx_ast import PtxKernel, PtxModule
 from qwengpu_mlx.host.signature import KernelParam
+from qwengpu_mlx.host.srcloc import located
 from qwengpu_mlx.host.translate import Translator
 from qwengpu_mlx.host.validate import check_program, validate_kernel
 
 
 def lower(module: PtxModule, kernel: PtxKernel, params: list[KernelParam],
-          args: dict, *, block_dim: int = 4, grid_dim: int = 1,
-          machine: MachineConfig = DEFAULT_MACHINE, few_tokens: bool = True) -> Program:
+          args: dict, *, block_dim: int | tuple = 4, grid_dim: int | tuple = 1,
+          machine: MachineConfig = DEFAULT_MACHINE, few_tokens: bool = True, shared_bytes: int = 0) -> Program:
     """Lower one PTX kernel bound to one launch's arguments into a machine program.
 
+    ``block_dim``/``grid_dim``: an int (``x``) or up to three dimensions, run as linear
+    ones (``launch_dims``); ``shared_bytes``: the launch's dynamic shared memory.
     ``few_tokens``: guard short branches (``ifconvert``) and cut blocks where the fewest
     launch tokens come back (``packing``); False gives the plain greedy lowering, kept
-    to measure the two against each other.
+    to measure the two against each other. A refusal about the whole kernel names the
+    kernel's ``.cu`` line (``srcloc.located``).
     """
+    try:
+        return _lower(module, kernel, params, args, dims3(block_dim, "block"), dims3(grid_dim, "grid"),
+                      machine, few_tokens, shared_bytes)
+    except (ResourceError, UnsupportedError) as e:
+        if getattr(e, "source", None) is not None:
+            raise
+        raise located(type(e), kernel, str(e)) from None
+
+
+def _lower(module: PtxModule, kernel: PtxKernel, params: list[KernelParam], args: dict, block: Dims,
+           grid: Dims, machine: MachineConfig, few_tokens: bool, shared_bytes: int) -> Program:
     kname = demangle_kernel_name(kernel.name)
-    binding.check_launch_shape(kernel, params, block_dim, grid_dim, machine, kname)
+    binding.check_launch_shape(kernel, params, block, grid, machine, kname)
+    block_dim, grid_dim = block[0] * block[1] * block[2], grid[0] * grid[1] * grid[2]
     validate_kernel(module, kernel)
     values = binding.bind_arguments(params, args, kname)
-    shared_vars = binding.shared_variables(module, kernel)
-    layout = binding.layout_memory(params, values, shared_vars, machine, kname)
+    shared_vars, dynamic = binding.shared_variables(module, kernel)
+    dynamic = binding.size_dynamic_shared(dynamic, shared_bytes, kernel, machine)
+    layout = binding.layout_memory(params, values, shared_vars, machine, kname, dynamic)
 
-    tr = Translator(kernel, {v.name for v in shared_vars}, binding.param_kinds(kernel, params))
+    tr = Translator(kernel, {v.name for v in shared_vars + dynamic}, binding.param_kinds(kernel, params))
     bbs = tr.run()
+    lower_launch_specials(bbs, block, grid)
     blocks.check_size(bbs, machine, kname)
     binding.bind_constants(bbs, kernel, params, values, layout)
 

@@ -41,7 +41,11 @@
 /* threadIdx, blockIdx, blockDim, gridDim come from clang's own header; it also
    declares warpSize = 32, which we rename out of the way. */
 #define warpSize __qwengpu_clang_warpSize_unused
+/* Its getters (`threadIdx.y` is a call of __fetch_builtin_y) are made nodebug like the
+   prelude's own functions, so their PTX carries the user's line, not the header's. */
+#define always_inline always_inline, nodebug
 #include <__clang_cuda_builtin_vars.h>
+#undef always_inline
 #undef warpSize
 static constexpr int warpSize = QWENGPU_WARP_SIZE;
 

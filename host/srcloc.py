@@ -5,13 +5,18 @@ each source line and ``.file N "path"`` entries at the end of the module. The pa
 gives every instruction the :class:`SourceLoc` in force where it stands, and every
 error about an instruction is made by :func:`source_error`, so it reads
 ``vec_add.cu:12: PTX line 30: ...``: the user's own line first, the PTX line as detail.
+An error about the whole kernel (its memory, registers, ROM) or a ``__shared__``
+declaration is made by :func:`located`: ``vec_add.cu:3: ...``, the kernel's line or the
+declaration's.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from pathlib import Path
 
-__all__ = ["SourceLoc", "where", "source_error"]
+__all__ = ["SourceLoc", "where", "source_error", "located", "kernel_source", "declaration_source"]
 
 
 @dataclass(frozen=True)
@@ -41,4 +46,47 @@ def source_error(cls: type[Exception], ptx_line: int, src: SourceLoc | None, mes
     err = cls(f"{where(ptx_line, src)}: {message}")
     err.ptx_line = ptx_line  # type: ignore[attr-defined]
     err.source = str(src) if src is not None else None  # type: ignore[attr-defined]
+    return err
+
+
+def kernel_source(kernel) -> SourceLoc | None:
+    """The kernel's own line (its first instruction's ``.loc``: the ``__global__`` line),
+    where an error about the whole kernel (its memory, registers, ROM) is told."""
+    return next((x.src for x in kernel.body if getattr(x, "src", None) is not None), None)
+
+
+_DECLARED = r"__shared__[^;]*?\b{name}\s*\["
+
+
+def declaration_source(kernel, name: str) -> SourceLoc | None:
+    """The ``.cu`` line that declares the ``__shared__`` variable ``name`` (PTX's name, e.g.
+    ``_ZZ4sumsPiE3buf`` for ``buf`` in ``sums``), read from the kernel's own file; None
+    where the file or the declaration is not found."""
+    src = kernel_source(kernel)
+    short = re.search(r"(\d+)([A-Za-z_]\w*)$", name)
+    ident = short.group(2) if short and name.startswith("_Z") and len(short.group(2)) == int(short.group(1)) else name
+    if src is None:
+        return None
+    try:
+        lines = Path(src.file).read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    pattern = re.compile(_DECLARED.format(name=re.escape(ident)))
+    for n, text in enumerate(lines, 1):
+        if pattern.search(text):
+            return SourceLoc(src.file, n, 0)
+    return None
+
+
+def located(cls: type[Exception], kernel, message: str, *, ptx_line: int | None = None,
+            name: str | None = None) -> Exception:
+    """An error about the kernel as a whole (or one of its ``__shared__`` variables,
+    ``name``) at the user's line: the declaration's where it is found, else the kernel's."""
+    src = (declaration_source(kernel, name) if name else None) or kernel_source(kernel)
+    line = ptx_line if ptx_line is not None else getattr(kernel, "line", 0)
+    if src is None:
+        return source_error(cls, line, None, message)
+    err = cls(f"{src}: {message}")
+    err.ptx_line = line  # type: ignore[attr-defined]
+    err.source = str(src)  # type: ignore[attr-defined]
     return err

@@ -21,6 +21,7 @@ from qwengpu_mlx.host import translate_control as control
 from qwengpu_mlx.host import translate_convert as convert
 from qwengpu_mlx.host import translate_memory as memory
 from qwengpu_mlx.host.ir import BasicBlock, LConst, LLabel, LTerm, VPred, VReg
+from qwengpu_mlx.host.launch_dims import LAUNCH_SPECIALS
 from qwengpu_mlx.host.ptx_ast import ImmRef, MemRef, PtxInstr, PtxKernel, PtxLabel, RegRef, SpecialRef, SymRef
 from qwengpu_mlx.host.translate_types import INT_TYPES32, INT_TYPES64, M32, SUBWORD, unsupported
 
@@ -92,9 +93,9 @@ class Translator:
             self.check_immediate(ins, opnd.value)
             return Imm(opnd.value & M32)
         if isinstance(opnd, SpecialRef):
-            if opnd.name not in SPECIAL_REGISTERS:
-                raise unsupported(ins, f"special register %{opnd.name} is not provided "
-                                  f"(the machine has {', '.join('%' + s for s in SPECIAL_REGISTERS)})")
+            if opnd.name not in SPECIAL_REGISTERS + LAUNCH_SPECIALS:  # launch_dims lowers the latter
+                raise unsupported(ins, f"special register %{opnd.name} is not provided (the machine has "
+                                  f"{', '.join('%' + s for s in SPECIAL_REGISTERS + LAUNCH_SPECIALS)})")
             return Special(opnd.name)
         if isinstance(opnd, SymRef):
             if opnd.name in self.shared_names:

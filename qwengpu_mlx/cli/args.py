@@ -5,8 +5,9 @@ Where the values come from, first match wins per value:
 * ``--arg NAME=VALUES`` (each one overrides that parameter of a launch file);
 * ``--args FILE`` (a launch file of the ``launch_spec`` form), else, only when no
   ``--arg`` is given at all, the ``KERNEL.json`` beside ``KERNEL.cu``;
-* ``--block``/``--grid``/``--kernel`` given on the command line beat the file's, and
-  without either the defaults are block 4, grid 1.
+* ``--block``/``--grid``/``--shared``/``--kernel`` given on the command line beat the
+  file's, and without either the defaults are block 4, grid 1, no dynamic shared memory.
+  ``block`` and ``grid`` are an int for a 1-D launch, a tuple (``(8, 4)``) otherwise.
 
 Why not merge the beside-file with ``--arg``: a user who types every argument of
 ``dot.cu`` must get the launch they typed, not the example's block size.
@@ -18,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qwengpu_mlx.core.errors import LaunchError
-from qwengpu_mlx.core.launch_spec import read_launch_spec, spec_beside
+from qwengpu_mlx.core.launch_spec import dims_value, read_launch_spec, spec_beside
 from qwengpu_mlx.host.frontend import demangle_kernel_name
 
-DEFAULT_BLOCK, DEFAULT_GRID = 4, 1
+DEFAULT_BLOCK, DEFAULT_GRID, DEFAULT_SHARED = 4, 1, 0
 
 
 @dataclass
@@ -29,11 +30,12 @@ class LaunchArgs:
     """A launch's arguments and geometry, resolved, and the file they came from (if any)."""
 
     args: dict
-    block: int
-    grid: int
+    block: int | tuple[int, ...]
+    grid: int | tuple[int, ...]
     kernel: str | None
     spec: Path | None  # the launch file read, None when every value came from --arg
     machine: str | None = None  # the machine the launch file names, if any
+    shared: int = DEFAULT_SHARED  # dynamic shared memory, bytes
 
 
 def parse_arg(text: str) -> tuple[str, str]:
@@ -69,8 +71,10 @@ def resolve(ns) -> LaunchArgs:
     spec = read_launch_spec(path) if path is not None else {}
     args = {**spec.get("args", {}), **explicit}
     pick = lambda mine, key, default: mine if mine is not None else spec.get(key, default)  # noqa: E731
-    return LaunchArgs(args, pick(ns.block, "block", DEFAULT_BLOCK), pick(ns.grid, "grid", DEFAULT_GRID),
-                      pick(ns.kernel, "kernel", None), path, spec.get("machine"))
+    return LaunchArgs(args, dims_value(pick(ns.block, "block", DEFAULT_BLOCK), "block"),
+                      dims_value(pick(ns.grid, "grid", DEFAULT_GRID), "grid"),
+                      pick(ns.kernel, "kernel", None), path, spec.get("machine"),
+                      pick(getattr(ns, "shared", None), "shared", DEFAULT_SHARED))
 
 
 def _example(param) -> str:

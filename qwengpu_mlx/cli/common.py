@@ -77,7 +77,7 @@ def _flag_machine(ns):
 def stated_request(ns, la: cli_args.LaunchArgs, machine, **fields) -> LaunchRequest:
     """The kernel and launch the command line states (``la``: its resolved arguments), unbound."""
     return LaunchRequest(source=ns.source, kernel=la.kernel, args=la.args, block=la.block, grid=la.grid,
-                         machine=machine, frontend=ns.frontend, **fields)
+                         shared=la.shared, machine=machine, frontend=ns.frontend, **fields)
 
 
 def request_for(ns, machine, **fields) -> LaunchRequest:

@@ -9,6 +9,8 @@ from importlib.metadata import PackageNotFoundError, version
 
 from qwengpu_mlx.chat.tools import MODES
 from qwengpu_mlx.cli.help import DESCRIPTION, EPILOG, add_examples
+from qwengpu_mlx.core.errors import LaunchError
+from qwengpu_mlx.core.launch_spec import parse_dims
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MACHINES
 
 MODEL_HELP = ("demo, a Hugging Face repo id (Qwen/Qwen3.5-2B), a base directory (Hugging Face or mlx-community "
@@ -30,6 +32,26 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
+def _dims(text: str) -> int | tuple[int, ...]:
+    """An argparse type: ``8`` or ``8,4`` or ``8,4,2`` (x, y, z); the sizes' bounds are the
+    machine's, checked where the launch is bound."""
+    try:
+        return parse_dims(text)
+    except LaunchError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _bytes(text: str) -> int:
+    """An argparse type: a number of bytes, 0 or more."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {n}")
     return n
 
 
@@ -60,10 +82,16 @@ def build_parser() -> argparse.ArgumentParser:
                         help="one per kernel parameter: a comma list for a pointer, one integer for a scalar "
                              "(without any, the KERNEL.json beside the kernel is read when there is one)")
         sp.add_argument("--args", dest="args_file", metavar="FILE",
-                        help='a launch file {"block": N, "grid": G, "args": {NAME: value}}; --arg overrides it')
-        sp.add_argument("--block", type=int, default=None,
-                        help="blockDim.x (default the launch file's, else 4; at most %d)" % DEFAULT_MACHINE.max_block_dim)
-        sp.add_argument("--grid", type=int, default=None, help="gridDim.x (default the launch file's, else 1)")
+                        help='a launch file {"block": N, "grid": G, "shared": BYTES, "args": {NAME: value}} '
+                             '(block and grid may be lists: [8, 4]); --arg overrides it')
+        sp.add_argument("--block", type=_dims, default=None, metavar="X[,Y[,Z]]",
+                        help="blockDim: 8, or 8,4 for blockDim.x = 8, blockDim.y = 4 (default the launch file's, "
+                             "else 4; at most %d threads in all)" % DEFAULT_MACHINE.max_block_dim)
+        sp.add_argument("--grid", type=_dims, default=None, metavar="X[,Y[,Z]]",
+                        help="gridDim: 2, or 2,3 (default the launch file's, else 1)")
+        sp.add_argument("--shared", type=_bytes, default=None, metavar="BYTES",
+                        help="dynamic shared memory: the bytes `extern __shared__ T s[]` holds (default the "
+                             "launch file's \"shared\", else 0); it counts against the machine's memory")
         machine_option(sp, default=None)
 
     def machine_option(sp, default="default"):
@@ -161,6 +189,15 @@ def _add_chat(sub, machine_option) -> None:
     c.add_argument("--model", metavar="REPO_OR_DIR",
                    help="a Qwen3.5 chat model (Hugging Face repo id or directory, combined with the circuit on the "
                         "fly), a checkpoint build --base wrote, or demo (a toy model shipped with the package)")
+    _chat_options(c)
+    c.add_argument("--check", action="store_true", help="replay every launch against the reference interpreter")
+    c.add_argument("--json", action="store_true", help="read one user turn per stdin line, print one JSON object "
+                                                       "per turn")
+    machine_option(c)
+
+
+def _chat_options(c) -> None:
+    """The chat session's flags (``chat.cli.settings_from`` reads them): ``chat`` and ``tui`` take the same."""
     c.add_argument("--mode", choices=MODES, default="normal",
                    help="normal: Qwen writes an integer expression (each form a ready-made kernel); "
                         "advanced: Qwen writes the CUDA kernel itself (compiler errors go back to it, 3 retries)")
@@ -173,10 +210,6 @@ def _add_chat(sub, machine_option) -> None:
     c.add_argument("--top-p", type=float, default=1.0, help="sampling top-p")
     c.add_argument("--seed", type=int, default=0, help="PRNG seed")
     c.add_argument("--system-prompt", default=None, help="system prompt for the chat template")
-    c.add_argument("--check", action="store_true", help="replay every launch against the reference interpreter")
-    c.add_argument("--json", action="store_true", help="read one user turn per stdin line, print one JSON object "
-                                                       "per turn")
-    machine_option(c)
 
 
 def _add_tui(sub) -> None:
@@ -189,10 +222,10 @@ def _add_tui(sub) -> None:
     p.add_argument("--run", metavar="COMMAND", default=None,
                    help="a command to run at start, e.g. \"/run examples/kernels/dot.cu a=1,2,3 b=4,5,6 out=0 n=3\" "
                         "(the leading /run may be left out)")
-    p.add_argument("--thinking", action=argparse.BooleanOptionalAction, default=None,
-                   help="chat: pass enable_thinking=true (or false) to the chat template; default: the template's own")
+    _chat_options(p)
     p.add_argument("--no-check", dest="check", action="store_false",
-                   help="start with /check off (no replay against the reference interpreter)")
+                   help="start with /check off, and the chat's launches unchecked (no replay against the "
+                        "reference interpreter)")
     p.set_defaults(check=True)
 
 

@@ -41,12 +41,13 @@ class LaunchRequest:
     source: Path | None = None
     args: dict = field(default_factory=dict)  # parameter name -> list of ints, int, or text
     kernel: str | None = None
-    block: int = 4
-    grid: int = 1
+    block: int | tuple[int, ...] = 4  # blockDim: x, or (x, y) / (x, y, z)
+    grid: int | tuple[int, ...] = 1  # gridDim, the same way
+    shared: int = 0  # dynamic shared memory in bytes (what ``extern __shared__ T s[]`` holds)
     machine: MachineConfig = DEFAULT_MACHINE
     frontend: str = "clang"
     few_tokens: bool = True  # the lowering's token-saving packing (False: the plain one, to compare)
-    program: Program | None = None  # bound already: source, args, block and grid are not used
+    program: Program | None = None  # bound already: source, args, block, grid and shared are not used
     backend: str = "model"  # or "reference": the exact interpreter
     check: bool = False  # compare the model's launch with the reference (Launch.check)
     step_budget: int | None = None  # EXEC steps (default: the machine's)
@@ -102,7 +103,7 @@ def bind_request(req: LaunchRequest) -> Program:
     if req.program is not None:
         return req.program
     return bind(compile_request(req), req.args, block=req.block, grid=req.grid, machine=req.machine,
-                few_tokens=req.few_tokens)
+                few_tokens=req.few_tokens, shared=req.shared)
 
 
 def launch(req: LaunchRequest, *, store: CircuitStore | None = None, runner=None,

@@ -1,7 +1,8 @@
 """Conformance suite: every kernel in examples/kernels against its NumPy oracle.
 
-Each ``examples/kernels/NAME.json`` holds a launch (kernel name, block, grid, one
-argument per kernel parameter in order). The kernel runs on the reference backend and
+Each ``examples/kernels/NAME.json`` holds a launch (kernel name, block and grid: an int
+or a list of up to three, the dynamic shared bytes, one argument per kernel parameter in
+order). The kernel runs on the reference backend and
 its final memory must equal what ``tests/support/oracles.py`` computes from the kernel's meaning.
 """
 
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.oracles import ORACLES
+from tests.support.oracles_launch import dim3
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "examples" / "kernels"
@@ -46,9 +48,11 @@ def test_launch_spec_is_well_formed(path: Path):
     spec = _spec(path)
     assert isinstance(spec["kernel"], str) and spec["kernel"]
     m = _machine(spec)
-    assert 1 <= spec["block"] <= m.max_block_dim
-    assert spec["grid"] >= 1
-    words = 0
+    block, grid = dim3(spec["block"]), dim3(spec["grid"])
+    assert min(block) >= 1 and block[0] * block[1] * block[2] <= m.max_block_dim
+    assert min(grid) >= 1
+    assert spec.get("shared", 0) >= 0
+    words = (spec.get("shared", 0) + 3) // 4
     for name, value in spec["args"].items():
         if isinstance(value, list):
             assert value, f"{name}: empty array"
@@ -74,6 +78,7 @@ def test_kernel_matches_oracle(path: Path):
         kernel=spec["kernel"],
         block=spec["block"],
         grid=spec["grid"],
+        shared=spec.get("shared", 0),
         args=spec["args"],
         machine=_machine(spec),
     )

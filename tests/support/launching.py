@@ -14,12 +14,13 @@ from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
 from qwengpu_mlx.runtime import Launch, LaunchEvents, LaunchRequest, bind_request, launch
 
 
-def reference(source: str | Path, kernel: str | None = None, *, args: dict, block: int = 4, grid: int = 1,
-              machine: MachineConfig = DEFAULT_MACHINE, step_budget: int | None = None,
-              frontend: str = "clang") -> Launch:
+def reference(source: str | Path, kernel: str | None = None, *, args: dict, block: int | tuple = 4,
+              grid: int | tuple = 1, machine: MachineConfig = DEFAULT_MACHINE, step_budget: int | None = None,
+              frontend: str = "clang", shared: int = 0) -> Launch:
     """The kernel's launch on the reference interpreter (outputs, steps)."""
     return launch(LaunchRequest(source=Path(source), kernel=kernel, args=args, block=block, grid=grid,
-                                machine=machine, step_budget=step_budget, frontend=frontend, backend="reference"))
+                                shared=shared, machine=machine, step_budget=step_budget, frontend=frontend,
+                                backend="reference"))
 
 
 def bound_program(source: str | Path, kernel: str | None = None, *, args: dict, block: int = 4, grid: int = 1,
