@@ -56,12 +56,10 @@ def layout_memory(params: list[KernelParam], values: dict[str, list[int] | int],
             unit.update({p.name: p.bits // 8} if p.bits < 32 else {})
             base += n
     for var in shared:
-        bits = narrow_memory.word_element_bits(var.elem_type)  # one element per word (narrow_memory)
-        words = var.size_bytes // (bits // 8) if bits < 32 else (var.size_bytes + 3) // 4
-        unit.update({var.name: bits // 8} if bits < 32 else {})
+        words = _shared_words(var, unit)
         sh.append(SharedBinding(var.name, base, words))
         base += words
-    dynamic_words = max(((v.size_bytes + 3) // 4 for v in dynamic), default=0)
+    dynamic_words = max((_shared_words(v, unit) for v in dynamic), default=0)
     sh.extend(SharedBinding(v.name, base, dynamic_words) for v in dynamic)
     base += dynamic_words
     if base > machine.mem_words:  # checked on the sizes, before any word is allocated
@@ -73,6 +71,16 @@ def layout_memory(params: list[KernelParam], values: dict[str, list[int] | int],
     image.extend([0] * (base - len(image)))
     image.extend([0] * (machine.mem_words - len(image)))
     return MemoryLayout(arrays, sh, image, unit)
+
+
+def _shared_words(var, unit: dict[str, int]) -> int:
+    """Words of a ``__shared__`` array: one per element where it is narrow (``narrow_memory``),
+    whose pointer unit goes to ``unit``; else its bytes in whole words."""
+    bits = narrow_memory.word_element_bits(var.elem_type)
+    if bits == 32:
+        return (var.size_bytes + 3) // 4
+    unit[var.name] = bits // 8
+    return (var.size_bytes + bits // 8 - 1) // (bits // 8)
 
 
 _LARGE_SIZES = {"mem_words": "{n:,} memory words", "max_block_dim": "up to {n} threads per block",

@@ -14,9 +14,26 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class KernelParam:
+    """One parameter; ``bits``/``signed``: its element type's (a pointer's) or its own."""
+
     name: str
     pointer: bool
     ctype: str
+    bits: int = 32
+    signed: bool = True
+
+
+def element_type(ctype: str) -> tuple[int, bool]:
+    """``(bits, signed)`` of what a parameter's C type points to (or is): 8 for ``char``,
+    ``bool`` and ``[u]int8_t``, 16 for ``short`` and ``[u]int16_t``, else 32. Plain
+    ``char`` is signed, as in CUDA."""
+    words = re.findall(r"\w+", ctype)
+    unsigned = "unsigned" in words or any(w in ("uint8_t", "uint16_t", "bool") for w in words)
+    if any(w in ("char", "int8_t", "uint8_t", "bool") for w in words):
+        return 8, not unsigned
+    if any(w in ("short", "int16_t", "uint16_t") for w in words):
+        return 16, not unsigned
+    return 32, not unsigned
 
 
 _IDENT = r"[^\W\d]\w*"
@@ -62,7 +79,8 @@ def cuda_kernel_params(source: str, kernel: str) -> list[KernelParam] | None:
         if not ident or ident[-1] in _TYPE_WORDS:
             return None  # an unnamed parameter: fall back to PTX names
         pointer = "*" in raw or "[" in raw
-        params.append(KernelParam(ident[-1], pointer, raw))
+        bits, signed = element_type(raw[: raw.rfind(ident[-1])])
+        params.append(KernelParam(ident[-1], pointer, raw, bits, signed))
     return params
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from qwengpu_mlx.core.isa import Imm, Special
 from qwengpu_mlx.core.machine import SPECIAL_REGISTERS
 
+from qwengpu_mlx.host import intrinsics
 from qwengpu_mlx.host import translate_alu as alu
 from qwengpu_mlx.host import translate_control as control
 from qwengpu_mlx.host import translate_convert as convert
@@ -213,6 +214,15 @@ class Translator:
     # control, synchronisation, shuffles (translate_control.py)
     op_shfl = control.op_shfl
     op_bar = control.op_bar
+    # bit instructions as routines (intrinsics.py)
+    op_popc = intrinsics.op_popc
+    op_clz = intrinsics.op_clz
+    op_brev = intrinsics.op_brev
+    op_bfind = intrinsics.op_bfind
+    op_prmt = intrinsics.op_prmt
+    op_bfe = intrinsics.op_bfe
+    op_sad = intrinsics.op_sad
+
     op_barrier = control.op_bar
     op_membar = control.op_membar
     op_fence = control.op_membar

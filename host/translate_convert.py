@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from qwengpu_mlx.core.isa import Imm, Op
 
-from qwengpu_mlx.host.ir import LConst, LInstr, VReg
+from qwengpu_mlx.host import narrow
+from qwengpu_mlx.host.ir import LConst, LInstr
 from qwengpu_mlx.host.ptx_ast import ImmRef, SymRef
 from qwengpu_mlx.host.translate_types import INT_TYPES32, INT_TYPES64, SUBWORD, unsupported
 
@@ -41,23 +42,24 @@ def op_cvta(tr, ins):
 
 
 def op_cvt(tr, ins):
+    """Integer conversions, exactly as PTX defines them on ``narrow.py``'s invariant.
+
+    Widening from 8 or 16 bits extends by the source's signedness; a result of 8 bits
+    is extended by the destination's (a byte register is kept canonical); narrowing to
+    16 bits and conversions between 32 and 64 bits are moves (the low bits are the value)."""
+    if "sat" in ins.mods:
+        raise unsupported(ins, "a saturating conversion (cvt.sat) is not supported; clamp with min/max")
     types = [m for m in ins.mods if m in INT_TYPES32 | INT_TYPES64 | SUBWORD]
     if len(types) != 2:
         raise unsupported(ins, "conversion not supported")
     to, frm = types
     d = tr.dst(ins, ins.operands[0])
     tr.mark_wide(ins, d, to)
+    wt, wf = narrow.type_bits(to), narrow.type_bits(frm)
+    if wt == 8:
+        return narrow.extend_into(tr, ins, d, ins.operands[1], 8, to[0] == "s")
+    if wf < 32 and wt > wf:
+        return narrow.extend_into(tr, ins, d, ins.operands[1], wf, frm[0] == "s")
     pre: list = []
     v = tr.value(ins, ins.operands[1], pre)
-    g = tr.guard_of(ins)
-    mk = lambda *a, **k: LInstr(*a, guard=g, line=ins.line, src=ins.src, text=ins.text, **k)  # noqa: E731
-    width = {t: int(t[1:]) for t in (to, frm)}
-    if width[to] >= 32 and width[frm] >= 32:
-        return pre + [mk(Op.MOV, d, (v,))]
-    # the narrower type decides: truncate to its width, extend by its signedness
-    narrow = to if width[to] <= width[frm] else frm
-    bits = width[narrow]
-    if narrow[0] == "s":
-        t = tr.fresh()
-        return pre + [mk(Op.SHL, t, (v, Imm(32 - bits))), mk(Op.SHR, d, (VReg(t), Imm(32 - bits)), signed=True)]
-    return pre + [mk(Op.AND, d, (v, Imm((1 << bits) - 1)))]
+    return pre + [LInstr(Op.MOV, d, (v,), guard=tr.guard_of(ins), line=ins.line, src=ins.src, text=ins.text)]

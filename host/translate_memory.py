@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from qwengpu_mlx.core.isa import Imm, Op
 
+from qwengpu_mlx.host import narrow, narrow_memory
 from qwengpu_mlx.host.ir import LInstr, LParamLoad, VReg
 from qwengpu_mlx.host.ptx_ast import ImmRef, MemRef, SymRef
-from qwengpu_mlx.host.translate_types import INT_TYPES32, INT_TYPES64, SUBWORD, unsupported
+from qwengpu_mlx.host.translate_types import INT_TYPES32, INT_TYPES64, M32, SUBWORD, unsupported
 
 ATOMIC_ADD_ZERO_HINT = (
     "; clang turned an atomic add of 0 (`atomicAdd(p, 0)`, which only reads) into an atomic `or` with 0: "
@@ -30,12 +31,10 @@ def op_ld(tr, ins):
         t = tr.typ(ins)
         d = tr.dst(ins, ins.operands[0])
         if t in INT_TYPES64:
-            if tr.params[name] != "ptr":
+            if not tr.params[name].startswith("ptr"):
                 tr.check_no_wide(ins, "a 64-bit scalar parameter")
             tr.wide.add(d)
         bits = int(t[1:]) if t in SUBWORD else 32
-        if bits < 32 and t[0] != "s":
-            tr.canon16.add(d)
         return [LParamLoad(d, name, ins.line, bits, t[0] == "s")]
     return _mem(tr, ins, Op.LD)
 
@@ -58,11 +57,16 @@ def _mem(tr, ins, op):
     if any(m.startswith("v") and m[1:].isdigit() for m in ins.mods):
         raise unsupported(ins, "vector memory accesses are not supported")
     t = tr.typ(ins)
+    element_bits = _narrow_array_bits(tr, ins, t)
+    if element_bits is not None:
+        return _element_access(tr, ins, op, t, element_bits)
     if t in SUBWORD and op is Op.LD:
         return _subword_load(tr, ins, t)
     if t in SUBWORD:
-        raise unsupported(ins, f"{t[1:]}-bit memory accesses are not supported: the machine stores whole "
-                               f"32-bit words (store an int, e.g. `a[i] = (int)c`)")
+        raise unsupported(ins, f"a {t[1:]}-bit store into an array of 32-bit words is not supported: a word's "
+                               f"byte cannot be stored alone (lanes storing bytes of one word in the same step "
+                               f"would overwrite each other); store an int, e.g. `a[i] = (int)c`, or make the "
+                               f"array `char*`/`short*`")
     if t in INT_TYPES64:
         tr.check_no_wide(ins, "64-bit memory access")
     space = _space(tr, ins)
@@ -75,6 +79,66 @@ def _mem(tr, ins, op):
     a, off = tr.address(ins, ins.operands[0], pre)
     v = tr.value(ins, ins.operands[1], pre)
     return pre + [LInstr(Op.ST, None, (a, v), guard=g, offset=off, space=space, line=ins.line, src=ins.src, text=ins.text)]
+
+
+def _roots(tr) -> tuple[dict, dict[str, int]]:
+    """Pointer provenance and each root's element width (``narrow_memory``), once per kernel."""
+    got = getattr(tr, "narrow_roots", None)
+    if got is None:
+        params = {n for n, kind in tr.params.items() if kind.startswith("ptr")}
+        widths = {n: int(kind[3:]) if kind[3:] else 32 for n, kind in tr.params.items() if kind.startswith("ptr")}
+        shared = set(tr.shared_names)
+        widths.update({n: 32 for n in shared})
+        widths.update(narrow_memory.shared_element_bits(tr.kernel, params, shared))
+        got = tr.narrow_roots = (narrow_memory.pointer_roots(tr.kernel, params, shared), widths)
+    return got
+
+
+def _narrow_array_bits(tr, ins, t: str) -> int | None:
+    """The element width (8 or 16) of the ``char``/``short`` array ``ins`` accesses, or None
+    for a 32-bit array; refused where the access's width is not the array's."""
+    mem = narrow_memory.memory_operand(ins)
+    if mem is None:
+        return None
+    roots, widths = _roots(tr)
+    where = narrow_memory.address_roots(mem, roots)
+    bits = {widths.get(r, 32) for r in where}
+    if not bits & {8, 16}:
+        return None
+    access = narrow.type_bits(t)
+    if len(bits) > 1 or access not in bits:
+        raise unsupported(ins, f"a {access}-bit access to an array of {'/'.join(str(b) for b in sorted(bits))}-bit "
+                               f"elements: the machine keeps each char or short element in a word of its own, "
+                               f"so such an array is read and written only element by element, at its type "
+                               f"(not as ints, and one pointer may not point into arrays of different types)")
+    return access
+
+
+def _element_access(tr, ins, op, t: str, bits: int) -> list:
+    """A byte or halfword load/store of a one-element-per-word array: the address in the
+    array's unit times 4 (bytes) or 2 (halves) is the element's word; a store writes the
+    value zero-extended, a signed load extends it (``narrow_memory``)."""
+    pre: list = []
+    g = tr.guard_of(ins)
+    space = _space(tr, ins)
+    k = 2 if bits == 8 else 1
+    mk = lambda *x, **kw: LInstr(*x, line=ins.line, src=ins.src, text=ins.text, **kw)  # noqa: E731
+    a, off = tr.address(ins, ins.operands[1 if op is Op.LD else 0], pre)
+    if isinstance(a, Imm):
+        a = Imm((a.value << k) & M32)
+    else:
+        w = tr.fresh()
+        pre.append(mk(Op.SHL, w, (a, Imm(k))))
+        a = VReg(w)
+    if op is Op.ST:
+        v = narrow.extended(tr, ins, ins.operands[1], bits, False, pre)
+        return pre + [mk(Op.ST, None, (a, v), guard=g, offset=off << k, space=space)]
+    d = tr.dst(ins, ins.operands[0])
+    if t[0] != "s":
+        return pre + [mk(Op.LD, d, (a,), guard=g, offset=off << k, space=space)]
+    w = tr.fresh()
+    return pre + [mk(Op.LD, w, (a,), guard=g, offset=off << k, space=space)] + \
+        narrow.extension_code(ins, d, VReg(w), bits, True, tr.fresh(), g)
 
 
 def _subword_load(tr, ins, t: str) -> list:
@@ -94,8 +158,6 @@ def _subword_load(tr, ins, t: str) -> list:
     if t[0] == "s":
         s_ = tr.fresh()
         return out + [mk(Op.SHL, s_, (VReg(w), Imm(32 - bits))), mk(Op.SHR, d, (VReg(s_), Imm(32 - bits)), signed=True)]
-    if g is None:
-        tr.canon16.add(d)
     return out + [mk(Op.AND, d, (VReg(w), Imm((1 << bits) - 1)))]
 
 

@@ -2,15 +2,36 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from qwengpu_mlx.core.isa import Program
+from qwengpu_mlx.core.isa import ArrayBinding, Program
 from qwengpu_mlx.core.machine import MachineConfig, to_signed
 
 
+@dataclass
+class NarrowArray(ArrayBinding):
+    """A ``char``/``short`` array parameter: one element per memory word, its low ``bits``
+    bits (the host's layout, ``host/narrow_memory.py``), read as its C type's values."""
+
+    bits: int = 8
+    signed: bool = True
+
+
+def element_value(array: ArrayBinding, word: int) -> int:
+    """One element's value: a word as a signed 32-bit integer, a narrow element as its type."""
+    bits = getattr(array, "bits", 32)
+    if bits >= 32:
+        return to_signed(word)
+    v = word & ((1 << bits) - 1)
+    return v - (1 << bits) if getattr(array, "signed", True) and v >> (bits - 1) else v
+
+
 def read_outputs(program: Program, memory: list[int]) -> dict[str, list[int]]:
-    """Every pointer parameter's array after the launch, as signed 32-bit integers."""
-    return {a.name: [to_signed(memory[a.base + i]) for i in range(a.length)] for a in program.arrays}
+    """Every pointer parameter's array after the launch: signed 32-bit integers, or a
+    ``char``/``short`` array's elements as its type (``unsigned char`` 0..255, ...)."""
+    return {a.name: [element_value(a, memory[a.base + i]) for i in range(a.length)] for a in program.arrays}
 
 
 def read_memory(runner, machine: MachineConfig) -> tuple[list[int], float]:

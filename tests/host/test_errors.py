@@ -98,10 +98,9 @@ def test_text_that_is_not_ptx_is_a_frontend_error(tmp_path):
 
 UNSUPPORTED = {
     # id: (kernel body for `__global__ void k(int *a, int b)`, PTX instruction named)
-    "popc": ("a[threadIdx.x] = __builtin_popcount(a[threadIdx.x]);", "popc.b32"),
-    "clz": ("a[threadIdx.x] = __builtin_clz(a[threadIdx.x]);", "clz.b32"),
-    "brev": ("a[threadIdx.x] = (int)__builtin_bitreverse32((unsigned)a[threadIdx.x]);", "brev.b32"),
-    "bfe": ("a[threadIdx.x] = ((unsigned)a[threadIdx.x] >> 4) & 255u;", "bfe.u32"),
+    "popc64": ("a[threadIdx.x] = __builtin_popcountll((unsigned long long)a[threadIdx.x] * b);", "popc.b64"),
+    "brev64": ("a[threadIdx.x] = (int)__builtin_bitreverse64((unsigned long long)a[threadIdx.x]);", "brev.b64"),
+    "prmt-runtime-selector": ("a[threadIdx.x] = __byte_perm(a[threadIdx.x], 7, b);", "prmt.b32"),
 }
 
 

@@ -1,0 +1,38 @@
+/* qwengpu prelude, integer intrinsics: CUDA's 32-bit integer functions, declared as
+ * CUDA's headers declare them (sm_20+ device functions; clang -nocudainc brings none).
+ *
+ * Each maps to the PTX instruction nvcc uses for it (popc, clz, brev, prmt, mul.hi,
+ * sad), which the host lowers to routines of the machine's own instructions
+ * (host/intrinsics.py, host/division.py): the model computes every result.
+ * __clz(0) is 32 as on a GPU (clz.b32 of 0): the explicit test keeps LLVM from
+ * treating __builtin_clz(0) as undefined and folds into one clz.b32.
+ * 64-bit forms (__popcll, __clzll, __brevll, __mul64hi ...) are not declared: the
+ * machine computes in 32 bits, so using one is a compile error at the user's line.
+ */
+#ifndef QWENGPU_PRELUDE_INTEGER_H
+#define QWENGPU_PRELUDE_INTEGER_H
+#ifndef __NVCC__
+
+#define __qwengpu_int_fn static __device__ __forceinline__ __qwengpu_nodebug
+
+__qwengpu_int_fn int __popc(unsigned int x) { return __builtin_popcount(x); }
+__qwengpu_int_fn int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned int)x); }
+__qwengpu_int_fn int __ffs(int x) { return __builtin_ffs(x); }
+__qwengpu_int_fn unsigned int __brev(unsigned int x) { return __builtin_bitreverse32(x); }
+__qwengpu_int_fn unsigned int __byte_perm(unsigned int x, unsigned int y, unsigned int s) {
+  return (unsigned int)__nvvm_prmt((int)x, (int)y, (int)s);
+}
+__qwengpu_int_fn int __mulhi(int x, int y) { return __nvvm_mulhi_i(x, y); }
+__qwengpu_int_fn unsigned int __umulhi(unsigned int x, unsigned int y) { return __nvvm_mulhi_ui(x, y); }
+__qwengpu_int_fn unsigned int __sad(int x, int y, unsigned int z) {
+  return (unsigned int)__nvvm_sad_i(x, y, (int)z);
+}
+__qwengpu_int_fn unsigned int __usad(unsigned int x, unsigned int y, unsigned int z) {
+  return __nvvm_sad_ui(x, y, z);
+}
+__qwengpu_int_fn unsigned int umin(unsigned int x, unsigned int y) { return x < y ? x : y; }
+__qwengpu_int_fn unsigned int umax(unsigned int x, unsigned int y) { return x > y ? x : y; }
+
+#undef __qwengpu_int_fn
+#endif /* __NVCC__ */
+#endif /* QWENGPU_PRELUDE_INTEGER_H */
