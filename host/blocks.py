@@ -228,9 +228,10 @@ def check_rom(mblocks: list[MBlock], rom_blocks: int, slots: int, kernel: str) -
 
 
 def _larger_machine_hint(rom_blocks: int, needed: int) -> str:
-    """Where the large machine's ROM would hold the program, say so."""
+    """Where the large machine's ROM would hold the program, say so (in the words memory
+    and threads per block use)."""
     if rom_blocks < LARGE_MACHINE.rom_blocks and needed <= LARGE_MACHINE.rom_blocks:
-        return f"; the large machine's holds {LARGE_MACHINE.rom_blocks} (--machine large)"
+        return f"; this needs --machine large, which has a ROM of {LARGE_MACHINE.rom_blocks} blocks"
     return ""
 
 

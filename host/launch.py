@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from qwengpu_mlx.core.errors import FrontendError
+from qwengpu_mlx.core.errors import FrontendError, InvalidPtx, UnsupportedError
 from qwengpu_mlx.core.isa import Program
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
 
@@ -19,6 +19,7 @@ from qwengpu_mlx.host.frontend import cuda_to_ptx, demangle_kernel_name, read_pt
 from qwengpu_mlx.host.lowering import lower
 from qwengpu_mlx.host.ptx_parser import parse_ptx
 from qwengpu_mlx.host.signature import KernelParam, cuda_kernel_params, ptx_param_name
+from qwengpu_mlx.host.srcloc import relocated
 
 
 @dataclass
@@ -43,7 +44,12 @@ def compile_kernel(source: str | Path, kernel: str | None = None, *, frontend: s
     else:
         cuda = read_source(path)
         ptx = cuda_to_ptx(path, frontend=frontend)
-    module = parse_ptx(ptx)
+    try:
+        module = parse_ptx(ptx)
+    except (UnsupportedError, InvalidPtx) as e:  # a PTX line only: told at the kernel's .cu line
+        if cuda is None or getattr(e, "source", None) is not None:
+            raise
+        raise relocated(e, path, kernel) from None
     k = select_kernel(module, kernel)
     params = None
     if cuda is not None:

@@ -130,5 +130,6 @@ QWENGPU_SHFL(__qwengpu_shfl_xor_sync, __nvvm_shfl_bfly_sync, QWENGPU_SHFL_C)
 #define warpSize QWENGPU_WARP_SIZE
 
 #endif /* __NVCC__ */
+#include "prelude_atomics.h"
 #include "prelude_integer.h"
 #endif /* QWENGPU_PRELUDE_H */

@@ -14,7 +14,7 @@ from dataclasses import replace
 from qwengpu_mlx.core.encoding import block_live_out
 from qwengpu_mlx.core.errors import ResourceError
 from qwengpu_mlx.core.isa import Block, Imm, Instr, Op, Pred, Reg, Special
-from qwengpu_mlx.core.machine import MachineConfig
+from qwengpu_mlx.core.machine import LARGE_MACHINE, MachineConfig
 
 from qwengpu_mlx.host.ir import LInstr, MBlock, VPred, VReg
 from qwengpu_mlx.host.srcloc import where
@@ -162,7 +162,10 @@ def allocate(blocks: list[MBlock], machine: MachineConfig, kernel: str):
         raise ResourceError(
             f"kernel `{kernel}` needs more than {machine.usable_regs} registers per lane "
             f"({dworst[0]} values live at once near {dworst[1]}); "
-            f"the machine has {machine.regs} register rows, row 0 reads zero")
+            f"the machine has {machine.regs} register rows, row 0 reads zero"
+            + ("" if LARGE_MACHINE.usable_regs > machine.usable_regs else
+               f" (--machine large has no more: {LARGE_MACHINE.usable_regs}); keep fewer values live at once, "
+               f"e.g. read them from memory where they are used"))
     pgraph, porder, pworst = _interference(blocks, _pred_uses, _pred_defs, _term_pred)
     pmap = _colour(pgraph, porder, 0, machine.preds)
     if pmap is None:

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["SourceLoc", "where", "source_error", "located", "kernel_source", "declaration_source"]
+__all__ = ["SourceLoc", "where", "source_error", "located", "kernel_source", "declaration_source", "relocated"]
 
 
 @dataclass(frozen=True)
@@ -55,11 +55,12 @@ def kernel_source(kernel) -> SourceLoc | None:
     return next((x.src for x in kernel.body if getattr(x, "src", None) is not None), None)
 
 
-_DECLARED = r"__shared__[^;]*?\b{name}\s*\["
+_DECLARED = r"(__shared__|__device__)[^;(]*?\b{name}\b"
+_GLOBAL_FUNCTION = re.compile(r"__global__[^;{]*?\b([A-Za-z_]\w*)\s*\(")
 
 
 def declaration_source(kernel, name: str) -> SourceLoc | None:
-    """The ``.cu`` line that declares the ``__shared__`` variable ``name`` (PTX's name, e.g.
+    """The ``.cu`` line that declares the ``__shared__`` (or ``__device__``) variable ``name`` (PTX's name, e.g.
     ``_ZZ4sumsPiE3buf`` for ``buf`` in ``sums``), read from the kernel's own file; None
     where the file or the declaration is not found."""
     src = kernel_source(kernel)
@@ -90,3 +91,29 @@ def located(cls: type[Exception], kernel, message: str, *, ptx_line: int | None 
     err.ptx_line = line  # type: ignore[attr-defined]
     err.source = str(src)  # type: ignore[attr-defined]
     return err
+
+
+def _source_lines(path) -> list[str]:
+    try:
+        return Path(path).read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+
+
+def relocated(err: Exception, source, kernel: str | None = None) -> Exception:
+    """An error that names only a PTX line (the PTX parser's: a ``.local`` array, an
+    initialized string) told at the ``__global__`` line of the kernel it is about in the
+    ``.cu`` file ``source``: the one ``kernel`` names, else the one whose name the message
+    holds, else the file's only kernel. ``err`` itself where none is found."""
+    found = [(n, m.group(1)) for n, text in enumerate(_source_lines(source), 1)
+             for m in [_GLOBAL_FUNCTION.search(text)] if m]
+    text = str(err)
+    pick = ([f for f in found if f[1] == kernel] if kernel else []) \
+        or [f for f in found if re.search(rf"\d{f[1]}|\b{f[1]}\b", text)] or (found if len(found) == 1 else [])
+    if not pick:
+        return err
+    src = SourceLoc(str(source), pick[0][0], 0)
+    new = type(err)(f"{src}: {text}")
+    new.ptx_line = getattr(err, "ptx_line", None)  # type: ignore[attr-defined]
+    new.source = str(src)  # type: ignore[attr-defined]
+    return new

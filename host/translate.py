@@ -18,6 +18,7 @@ from qwengpu_mlx.core.machine import SPECIAL_REGISTERS
 
 from qwengpu_mlx.host import intrinsics
 from qwengpu_mlx.host import translate_alu as alu
+from qwengpu_mlx.host import translate_atomics as atomics
 from qwengpu_mlx.host import translate_control as control
 from qwengpu_mlx.host import translate_convert as convert
 from qwengpu_mlx.host import translate_memory as memory
@@ -182,8 +183,10 @@ class Translator:
     # memory (translate_memory.py)
     op_ld = memory.op_ld
     op_st = memory.op_st
-    op_atom = memory.op_atom
-    op_red = memory.op_red
+
+    # atomics (translate_atomics.py)
+    op_atom = atomics.op_atom
+    op_red = atomics.op_red
 
     # moves and conversions (translate_convert.py)
     op_mov = convert.op_mov
