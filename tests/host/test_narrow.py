@@ -13,12 +13,14 @@ import random
 
 import pytest
 
+from qwengpu_mlx.core.errors import LaunchError, UnsupportedError
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 from qwengpu_mlx.core.readout import read_outputs
 from qwengpu_mlx.host.launch import CompiledKernel, bind
 from qwengpu_mlx.host.ptx_parser import parse_ptx
 from qwengpu_mlx.host.signature import KernelParam
-from tests.support.launching import run_reference
+from tests.support.cli import cu, needs_clang
+from tests.support.launching import reference, run_reference
 
 M16, M32 = 0xFFFF, 0xFFFFFFFF
 LANES = 16
@@ -151,3 +153,54 @@ def test_narrow_instruction_matches_ptx_definition(name):
     for seed in (1, 2):
         a, b = _inputs(seed * 1000 + len(name))
         assert run_ptx(body, a, b) == [model(x, y) & M32 for x, y in zip(a, b)], name
+
+
+# ----------------------------------------------------------------------------- from CUDA source
+
+SECONDS = [0, 59, 3599, 3600, 45296, 86399, 100000, -3661, -1, 7261, 32767, -32768, 99, -100, 12345, 3601]
+
+
+def c_div(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def c_rem(a: int, b: int) -> int:
+    return a - c_div(a, b) * b
+
+
+@needs_clang
+def test_code_clang_computes_in_16_and_8_bits_runs_exact(tmp_path):
+    """``s % 3600 / 60`` (clang: ``mul.hi.s16``) and ``x % 100 / 10`` (``cvt.s16.s8``,
+    ``mul.lo.s16``, ``shr.s16``) were refused; they run and give C's answers."""
+    path = cu(tmp_path, "__global__ void k(const int *s, int *m, int *t) {\n"
+                        "  int i = threadIdx.x;\n  m[i] = s[i] % 3600 / 60;\n  t[i] = s[i] % 100 / 10;\n}\n")
+    run = reference(path, block=16, args={"s": SECONDS, "m": [0] * 16, "t": [0] * 16})
+    assert run.outputs["m"] == [c_div(c_rem(v, 3600), 60) for v in SECONDS]
+    assert run.outputs["t"] == [c_div(c_rem(v, 100), 10) for v in SECONDS]
+
+
+@needs_clang
+def test_unsigned_char_input_is_read_per_element(tmp_path):
+    """An ``unsigned char*`` input used to fault (``ld address 1 is not a multiple of 4``)."""
+    path = cu(tmp_path, "__global__ void k(const unsigned char *c, int *o) {\n"
+                        "  o[threadIdx.x] = c[threadIdx.x] * 2 + c[threadIdx.x ^ 1];\n}\n")
+    c = [1, 2, 255, 0, 128, 127, 9, 200]
+    run = reference(path, block=8, args={"c": c, "o": [0] * 8})
+    assert run.outputs == {"c": c, "o": [2 * c[i] + c[i ^ 1] for i in range(8)]}
+
+
+@needs_clang
+def test_char_array_read_as_ints_is_refused_at_the_users_line(tmp_path):
+    path = cu(tmp_path, "__global__ void k(unsigned char *c, int *o) {\n"
+                        "  o[0] = *(const int *)c;\n}\n")
+    with pytest.raises(UnsupportedError) as e:
+        reference(path, block=1, args={"c": [1, 2, 3, 4], "o": [0]})
+    assert "kernel.cu:2" in str(e.value) and "element by element" in str(e.value)
+
+
+@needs_clang
+def test_an_element_value_outside_its_type_is_refused(tmp_path):
+    path = cu(tmp_path, "__global__ void k(unsigned char *c) { c[threadIdx.x] += 1; }\n")
+    with pytest.raises(LaunchError, match="does not fit in 8 bits"):
+        reference(path, block=1, args={"c": [256]})
