@@ -1,4 +1,4 @@
-"""Memory instructions (``ld``, ``st``, ``atom``, ``red``) -> IR: the translation's memory family.
+"""Memory instructions (``ld``, ``st``; atomics are ``translate_atomics``) -> IR: the translation's memory family.
 
 Each ``op_NAME(tr, ins)`` translates one PTX instruction for the ``Translator`` ``tr``
 (which binds it as its method ``op_NAME``) and returns its IR items.
@@ -10,14 +10,8 @@ from qwengpu_mlx.core.isa import Imm, Op
 
 from qwengpu_mlx.host import narrow, narrow_memory
 from qwengpu_mlx.host.ir import LInstr, LParamLoad, VReg
-from qwengpu_mlx.host.ptx_ast import ImmRef, MemRef, SymRef
-from qwengpu_mlx.host.translate_types import INT_TYPES32, INT_TYPES64, M32, SUBWORD, unsupported
-
-ATOMIC_ADD_ZERO_HINT = (
-    "; clang turned an atomic add of 0 (`atomicAdd(p, 0)`, which only reads) into an atomic `or` with 0: "
-    "read the value with a plain load (`int v = *p;`), or add a nonzero value")
-"""``atom.or [p], 0`` is what clang makes of ``atomicAdd(p, 0)``: the prelude offers no
-atomicOr, so a user's source cannot have asked for it."""
+from qwengpu_mlx.host.ptx_ast import MemRef, SymRef
+from qwengpu_mlx.host.translate_types import INT_TYPES64, M32, SUBWORD, unsupported
 
 
 def op_ld(tr, ins):
@@ -142,48 +136,35 @@ def _element_access(tr, ins, op, t: str, bits: int) -> list:
 
 
 def _subword_load(tr, ins, t: str) -> list:
-    """``ld.s8``/``ld.u16``... of a word's low byte or half (clang's load for ``(char)a[i]``).
-
-    The machine loads whole words: the word at the (word-aligned) address, then its
-    low bits extended by the type's signedness. A byte that is not a word's first
-    faults as a misaligned address, on both backends."""
+    """``ld.s8``/``ld.u16``... from an array of 32-bit words (clang's load for ``(char)a[i]``,
+    or bytes of an ``int`` array through a ``char*``): the word holding the byte, shifted
+    down by its place in the word (little-endian, as on a GPU), then extended by the type's
+    signedness. Where the address is certainly a word's (``narrow_memory.aligned_access``)
+    the shift is left out."""
     bits = int(t[1:])
     d = tr.dst(ins, ins.operands[0])
     pre: list = []
     a, off = tr.address(ins, ins.operands[1], pre)
     w = tr.fresh()
     g = tr.guard_of(ins)
-    mk = lambda *x, **k: LInstr(*x, guard=g, line=ins.line, src=ins.src, text=ins.text, **k)  # noqa: E731
-    out = pre + [mk(Op.LD, w, (a,), offset=off, space=_space(tr, ins))]
-    if t[0] == "s":
-        s_ = tr.fresh()
-        return out + [mk(Op.SHL, s_, (VReg(w), Imm(32 - bits))), mk(Op.SHR, d, (VReg(s_), Imm(32 - bits)), signed=True)]
-    return out + [mk(Op.AND, d, (VReg(w), Imm((1 << bits) - 1)))]
-
-
-def op_atom(tr, ins, result=True):
-    if "add" not in ins.mods:
-        which = [m for m in ins.mods if m not in ("global", "shared", "gpu", "sys", "cta", "relaxed", "u32", "s32", "b32")]
-        why = f"atomic `{'.'.join(which) or ins.opcode}` is not supported (only atom.add on 32-bit integers)"
-        if "or" in which and any(isinstance(o, ImmRef) and o.value == 0 for o in ins.operands):
-            why += ATOMIC_ADD_ZERO_HINT
-        raise unsupported(ins, why)
-    t = tr.typ(ins)
-    if t not in INT_TYPES32:
-        raise unsupported(ins, f"atom.add.{t} is not supported (only 32-bit integers)")
-    space = _space(tr, ins)
-    pre: list = []
-    ops = ins.operands
-    if result:
-        d = tr.dst(ins, ops[0])
-        ops = ops[1:]
+    mk = lambda *x, **k: LInstr(*x, line=ins.line, src=ins.src, text=ins.text, **k)  # noqa: E731
+    if not narrow_memory.aligned_access(ins.operands[1], _aligned(tr)):
+        byte, word, shift = tr.fresh(), tr.fresh(), tr.fresh()
+        pre += [mk(Op.ADD, byte, (a, Imm(off & M32))), mk(Op.AND, word, (VReg(byte), Imm(M32 & ~3))),
+                mk(Op.AND, shift, (VReg(byte), Imm(3))), mk(Op.SHL, shift, (VReg(shift), Imm(3)))]
+        loaded = tr.fresh()
+        pre.append(mk(Op.LD, loaded, (VReg(word),), guard=g, space=_space(tr, ins)))
+        pre.append(mk(Op.SHR, w, (VReg(loaded), VReg(shift)), guard=g))
     else:
-        d = None
-    a, off = tr.address(ins, ops[0], pre)
-    v = tr.value(ins, ops[1], pre)
-    return pre + [LInstr(Op.ATOM_ADD, d, (a, v), guard=tr.guard_of(ins), offset=off,
-                         space=space, line=ins.line, src=ins.src, text=ins.text)]
+        pre.append(mk(Op.LD, w, (a,), guard=g, offset=off, space=_space(tr, ins)))
+    return pre + narrow.extension_code(ins, d, VReg(w), bits, t[0] == "s", tr.fresh(), g)
 
 
-def op_red(tr, ins):
-    return op_atom(tr, ins, result=False)
+def _aligned(tr) -> dict[str, bool]:
+    """Which registers certainly hold word addresses (``narrow_memory``), once per kernel."""
+    got = getattr(tr, "aligned_registers", None)
+    if got is None:
+        _, widths = _roots(tr)
+        got = tr.aligned_registers = narrow_memory.aligned_registers(
+            tr.kernel, {r for r, bits in widths.items() if bits == 32})
+    return got
