@@ -16,7 +16,7 @@ from qwengpu_mlx.core.records import NEXT_KINDS, next_layout
 from qwengpu_mlx.core.vocab import ENT_ITEMS
 
 from qwengpu_mlx.compiler.context import Context
-from qwengpu_mlx.compiler.control import Control
+from qwengpu_mlx.compiler.control_late import StepRecords
 from qwengpu_mlx.compiler.deltanet import CURRENT
 from qwengpu_mlx.compiler.fetch import Fetch
 from qwengpu_mlx.compiler.residual import BIT, Subspace
@@ -39,18 +39,18 @@ class Latches:
 
 
 class LatchStage:
-    """The latch heads, given the context, the fetch, the control unit's records and where each slot ends."""
+    """The latch heads, given the context, the fetch, the step's records and where each slot ends."""
 
-    def __init__(self, cw: CircuitWiring, ctx: Context, fetched: Fetch, ctl: Control, slot_end: list):
+    def __init__(self, cw: CircuitWiring, ctx: Context, fetched: Fetch, records: StepRecords, slot_end: list):
         self.cw = cw  # the plan its heads go into
         self.ctx = ctx  # the running mask, the last record header
         self.fetch = fetched  # the first lane, the open VALU header
-        self.ctl = ctl  # the step's next token, statuses, stack entries and final predicates
+        self.records = records  # the step's next token, statuses, stack entries and final predicates
         self.slot_end = slot_end  # per slot: the first layer that sees its results
 
     def build(self, L: int, slots: list) -> tuple[Latches, int]:
         """Single-row heads written at EXEC passes, read at every pass; (the latches, the layer after them)."""
-        m, ctl = self.cw.m, self.ctl
+        m, rec = self.cw.m, self.records
         N = m.lanes
         L = self.cw.linear_at_or_after(L)
         value = self.cw.alloc("latch.value", 32, value_range=BIT)  # the bus of register and memory values
@@ -64,20 +64,21 @@ class LatchStage:
                 mem_meta[(s, lane)], Lm = self.single_row_latch(
                     Ls, f"latch.memm.s{s}l{lane}", list(io.mem_word[lane].dims) + [io.mem_present[lane]])
                 L = L if early else Lm
-        pfin, L = self.single_row_latch(L, "latch.pfin", [d for lane in range(N) for d in ctl.pfin[lane].dims])
+        pfin, L = self.single_row_latch(L, "latch.pfin", [d for lane in range(N) for d in rec.pfin[lane].dims])
         uniform, L = self.single_row_latch(L, "latch.uniform", uniform)
-        next_bits = list(ctl.nb.dims) + list(ctl.nw.dims) + list(ctl.nm.dims) + [ctl.nk[k] for k in NEXT_KINDS]
+        next_bits = list(rec.next_block.dims) + list(rec.next_warp.dims) + list(rec.next_mask.dims)
+        next_bits += [rec.next_kind[k] for k in NEXT_KINDS]
         assert len(next_bits) == next_layout(m).bits  # the latch holds the next token as ``records`` lays it out
         nxt, L = self.single_row_latch(L, "latch.next", next_bits)
-        next_cta, L = self.single_row_latch(L, "latch.next_cta", list(ctl.next_cta.dims))
+        next_cta, L = self.single_row_latch(L, "latch.next_cta", list(rec.next_cta.dims))
         wst = []
         for w in range(m.max_warps):
-            out, L = self.single_row_latch(L, f"latch.wst.w{w}", list(ctl.wst[w].dims) + [ctl.wst_present[w]])
+            out, L = self.single_row_latch(L, f"latch.wst.w{w}", list(rec.wst[w].dims) + [rec.wst_present[w]])
             wst.append(out)
         ent = []
         for k in range(ENT_ITEMS):
-            out, L = self.single_row_latch(L, f"latch.ent{k}", list(ctl.ent[k].dims) + list(ctl.ent_level[k].dims)
-                                           + [ctl.ent_present[k]])
+            out, L = self.single_row_latch(L, f"latch.ent{k}", list(rec.ent[k].dims) + list(rec.ent_level[k].dims)
+                                           + [rec.ent_present[k]])
             ent.append(out)
         return Latches(value, mem_meta, pfin, uniform, nxt, next_cta, wst, ent), L + 1
 

@@ -27,7 +27,9 @@ from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
 
 from qwengpu_mlx.compiler.assemble import CircuitPlan, Shape
 from qwengpu_mlx.compiler.context import Context, context
-from qwengpu_mlx.compiler.control import Control
+from qwengpu_mlx.compiler.control import control_state
+from qwengpu_mlx.compiler.control_early import EarlyControl
+from qwengpu_mlx.compiler.control_late import LateControl
 from qwengpu_mlx.compiler.emit import EmitStage
 from qwengpu_mlx.compiler.fetch import Fetch, fetch, fetch_slot
 from qwengpu_mlx.compiler.latch import LatchStage
@@ -88,18 +90,17 @@ def build_circuit(machine: MachineConfig = DEFAULT_MACHINE, shape: Shape = NARRO
         ctx = context(cw, 0)
     with cw.stage("fetch"):
         fetched = fetch(cw, ctx, 1)
-    ctl = Control(cw, ctx, fetched)
     with cw.stage("control.state"):
-        ctl.heads(1)
+        state = control_state(cw, ctx, 1)
     with cw.stage("control.early"):
-        ctl.early(2)
-    slots, decodes, slot_end = build_slots(cw, ctx, fetched, ctl.exist, 2)
+        candidates = EarlyControl(cw, ctx, fetched, state).build(2)
+    slots, decodes, slot_end = build_slots(cw, ctx, fetched, state.exist, 2)
     with cw.stage("control.late"):
-        L = ctl.late(slot_end[-1], slots)
+        records, L = LateControl(cw, ctx, fetched, state, candidates).build(slot_end[-1], slots)
     with cw.stage("latch"):
-        latches, L = LatchStage(cw, ctx, fetched, ctl, slot_end).build(L, slots)
+        latches, L = LatchStage(cw, ctx, fetched, records, slot_end).build(L, slots)
     with cw.stage("emit"):
-        EmitStage(cw, ctx, fetched, decodes, ctl.exist, latches).build(L)
+        EmitStage(cw, ctx, fetched, decodes, state.exist, latches).build(L)
     return MachineCircuit(machine, finish(cw), slots[0].memory_heads)
 
 
