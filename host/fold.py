@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from qwengpu_mlx.core.errors import UnsupportedError
 from qwengpu_mlx.core.isa import Imm, Op, Special
 from qwengpu_mlx.core.reference import alu_value
 
 from qwengpu_mlx.host import wide_index
 from qwengpu_mlx.host.addresses import fold_address_offsets, poisoned, strength_reduce
 from qwengpu_mlx.host.ir import BasicBlock, LInstr, VReg
-from qwengpu_mlx.host.srcloc import source_error
+from qwengpu_mlx.host.warp_ops import check_hardware_shuffle, warp_special
 
 M32 = 0xFFFFFFFF
 
@@ -61,7 +60,7 @@ def fold_constants(blocks: list[BasicBlock], consts: dict[str, int], wide: set[s
     def sub(s):
         if isinstance(s, VReg) and s.name in known:
             return known[s.name]
-        return s
+        return warp_special(s)
 
     changed = True
     while changed:
@@ -80,6 +79,9 @@ def fold_constants(blocks: list[BasicBlock], consts: dict[str, int], wide: set[s
                     continue
                 if it.op is Op.MOV and isinstance(it.srcs[0], Special):
                     known[it.dst] = it.srcs[0]
+                    changed = True
+                elif _special_times_one(it):  # blockDim.x * blockDim.y of a 1-D block (the warp's lanes)
+                    known[it.dst] = it.srcs[0] if isinstance(it.srcs[0], Special) else it.srcs[1]
                     changed = True
                 elif _is_tid_times_4(it):
                     known[it.dst] = Special("tid.x*4")
@@ -120,7 +122,7 @@ def legalize_immediates(blocks: list[BasicBlock]) -> None:
     A memory instruction's constant address becomes its offset on the zero register;
     at most one non-zero 32-bit immediate per instruction (zero is register r0), the
     others are moved into registers first; shfl's clamp and member mask must be
-    constants; memory offsets must fit ``OFFSET_RANGE``.
+    constants in the prelude's 4-lane form (``warp_ops``); memory offsets must fit ``OFFSET_RANGE``.
     """
     n = 0
     for bb in blocks:
@@ -146,10 +148,7 @@ def legalize_immediates(blocks: list[BasicBlock]) -> None:
                     it = replace(it, srcs=(VReg(t),) + it.srcs[1:], offset=0)
             fixed = range(len(it.srcs))
             if it.op is Op.SHFL:
-                for k in (2, 3):
-                    if not isinstance(it.srcs[k], Imm):
-                        raise source_error(UnsupportedError, it.line, it.src, f"`{it.text.strip()}`: shfl's "
-                                           f"clamp and member mask must be constants")
+                check_hardware_shuffle(it)
                 fixed = range(2)
             seen_imm = False
             srcs = list(it.srcs)
@@ -168,6 +167,16 @@ def legalize_immediates(blocks: list[BasicBlock]) -> None:
 
 def _signed(v: int) -> int:
     return v - (1 << 32) if v >> 31 else v
+
+
+def _special_times_one(it: LInstr) -> bool:
+    """``mul %ntid.x, 1`` (or ``shl %ntid.x, 0``): the special register itself."""
+    if it.op not in (Op.MUL, Op.SHL) or len(it.srcs) != 2:
+        return False
+    a, b = it.srcs
+    if it.op is Op.MUL and isinstance(a, Imm):
+        a, b = b, a
+    return isinstance(a, Special) and b == Imm(1 if it.op is Op.MUL else 0)
 
 
 def _is_tid_times_4(it: LInstr) -> bool:

@@ -1,26 +1,33 @@
 /* qwengpu prelude: force-included (-include) into every kernel we compile.
  *
- * Our SIMT machine has 4-lane warps, so the CUDA names that depend on the warp
- * size (warpSize, the width default of the shuffles, the shfl "c" operand) are
- * defined here for warpSize == 4. Everything else is the ordinary CUDA spelling,
- * so a plain kernel compiles with no #include:
+ * To a kernel a warp is what it is on every NVIDIA GPU: 32 lanes, warpSize == 32.
+ * A thread block here holds at most 32 threads (machine.max_block_dim), so the CUDA
+ * warp is the whole thread block and a lane is the thread's linear index in it
+ * (%laneid, which the host reads as the machine's linear thread index).
+ *
+ * Inside the machine a warp is 4 lanes with a 4-lane hardware shuffle. The 32-wide
+ * warp operations below are therefore routines of ordinary machine instructions: a
+ * shuffle publishes each lane's value in a scratch word of shared memory indexed by
+ * its lane, waits at a barrier, reads its source lane's word (CUDA's rules for
+ * idx/up/down/xor with a width), and waits again before the scratch is reused; a vote
+ * adds distinct lane bits into a shared word. Only where a 4-lane hardware shuffle
+ * provably gives the 32-lane result (an xor by a constant below 4, or any shuffle
+ * inside segments of at most 4 lanes) is it used instead.
  *
  *   clang -x cuda --cuda-device-only --cuda-gpu-arch=sm_75 -nocudainc -nocudalib
  *         -include prelude.h ...
  *
- * The shfl "c" operand packs (segmask << 8) | clamp with 2-bit lane fields
- * (docs/MACHINE.md): idx/down/bfly use ((4 - width) << 8) | 3, up uses
- * (4 - width) << 8, exactly as CUDA does with 32 and 0x1f.
+ * The member mask must be the constant 0xffffffff and a constant width a power of
+ * two up to 32: anything else is refused when compiled, at the user's line
+ * (diagnose_if), because a barrier cannot wait for part of a thread block.
  *
- * Under nvcc (which brings its own headers, warpSize 32 and its own shuffles) the
- * same names are redirected by macros to the 4-lane versions below.
+ * Under nvcc (which brings its own headers) the GPU's own warp functions are used; the
+ * host refuses their 32-lane shfl.sync (host/warp_ops.py), so warp kernels take clang.
  */
 #ifndef QWENGPU_PRELUDE_H
 #define QWENGPU_PRELUDE_H
 
-#define QWENGPU_WARP_SIZE 4
-#define QWENGPU_SHFL_C(width) (((QWENGPU_WARP_SIZE - (width)) << 8) | (QWENGPU_WARP_SIZE - 1))
-#define QWENGPU_SHFL_C_UP(width) ((QWENGPU_WARP_SIZE - (width)) << 8)
+#define QWENGPU_WARP_SIZE 32
 
 #ifndef __NVCC__
 /* ---- clang, -nocudainc: we provide the CUDA basics ourselves ---------------- */
@@ -64,28 +71,7 @@ static __device__ __forceinline__ __qwengpu_nodebug unsigned atomicAdd(unsigned 
   return (unsigned)__nvvm_atom_add_gen_i((int *)p, (int)v);
 }
 
-#define QWENGPU_SHFL(name, builtin, cexpr)                                          \
-  static __device__ __forceinline__ __qwengpu_nodebug int name(unsigned mask, int var, int b,         \
-                                              int width = QWENGPU_WARP_SIZE) {      \
-    return builtin(mask, var, b, cexpr(width));                                     \
-  }                                                                                 \
-  static __device__ __forceinline__ __qwengpu_nodebug unsigned name(unsigned mask, unsigned var,      \
-                                                   int b,                           \
-                                                   int width = QWENGPU_WARP_SIZE) { \
-    return (unsigned)builtin(mask, (int)var, b, cexpr(width));                      \
-  }
-QWENGPU_SHFL(__shfl_sync, __nvvm_shfl_sync_idx_i32, QWENGPU_SHFL_C)
-QWENGPU_SHFL(__shfl_up_sync, __nvvm_shfl_sync_up_i32, QWENGPU_SHFL_C_UP)
-QWENGPU_SHFL(__shfl_down_sync, __nvvm_shfl_sync_down_i32, QWENGPU_SHFL_C)
-QWENGPU_SHFL(__shfl_xor_sync, __nvvm_shfl_sync_bfly_i32, QWENGPU_SHFL_C)
-#undef QWENGPU_SHFL
-
-/* clang 14 has no __nvvm_activemask builtin; the PTX instruction needs ptx62. */
-static __device__ __forceinline__ __qwengpu_nodebug unsigned __activemask(void) {
-  unsigned m;
-  asm volatile("activemask.b32 %0;" : "=r"(m));
-  return m;
-}
+#include "prelude_warps.h"
 
 static __device__ __forceinline__ __qwengpu_nodebug int abs(int a) { return a < 0 ? -a : a; }
 
@@ -100,32 +86,8 @@ static __device__ __forceinline__ __qwengpu_nodebug unsigned min(unsigned a, int
 static __device__ __forceinline__ __qwengpu_nodebug unsigned max(unsigned a, int b) { return max(a, (unsigned)b); }
 
 #else
-/* ---- nvcc: its headers are already in; redirect the warp-size names ---------- */
-
-extern __device__ __device_builtin__ unsigned __nvvm_shfl_idx_sync(unsigned, unsigned, unsigned, unsigned);
-extern __device__ __device_builtin__ unsigned __nvvm_shfl_up_sync(unsigned, unsigned, unsigned, unsigned);
-extern __device__ __device_builtin__ unsigned __nvvm_shfl_down_sync(unsigned, unsigned, unsigned, unsigned);
-extern __device__ __device_builtin__ unsigned __nvvm_shfl_bfly_sync(unsigned, unsigned, unsigned, unsigned);
-
-#define QWENGPU_SHFL(name, builtin, cexpr)                                               \
-  static __device__ __forceinline__ int name(unsigned mask, int var, int b,              \
-                                              int width = QWENGPU_WARP_SIZE) {           \
-    return (int)builtin(mask, (unsigned)var, (unsigned)b, (unsigned)cexpr(width));       \
-  }                                                                                      \
-  static __device__ __forceinline__ unsigned name(unsigned mask, unsigned var, int b,    \
-                                                   int width = QWENGPU_WARP_SIZE) {      \
-    return builtin(mask, var, (unsigned)b, (unsigned)cexpr(width));                      \
-  }
-QWENGPU_SHFL(__qwengpu_shfl_sync, __nvvm_shfl_idx_sync, QWENGPU_SHFL_C)
-QWENGPU_SHFL(__qwengpu_shfl_up_sync, __nvvm_shfl_up_sync, QWENGPU_SHFL_C_UP)
-QWENGPU_SHFL(__qwengpu_shfl_down_sync, __nvvm_shfl_down_sync, QWENGPU_SHFL_C)
-QWENGPU_SHFL(__qwengpu_shfl_xor_sync, __nvvm_shfl_bfly_sync, QWENGPU_SHFL_C)
-#undef QWENGPU_SHFL
-
-#define __shfl_sync __qwengpu_shfl_sync
-#define __shfl_up_sync __qwengpu_shfl_up_sync
-#define __shfl_down_sync __qwengpu_shfl_down_sync
-#define __shfl_xor_sync __qwengpu_shfl_xor_sync
+/* ---- nvcc: its headers are already in, with the GPU's own 32-lane warp functions;
+   warpSize as the constant it is (nvcc's PTX would read the WARP_SZ register) ------ */
 #undef warpSize
 #define warpSize QWENGPU_WARP_SIZE
 

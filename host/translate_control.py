@@ -32,8 +32,14 @@ def op_shfl(tr, ins):
 
 
 def op_bar(tr, ins):
-    if "warp" in ins.mods:
-        return []  # __syncwarp: lanes of a warp are always in step on this machine
+    if "warp" in ins.mods:  # bar.warp.sync: the warp is the thread block (host/warp_ops.py)
+        if not (len(ins.operands) == 1 and isinstance(ins.operands[0], ImmRef)
+                and ins.operands[0].value & 0xFFFFFFFF == 0xFFFFFFFF):
+            raise unsupported(ins, "bar.warp.sync needs the constant member mask 0xffffffff (the warp is "
+                                   "the whole thread block here: its barrier waits for every thread)")
+        if ins.guard:
+            raise unsupported(ins, "a predicated barrier is not supported")
+        return [LBarrier(ins.line)]
     if len(ins.operands) > 1:
         raise unsupported(ins, "bar.sync with a thread count is not supported")
     if ins.operands and not (isinstance(ins.operands[0], ImmRef) and ins.operands[0].value == 0):

@@ -1,4 +1,5 @@
-// A mix: shuffle, divergent loop, shared memory and an atomic in a 6-thread block.
+// A mix: shuffle (lane 5 has no lane below it: own value), divergent loop, shared
+// memory and an atomic in a 6-thread block.
 __global__ void multi_feature(const int* x, int* out, int* total) {
     __shared__ int s[8];
     int t = threadIdx.x;

@@ -1,4 +1,4 @@
-// __shfl_sync idx mode: broadcast lane 0 and lane 3 of each warp.
+// __shfl_sync idx mode: every lane of the warp reads lane 0, then lane 3.
 __global__ void shfl_broadcast(const int* x, int* from0, int* from3) {
     int t = threadIdx.x;
     int v = x[t];

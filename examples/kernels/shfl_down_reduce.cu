@@ -1,4 +1,5 @@
-// Warp sum with __shfl_down_sync and no guard: out-of-range lanes read their own value.
+// Sums of 4 neighbours with __shfl_down_sync by 2 and 1 and no guard: a lane whose source
+// does not exist (lanes 6, 7 of an 8-thread block) reads its own value.
 __global__ void shfl_down_reduce(const int* x, int* all, int* sums) {
     int t = threadIdx.x;
     int v = x[t];

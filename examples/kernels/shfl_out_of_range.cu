@@ -1,4 +1,5 @@
-// Up/down shuffles whose source lane falls outside the warp keep the lane's own value.
+// Up/down shuffles whose source lane is below lane 0 or does not exist (an 8-thread
+// block) keep the lane's own value.
 __global__ void shfl_out_of_range(const int* x, int* up1, int* up3, int* down1, int* down2) {
     int t = threadIdx.x;
     int v = x[t];

@@ -1,4 +1,4 @@
-// blockDim 5: the second warp has one lane; shuffles from missing lanes read own value.
+// blockDim 5: lanes 5..31 of the warp do not exist; shuffles from them read own value.
 __global__ void shfl_partial_warp(const int* x, int* sum, int* b3) {
     int t = threadIdx.x;
     int v = x[t];

@@ -1,4 +1,5 @@
-// Butterfly all-reduce with __shfl_xor_sync: every lane gets the warp max and sum.
+// Butterfly all-reduce with __shfl_xor_sync by 2 and 1: every lane gets the max and sum
+// of its group of 4 lanes.
 __global__ void shfl_xor_allreduce(const int* x, int* mx, int* sm) {
     int t = threadIdx.x;
     int m = x[t];

@@ -61,11 +61,11 @@ def test_thread_index_params_and_ptx_version(tmp_path):
 
 
 @needs_clang
-def test_warp_size_is_four(tmp_path):
+def test_warp_size_is_32(tmp_path):
     k = only_kernel(tmp_path, "__global__ void ws(int *out) { out[0] = warpSize; }\n")
     (st,) = instrs(k, "st")
     (mov,) = [i for i in instrs(k, "mov") if i.operands[0] == st.operands[1]]  # st takes a register
-    assert mov.operands[1] == ImmRef(4)
+    assert mov.operands[1] == ImmRef(32)
 
 
 @needs_clang
@@ -104,33 +104,58 @@ def test_atomic_add_returns_old_value(tmp_path):
     assert {a.operands[0] for a in atoms} == set(add.operands[1:])
 
 
-SHFL_CASES = [
-    # call, mode, the 4-lane c operand: ((4 - width) << 8) | 3, up: (4 - width) << 8
-    ("__shfl_sync(0xf, v, 2)", "idx", 3),
-    ("__shfl_sync(0xf, v, 1, 2)", "idx", (2 << 8) | 3),
-    ("__shfl_up_sync(0xf, v, 1)", "up", 0),
-    ("__shfl_up_sync(0xf, v, 1, 2)", "up", 2 << 8),
-    ("__shfl_down_sync(0xf, v, 1)", "down", 3),
-    ("__shfl_down_sync(0xf, v, 1, 2)", "down", (2 << 8) | 3),
-    ("__shfl_xor_sync(0xf, v, 1)", "bfly", 3),
-    ("__shfl_xor_sync(0xf, v, 2, 4)", "bfly", 3),
+HARDWARE_SHFL_CASES = [
+    # call, mode, the 4-lane c operand: ((4 - width) << 8) | 3, up: (4 - width) << 8; these
+    # stay inside the machine's 4-lane warp, so its hardware shuffle gives the 32-lane result
+    ("__shfl_sync(0xffffffff, v, 2, 4)", "idx", 3),
+    ("__shfl_sync(0xffffffff, v, 1, 2)", "idx", (2 << 8) | 3),
+    ("__shfl_up_sync(0xffffffff, v, 1, 2)", "up", 2 << 8),
+    ("__shfl_up_sync(0xffffffff, v, 3, 4)", "up", 0),
+    ("__shfl_down_sync(0xffffffff, v, 1, 2)", "down", (2 << 8) | 3),
+    ("__shfl_xor_sync(0xffffffff, v, 1)", "bfly", 3),
+    ("__shfl_xor_sync(0xffffffff, v, 2, 4)", "bfly", 3),
+    ("__shfl_xor_sync(0xffffffff, v, 3, 2)", "bfly", (2 << 8) | 3),
+]
+EXCHANGE_SHFL_CASES = [
+    # 32-lane shuffles that leave the machine's 4 lanes: an exchange through shared memory
+    "__shfl_sync(0xffffffff, v, 2)",
+    "__shfl_up_sync(0xffffffff, v, 1)",
+    "__shfl_down_sync(0xffffffff, v, 1)",
+    "__shfl_down_sync(0xffffffff, v, 4, 8)",
+    "__shfl_xor_sync(0xffffffff, v, 4)",
 ]
 
 
-@needs_clang
-@pytest.mark.parametrize("vtype", ["int", "unsigned"])
-@pytest.mark.parametrize("call,mode,c", SHFL_CASES)
-def test_shuffles_use_the_four_lane_c_operand(tmp_path, call, mode, c, vtype):
-    k = only_kernel(
+def _shuffle_kernel(tmp_path, call: str, vtype: str):
+    return only_kernel(
         tmp_path,
         f"__global__ void sh({vtype} *a) {{\n  {vtype} v = a[threadIdx.x];\n"
         f"  a[threadIdx.x] = {call};\n}}\n",
     )
+
+
+@needs_clang
+@pytest.mark.parametrize("vtype", ["int", "unsigned"])
+@pytest.mark.parametrize("call,mode,c", HARDWARE_SHFL_CASES)
+def test_shuffles_inside_four_lanes_use_the_hardware_shuffle(tmp_path, call, mode, c, vtype):
+    k = _shuffle_kernel(tmp_path, call, vtype)
     (s,) = instrs(k, "shfl")
     assert s.mods == ("sync", mode, "b32")
-    # d, a, b, c, membermask
+    # d, a, b, c, membermask: the prelude's 4-lane form
     assert s.operands[3] == ImmRef(c)
     assert s.operands[4] == ImmRef(0xF)
+    assert not instrs(k, "bar")
+
+
+@needs_clang
+@pytest.mark.parametrize("vtype", ["int", "unsigned"])
+@pytest.mark.parametrize("call", EXCHANGE_SHFL_CASES)
+def test_wider_shuffles_exchange_through_shared_memory(tmp_path, call, vtype):
+    k = _shuffle_kernel(tmp_path, call, vtype)
+    assert not instrs(k, "shfl")
+    assert len(instrs(k, "bar")) == 2  # published, then read before the scratch is reused
+    assert any("shared" in i.mods for i in instrs(k, "st"))
+    assert any("shared" in i.mods for i in instrs(k, "ld"))
 
 
 @needs_clang
@@ -149,9 +174,10 @@ def test_min_max_overloads(tmp_path):
 
 
 @needs_clang
-def test_activemask(tmp_path):
+def test_activemask_is_a_vote(tmp_path):
     k = only_kernel(tmp_path, "__global__ void am(unsigned *a) { a[threadIdx.x] = __activemask(); }\n")
-    assert instrs(k, "activemask")
+    assert not instrs(k, "activemask")  # the lanes that vote: every thread of the block
+    assert instrs(k, "atom") and len(instrs(k, "bar")) == 2
 
 
 @needs_clang
@@ -330,12 +356,12 @@ def _nvcc_works() -> bool:
 
 
 @pytest.mark.skipif(not _nvcc_works(), reason="nvcc not available")
-def test_nvcc_front_end_uses_the_four_lane_prelude(tmp_path):
+def test_nvcc_front_end_keeps_the_gpus_own_warps(tmp_path):
     path = tmp_path / "nv.cu"
     path.write_text(
         "__global__ void nv(int *a) {\n"
         "  int v = a[threadIdx.x];\n"
-        "  a[threadIdx.x] = __shfl_down_sync(0xf, v, 1, 2) + warpSize;\n}\n"
+        "  a[threadIdx.x] = __shfl_down_sync(0xffffffff, v, 1, 2) + warpSize;\n}\n"
     )
     m = parse_ptx(cuda_to_ptx(path, frontend="nvcc"))
     k = select_kernel(m, "nv")
@@ -344,8 +370,8 @@ def test_nvcc_front_end_uses_the_four_lane_prelude(tmp_path):
     # nvcc passes the constants in registers: follow the c operand to its mov
     c = s.operands[3]
     movs = {i.operands[0]: i.operands[1] for i in instrs(k, "mov")}
-    assert movs.get(c, c) == ImmRef((2 << 8) | 3)
-    assert any(ImmRef(4) in i.operands for i in instrs(k, "add"))
+    assert movs.get(c, c) == ImmRef((30 << 8) | 31)  # CUDA's 32-lane encoding
+    assert any(ImmRef(32) in i.operands for i in instrs(k, "add"))
 
 
 @pytest.mark.skipif(not _nvcc_works(), reason="nvcc not available")

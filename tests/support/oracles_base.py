@@ -6,9 +6,8 @@ launch dict of ``examples/kernels/NAME.json`` (``block``, ``grid``, ``args``) an
 the final contents of every pointer parameter as lists of signed 32-bit integers.
 
 Arithmetic is done in ``int64`` (or Python ints) and wrapped to 32 bits explicitly.
-Shuffles follow CUDA's warp-level meaning on the machine's 4-lane warps: a lane whose
-source lane is outside its segment, or does not exist (a partial warp), keeps its own
-value.
+Warp-level kernels (shuffles, votes, lane ids) have their oracles in ``oracles_warps``,
+on a 32-lane NVIDIA warp.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ from typing import Callable
 
 import numpy as np
 
-WARP = 4
 MASK32 = (1 << 32) - 1
 INT_MIN = -(1 << 31)
 INT_MAX = (1 << 31) - 1
@@ -74,44 +72,6 @@ def result(arrs: dict[str, np.ndarray]) -> Outputs:
 
 def threads(spec: dict) -> int:
     return spec["block"] * spec["grid"]
-
-
-def lanes_of(block: int):
-    """(thread, lane, warp base, lanes in that warp) for every thread of a block."""
-    for t in range(block):
-        base = t - t % WARP
-        yield t, t % WARP, base, min(WARP, block - base)
-
-
-def shfl(vals, block: int, mode: str, delta, width: int = WARP) -> np.ndarray:
-    """Warp shuffle of ``vals`` (one value per thread of a block) with CUDA semantics.
-
-    ``delta`` is the source lane (idx), the offset (up/down) or the lane mask (xor); an
-    int or one per thread. Lanes form segments of ``width``. up/down/idx stay inside the
-    lane's segment; xor may read an earlier segment but not a later one. A lane whose
-    source is out of range or missing in a partial warp keeps its own value.
-    """
-    vals = np.asarray(vals, dtype=np.int64)
-    out = vals.copy()
-    for t, lane, base, nlanes in lanes_of(block):
-        b = int(delta[t]) if isinstance(delta, (list, np.ndarray)) else int(delta)
-        seg = lane - lane % width
-        if mode == "idx":
-            src = seg + b % width
-        elif mode == "up":
-            src = lane - b if lane - b >= seg else lane
-        elif mode == "down":
-            src = lane + b if lane + b < seg + width else lane
-        elif mode == "xor":
-            src = lane ^ b
-            if src >= seg + width:
-                src = lane
-        else:
-            raise ValueError(mode)
-        if src >= nlanes:
-            src = lane
-        out[t] = vals[base + src]
-    return out
 
 
 # ----------------------------------------------------------------------------- oracles
@@ -510,15 +470,6 @@ def matvec(spec):
 
 
 @oracle
-def lane_warp_ids(spec):
-    A = arrays(spec)
-    b = spec["block"]
-    t = np.arange(b)
-    A["out"][:b] = (t // WARP) * 100 + (t % WARP) * 10 + b
-    return result(A)
-
-
-@oracle
 def many_registers(spec):
     A = arrays(spec)
     x = A["x"][:32].reshape(8, 4)  # x[k, t] = v_k of thread t
@@ -566,7 +517,7 @@ def shared_reverse(spec):
 def shared_rotate_warps(spec):
     A = arrays(spec)
     b = spec["block"]
-    A["x"][:b] = wrap(np.roll(A["x"][:b], -2 * WARP) + 2)
+    A["x"][:b] = wrap(np.roll(A["x"][:b], -8) + 2)  # two rounds of "read t + 4"
     return result(A)
 
 
@@ -606,15 +557,6 @@ def shared_partial6(spec):
     A = arrays(spec)
     b = spec["block"]
     A["out"][:b] = np.roll(A["x"][:b], -2) - np.arange(b)
-    return result(A)
-
-
-@oracle
-def warp_sums_shared(spec):
-    A = arrays(spec)
-    sums = wrap(A["x"][:16].reshape(4, 4).sum(axis=1))
-    A["partial"][:4] = sums
-    A["total"][0] = wrap(int(sums.sum()))
     return result(A)
 
 
@@ -682,150 +624,6 @@ def atomic_unsigned(spec):
     b = spec["block"]
     A["acc"][0] = wrap(int(A["acc"][0]) + int(np.sum(u32(A["x"][:b]))))
     A["acc"][1] = wrap(int(A["acc"][1]) + b * 0xFFFFFFFF)
-    return result(A)
-
-
-# shuffles ---------------------------------------------------------------------------
-
-
-@oracle
-def shfl_broadcast(spec):
-    A = arrays(spec)
-    b = spec["block"]
-    A["from0"][:b] = shfl(A["x"][:b], b, "idx", 0)
-    A["from3"][:b] = shfl(A["x"][:b], b, "idx", 3)
-    return result(A)
-
-
-@oracle
-def shfl_rotate(spec):
-    A = arrays(spec)
-    b = spec["block"]
-    w = A["x"][:b].reshape(-1, WARP)
-    A["rot"][:b] = np.roll(w, -1, axis=1).reshape(-1)
-    A["rev"][:b] = w[:, ::-1].reshape(-1)
-    return result(A)
-
-
-@oracle
-def shfl_up_scan(spec):
-    A = arrays(spec)
-    b = spec["block"]
-    A["out"][:b] = wrap(np.cumsum(A["x"][:b].reshape(-1, WARP), axis=1).reshape(-1))
-    return result(A)
-
-
-@oracle
-def shfl_down_reduce(spec):
-    A = arrays(spec)
-    b = spec["block"]
-    v = A["x"][:b]
-    v = wrap(v + shfl(v, b, "down", 2))
-    v = wrap(v + shfl(v, b, "down", 1))
-    A["all"][:b] = v
-    A["sums"][: b // WARP] = v[::WARP]
-    return result(A)
-
-
-@oracle
-def shfl_xor_allreduce(spec):
-    A = arrays(spec)
-    b = spec["block"]
-    w = A["x"][:b].reshape(-1, WARP)
-    A["mx"][:b] = np.repeat(w.max(axis=1), WARP)
-    A["sm"][:b] = np.repeat(wrap(w.sum(axis=1)), WARP)
-    return result(A)
-
-
-@oracle
-def shfl_xor_swap(spec):
-    A = arrays(spec)
-    b = spec["block"]
-    w = A["x"][:b].reshape(-1, WARP)
-    A["x1"][:b] = w[:, [1, 0, 3, 2]].reshape(-1)
-    A["x2"][:b] = w[:, [2, 3, 0, 1]].reshape(-1)
-    A["x3"][:b] = w[:, [3, 2, 1, 0]].reshape(-1)
-    return result(A)
-
-
-@oracle
-def shfl_width2(spec):
-    A = arrays(spec)
-    b = spec["block"]
-    w = A["x"][:b].reshape(-1, WARP)
-    A["idx"][:b] = w[:, [1, 1, 3, 3]].reshape(-1)
-    A["up"][:b] = w[:, [0, 0, 2, 2]].reshape(-1)
-    A["down"][:b] = w[:, [1, 1, 3, 3]].reshape(-1)
-    A["bfly"][:b] = w[:, [1, 0, 3, 2]].reshape(-1)
-    return result(A)
-
-
-@oracle
-def shfl_width_mixed(spec):
-    A = arrays(spec)
-    b = spec["block"]
-    w = A["x"][:b].reshape(-1, WARP)
-    A["scan2"][:b] = wrap(np.cumsum(w.reshape(-1, 2), axis=1).reshape(-1))
-    A["own"][:b] = A["x"][:b]
-    # xor 2 inside 2-lane segments: lanes 0,1 would read the later segment (own value);
-    # lanes 2,3 read the earlier one.
-    A["cross"][:b] = w[:, [0, 1, 0, 1]].reshape(-1)
-    return result(A)
-
-
-@oracle
-def shfl_out_of_range(spec):
-    A = arrays(spec)
-    b = spec["block"]
-    w = A["x"][:b].reshape(-1, WARP)
-    A["up1"][:b] = w[:, [0, 0, 1, 2]].reshape(-1)
-    A["up3"][:b] = w[:, [0, 1, 2, 0]].reshape(-1)
-    A["down1"][:b] = w[:, [1, 2, 3, 3]].reshape(-1)
-    A["down2"][:b] = w[:, [2, 3, 2, 3]].reshape(-1)
-    return result(A)
-
-
-@oracle
-def shfl_partial_warp(spec):
-    A = arrays(spec)
-    b = spec["block"]
-    v = A["x"][:b]
-    s = wrap(v + shfl(v, b, "down", 2))
-    s = wrap(s + shfl(s, b, "down", 1))
-    A["sum"][:b] = s
-    A["b3"][:b] = shfl(v, b, "idx", 3)
-    return result(A)
-
-
-@oracle
-def warp_ballot(spec):
-    A = arrays(spec)
-    b = spec["block"]
-    pos = (A["x"][:b] > 0).reshape(-1, WARP)
-    masks = (pos * (1 << np.arange(WARP))).sum(axis=1)
-    A["mask"][:b] = np.repeat(masks, WARP)
-    A["count"][: b // WARP] = pos.sum(axis=1)
-    return result(A)
-
-
-@oracle
-def warp_argmax(spec):
-    A = arrays(spec)
-    b = spec["block"]
-    w = A["x"][:b].reshape(-1, WARP)
-    first = w.argmax(axis=1)  # NumPy returns the first maximum
-    A["best"][: b // WARP] = w.max(axis=1)
-    A["where"][: b // WARP] = np.arange(b // WARP) * WARP + first
-    return result(A)
-
-
-@oracle
-def shfl_broadcast_multi(spec):
-    A = arrays(spec)
-    b, g, src = spec["block"], spec["grid"], scalar(spec, "src")
-    for blk in range(g):
-        x = A["x"][blk * b : (blk + 1) * b]
-        A["out"][blk * b : (blk + 1) * b] = wrap(shfl(x, b, "idx", src) + blk)
     return result(A)
 
 
@@ -931,19 +729,6 @@ def partial_warp3(spec):
     A = arrays(spec)
     b = spec["block"]
     A["out"][:b] = wrap(A["x"][:b] * (np.arange(b) + 1) + b)
-    return result(A)
-
-
-@oracle
-def multi_feature(spec):
-    A = arrays(spec)
-    b = spec["block"]
-    v = A["x"][:b]
-    nxt = shfl(v, b, "down", 1)
-    lane = np.arange(b) % WARP
-    s = wrap(nxt * lane - v)
-    A["out"][:b] = s[::-1]
-    A["total"][0] = wrap(int(A["total"][0]) + int(s.sum()))
     return result(A)
 
 
@@ -1073,17 +858,6 @@ def grid_add_big(spec):
 
 
 @oracle
-def block32_reduce(spec):
-    A = arrays(spec)
-    b = spec["block"]
-    sq = A["x"][:b] ** 2
-    v = sq + shfl(sq, b, "down", 1)  # lane 3 of a warp has no lane below: it adds its own
-    A["out"][:b] = v
-    A["total"][0] = int(v.sum())
-    return result(A)
-
-
-@oracle
 def block32_scan(spec):
     A = arrays(spec)
     A["out"][: spec["block"]] = np.cumsum(A["x"][: spec["block"]])
@@ -1116,12 +890,3 @@ def reduce_tree_4warps(spec):
 
 
 TEST_ORACLES["reduce_tree_4warps"] = reduce_tree_4warps
-
-
-def shfl_dot(spec):
-    A = arrays(spec)
-    A["out"][0] = wrap(int(np.dot(A["a"].astype(np.int64), A["b"].astype(np.int64))))
-    return result(A)
-
-
-TEST_ORACLES["shfl_dot"] = shfl_dot
