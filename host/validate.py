@@ -46,7 +46,7 @@ SIGNATURES: dict[str, tuple[tuple[str, ...], ...]] = {
     # memory
     "ld": ((DST, ADDR),),
     "st": ((ADDR, VAL),),
-    "atom": ((DST, ADDR, VAL), (DST, ADDR, VAL, VAL)),  # the 4-operand forms (cas) are refused later
+    "atom": ((DST, ADDR, VAL), (DST, ADDR, VAL, VAL)),  # the 4-operand form is cas (translate_atomics)
     "red": ((ADDR, VAL),),
     # moves and conversions
     "mov": _UNARY,

@@ -55,7 +55,9 @@ LIMITS: tuple[FieldLimit, ...] = (
         "the shuffle network is built for 4 lanes (compiler/alu_shfl.py, LANES = 4; lanes = 2 fails "
         "there) and the ROM's shuffle fields are sized for them (encoding.py: a 4-bit member mask, 2-bit "
         "clamp and segmask); the WST/ENT/next-token records follow the machine (records.py) but fill 32 "
-        "bits at 8 lanes",
+        "bits at 8 lanes; the host's atomic routines run one round per lane of the widest named "
+        "machine and tell lanes apart by %tid.x*4 & 4*(lanes-1), so lanes is a power of two "
+        "(host/translate_atomics.py, LANES)",
         (4,)),
     FieldLimit(
         "max_warps", 1, 8, "registers are rows (warp, reg) of a head with 128 key rows",
