@@ -138,7 +138,7 @@ def bind_arguments(params: list[KernelParam], args: dict[str, list[int] | int | 
                 v = v[0]
             out[p.name] = int(v)
         vals = out[p.name] if isinstance(out[p.name], list) else [out[p.name]]
-        bits = p.bits if p.pointer else 32
+        bits = p.bits  # a char/short array's elements, or a char/short scalar
         for x in vals:
             if not -(1 << (bits - 1)) <= x < (1 << bits):
                 raise LaunchError(f"--arg {p.name}: {x} does not fit in {bits} bits"

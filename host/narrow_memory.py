@@ -23,7 +23,7 @@ moves, ``cvta``, ``add``/``sub``, conversions and ``selp``, to a fixpoint.
 
 from __future__ import annotations
 
-from qwengpu_mlx.host.ptx_ast import MemRef, PairRef, PtxInstr, PtxKernel, RegRef, SymRef
+from qwengpu_mlx.host.ptx_ast import ImmRef, MemRef, PairRef, PtxInstr, PtxKernel, RegRef, SymRef
 
 _PASS = ("mov", "cvta", "add", "sub", "cvt", "selp")
 """Instructions whose result points where their operands point."""
@@ -106,3 +106,56 @@ def shared_element_bits(kernel: PtxKernel, params: set[str], shared: set[str]) -
         for r in address_roots(mem, roots) & shared:
             widths.setdefault(r, set()).add(access_bits(ins))
     return {name: (min(w) if len(w) == 1 and min(w) < 32 else 32) for name, w in widths.items()}
+
+
+def _aligned_operand(o, aligned: dict[str, bool]) -> bool:
+    if isinstance(o, RegRef):
+        return aligned.get(o.name, False)
+    if isinstance(o, ImmRef):
+        return o.value % 4 == 0
+    return False
+
+
+def _aligned_def(ins: PtxInstr, aligned: dict[str, bool], word_roots: set[str]) -> bool:
+    """Whether the value ``ins`` defines is certainly a multiple of 4."""
+    op, srcs = ins.opcode, ins.operands[1:]
+    if op == "ld" and "param" in ins.mods:
+        m = srcs[0] if srcs else None
+        return isinstance(m, MemRef) and isinstance(m.base, SymRef) and m.base.name in word_roots
+    if op in ("mov", "cvta", "cvt") and len(srcs) == 1:
+        s = srcs[0]
+        return (isinstance(s, SymRef) and s.name in word_roots) or _aligned_operand(s, aligned)
+    if op in ("add", "sub", "selp"):
+        return all(_aligned_operand(o, aligned) for o in srcs[:2])
+    if op in ("mul", "and"):
+        return any(_aligned_operand(o, aligned) for o in srcs[:2])
+    if op == "shl" and len(srcs) == 2:
+        return _aligned_operand(srcs[0], aligned) or (isinstance(srcs[1], ImmRef) and srcs[1].value >= 2)
+    return False
+
+
+def aligned_registers(kernel: PtxKernel, word_roots: set[str]) -> dict[str, bool]:
+    """Register -> its value is certainly a multiple of 4 (a word address when it points
+    into a 32-bit array, whose base is a word's): the greatest fixpoint over all its
+    definitions. ``word_roots``: the 32-bit arrays' parameters and ``__shared__`` symbols."""
+    defs = [ins for ins in kernel.body if isinstance(ins, PtxInstr) and ins.operands
+            and isinstance(ins.operands[0], RegRef) and ins.opcode not in ("st", "red")]
+    aligned = {ins.operands[0].name: True for ins in defs}
+    changed = True
+    while changed:
+        changed = False
+        for ins in defs:
+            name = ins.operands[0].name
+            if aligned[name] and not _aligned_def(ins, aligned, word_roots):
+                aligned[name] = False
+                changed = True
+    return aligned
+
+
+def aligned_access(mem: MemRef, aligned: dict[str, bool]) -> bool:
+    """Whether ``[base+offset]`` is certainly a word address."""
+    if mem.offset % 4:
+        return False
+    if isinstance(mem.base, SymRef):
+        return True
+    return _aligned_operand(mem.base, aligned)

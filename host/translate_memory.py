@@ -136,20 +136,35 @@ def _element_access(tr, ins, op, t: str, bits: int) -> list:
 
 
 def _subword_load(tr, ins, t: str) -> list:
-    """``ld.s8``/``ld.u16``... of a word's low byte or half (clang's load for ``(char)a[i]``).
-
-    The machine loads whole words: the word at the (word-aligned) address, then its
-    low bits extended by the type's signedness. A byte that is not a word's first
-    faults as a misaligned address, on both backends."""
+    """``ld.s8``/``ld.u16``... from an array of 32-bit words (clang's load for ``(char)a[i]``,
+    or bytes of an ``int`` array through a ``char*``): the word holding the byte, shifted
+    down by its place in the word (little-endian, as on a GPU), then extended by the type's
+    signedness. Where the address is certainly a word's (``narrow_memory.aligned_access``)
+    the shift is left out."""
     bits = int(t[1:])
     d = tr.dst(ins, ins.operands[0])
     pre: list = []
     a, off = tr.address(ins, ins.operands[1], pre)
     w = tr.fresh()
     g = tr.guard_of(ins)
-    mk = lambda *x, **k: LInstr(*x, guard=g, line=ins.line, src=ins.src, text=ins.text, **k)  # noqa: E731
-    out = pre + [mk(Op.LD, w, (a,), offset=off, space=_space(tr, ins))]
-    if t[0] == "s":
-        s_ = tr.fresh()
-        return out + [mk(Op.SHL, s_, (VReg(w), Imm(32 - bits))), mk(Op.SHR, d, (VReg(s_), Imm(32 - bits)), signed=True)]
-    return out + [mk(Op.AND, d, (VReg(w), Imm((1 << bits) - 1)))]
+    mk = lambda *x, **k: LInstr(*x, line=ins.line, src=ins.src, text=ins.text, **k)  # noqa: E731
+    if not narrow_memory.aligned_access(ins.operands[1], _aligned(tr)):
+        byte, word, shift = tr.fresh(), tr.fresh(), tr.fresh()
+        pre += [mk(Op.ADD, byte, (a, Imm(off & M32))), mk(Op.AND, word, (VReg(byte), Imm(M32 & ~3))),
+                mk(Op.AND, shift, (VReg(byte), Imm(3))), mk(Op.SHL, shift, (VReg(shift), Imm(3)))]
+        loaded = tr.fresh()
+        pre.append(mk(Op.LD, loaded, (VReg(word),), guard=g, space=_space(tr, ins)))
+        pre.append(mk(Op.SHR, w, (VReg(loaded), VReg(shift)), guard=g))
+    else:
+        pre.append(mk(Op.LD, w, (a,), guard=g, offset=off, space=_space(tr, ins)))
+    return pre + narrow.extension_code(ins, d, VReg(w), bits, t[0] == "s", tr.fresh(), g)
+
+
+def _aligned(tr) -> dict[str, bool]:
+    """Which registers certainly hold word addresses (``narrow_memory``), once per kernel."""
+    got = getattr(tr, "aligned_registers", None)
+    if got is None:
+        _, widths = _roots(tr)
+        got = tr.aligned_registers = narrow_memory.aligned_registers(
+            tr.kernel, {r for r, bits in widths.items() if bits == 32})
+    return got

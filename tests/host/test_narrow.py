@@ -204,3 +204,17 @@ def test_an_element_value_outside_its_type_is_refused(tmp_path):
     path = cu(tmp_path, "__global__ void k(unsigned char *c) { c[threadIdx.x] += 1; }\n")
     with pytest.raises(LaunchError, match="does not fit in 8 bits"):
         reference(path, block=1, args={"c": [256]})
+
+
+@needs_clang
+def test_bytes_and_halves_of_an_int_array_read_little_endian(tmp_path):
+    """Through a ``char*``/``short*`` cast an ``int`` array's bytes read as a GPU reads
+    them (little-endian), at any byte offset; the word-aligned case stays one load."""
+    path = cu(tmp_path, "__global__ void k(const int *a, int *o) {\n  int i = threadIdx.x;\n"
+                        "  o[i] = ((const unsigned char *)a)[i] + 1000 * ((const signed char *)a)[i];\n"
+                        "  o[i + 8] = ((const short *)a)[i];\n}\n")
+    a = [0x04030201, 0x80FF7F00 - (1 << 32), -1, 0x12345678, 0, 0, 0, 0]
+    raw = b"".join((v & M32).to_bytes(4, "little") for v in a)
+    want = [raw[i] + 1000 * (raw[i] - 256 if raw[i] > 127 else raw[i]) for i in range(8)]
+    want += [int.from_bytes(raw[2 * i: 2 * i + 2], "little", signed=True) for i in range(8)]
+    assert reference(path, block=8, args={"a": a, "o": [0] * 16}).outputs["o"] == want
