@@ -70,6 +70,7 @@ def op_atom(tr, ins: PtxInstr, result: bool = True) -> list:
         d = None  # nobody reads the old value: the routine keeps no register for it
     if op == "exch" and d is None:
         return pre + [mk.store(vals[0], g)]
+    pre += _unaliased(tr, d, mk, vals, g)
     return pre + _serialised(tr, op, t, d, vals, g, mk)
 
 
@@ -131,6 +132,23 @@ class _Emitter:
 
     def atom_add(self, dst: str | None, value, guard: VPred | None) -> LInstr:
         return self(Op.ATOM_ADD, dst, (self.addr, value), guard=guard, offset=self.off, space=self.space)
+
+
+def _unaliased(tr, d: str | None, mk, vals: list, g: VPred | None) -> list:
+    """Copies of the operands that name the destination (``atom.exch.b32 %r1, [%rd1], %r1``):
+    the routine's rounds write ``d`` before the last round reads them, in place (``vals``,
+    ``mk.addr``)."""
+    out: list = []
+    for i, v in enumerate(vals):
+        if isinstance(v, VReg) and v.name == d:
+            copy = tr.fresh()
+            out.append(mk(Op.MOV, copy, (v,), guard=g))
+            vals[i] = VReg(copy)
+    if isinstance(mk.addr, VReg) and mk.addr.name == d:
+        copy = tr.fresh()
+        out.append(mk(Op.MOV, copy, (mk.addr,), guard=g))
+        mk.addr = VReg(copy)
+    return out
 
 
 def _read_elsewhere(tr, ins: PtxInstr, name: str) -> bool:

@@ -290,3 +290,39 @@ def test_lanes_are_the_machines_in_a_two_dimensional_block(tmp_path):
     for y in (0, 1):
         steps = [lambda o, v=x * 10 + y: max(o, v) for x in range(8)]
         assert serial_order(0, steps, r.outputs["old"][8 * y: 8 * y + 8], 70 + y) is not None
+
+
+ALIASED = """\
+.version 7.0
+.target sm_75
+.address_size 64
+
+.visible .entry alias(
+\t.param .u64 alias_param_0,
+\t.param .u64 alias_param_1
+)
+{
+\t.reg .b32 \t%r<4>;
+\t.reg .b64 \t%rd<6>;
+
+\tld.param.u64 \t%rd1, [alias_param_0];
+\tld.param.u64 \t%rd2, [alias_param_1];
+\tmov.u32 \t%r1, %tid.x;
+\tmul.wide.u32 \t%rd3, %r1, 4;
+\tadd.s64 \t%rd4, %rd2, %rd3;
+\tadd.u32 \t%r2, %r1, 10;
+\tatom.global.exch.b32 \t%r2, [%rd1], %r2;
+\tst.global.u32 \t[%rd4], %r2;
+\tret;
+}
+"""
+
+
+def test_a_destination_that_is_also_the_operand(tmp_path):
+    """``atom.exch %r2, [a], %r2``: each thread swaps in its own value, not what an earlier round loaded."""
+    path = tmp_path / "alias.ptx"
+    path.write_text(ALIASED)
+    r = reference(path, block=8, args={"param_0": [-1], "param_1": [0] * 8})
+    olds, final = r.outputs["param_1"], r.outputs["param_0"][0]
+    assert serial_order(-1, [lambda o, v=t + 10: v for t in range(8)], olds, final) is not None
+    assert sorted(olds + [final]) == [-1] + list(range(10, 18))
