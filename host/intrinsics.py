@@ -260,3 +260,37 @@ def op_sad(tr, ins):
     c = tr.value(ins, ins.operands[3], rt.items)
     diff = rt.op(Op.SUB, rt.op(Op.MAX, a, b, signed=signed), rt.op(Op.MIN, a, b, signed=signed))
     return _final(rt, tr.dst(ins, ins.operands[0]), rt.op(Op.ADD, diff, c))
+
+
+def op_bfi(tr, ins):
+    """``bfi.b32 d, a, b, pos, len`` (nvcc's bit-field insert) with constant position and
+    length: ``b`` with bits ``pos .. pos+len-1`` replaced by ``a``'s low bits (none past bit 31)."""
+    _check32(tr, ins, "bit field insert")
+    pos, length = (constant_operand(tr, o) for o in ins.operands[3:5])
+    if pos is None or length is None:
+        raise unsupported(ins, "a bit field insert with a run-time position or length is not supported; "
+                               "write it with shifts and masks")
+    pos, length = pos & 0xFF, length & 0xFF
+    rt = Routine(tr, ins)
+    a, b = (tr.value(ins, o, rt.items) for o in ins.operands[1:3])
+    d = tr.dst(ins, ins.operands[0])
+    if length == 0 or pos > 31:
+        return _final(rt, d, b)
+    mask = (((1 << min(length, 32 - pos)) - 1) << pos) & M32
+    field = rt.op(Op.AND, rt.op(Op.SHL, a, Imm(pos)) if pos else a, Imm(mask))
+    return _final(rt, d, rt.op(Op.OR, field, rt.op(Op.AND, b, Imm(~mask & M32))))
+
+
+def op_mul24(tr, ins):
+    """``mul24.lo.{s32,u32}`` (nvcc's ``__mul24``): the low 32 bits of the product of the
+    operands' low 24 bits, sign- or zero-extended; ``.hi`` is refused."""
+    t = _check32(tr, ins, "24-bit multiply")
+    if "hi" in ins.mods:
+        raise unsupported(ins, "mul24.hi is not supported; use `__mulhi` on the 24-bit values")
+    rt = Routine(tr, ins)
+    a, b = (tr.value(ins, o, rt.items) for o in ins.operands[1:3])
+    if t == "s32":
+        a, b = (rt.op(Op.SHR, rt.op(Op.SHL, x, Imm(8)), Imm(8), signed=True) for x in (a, b))
+    else:
+        a, b = (rt.op(Op.AND, x, Imm(0xFFFFFF)) for x in (a, b))
+    return _final(rt, tr.dst(ins, ins.operands[0]), rt.op(Op.MUL, a, b))

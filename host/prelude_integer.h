@@ -30,6 +30,14 @@ __qwengpu_int_fn unsigned int __sad(int x, int y, unsigned int z) {
 __qwengpu_int_fn unsigned int __usad(unsigned int x, unsigned int y, unsigned int z) {
   return __nvvm_sad_ui(x, y, z);
 }
+/* averages without overflow: floor((x + y) / 2) and its rounded-up form, as CUDA defines them */
+__qwengpu_int_fn int __hadd(int x, int y) { return (x & y) + ((x ^ y) >> 1); }
+__qwengpu_int_fn int __rhadd(int x, int y) { return (x | y) - ((x ^ y) >> 1); }
+__qwengpu_int_fn unsigned int __uhadd(unsigned int x, unsigned int y) { return (x & y) + ((x ^ y) >> 1); }
+__qwengpu_int_fn unsigned int __urhadd(unsigned int x, unsigned int y) { return (x | y) - ((x ^ y) >> 1); }
+/* the low 32 bits of the product of the low 24 bits (the top 8 bits ignored) */
+__qwengpu_int_fn int __mul24(int x, int y) { return ((x << 8) >> 8) * ((y << 8) >> 8); }
+__qwengpu_int_fn unsigned int __umul24(unsigned int x, unsigned int y) { return (x & 0xffffffu) * (y & 0xffffffu); }
 __qwengpu_int_fn unsigned int umin(unsigned int x, unsigned int y) { return x < y ? x : y; }
 __qwengpu_int_fn unsigned int umax(unsigned int x, unsigned int y) { return x > y ? x : y; }
 

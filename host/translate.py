@@ -197,7 +197,7 @@ class Translator:
     op_add = alu.op_add
     op_sub = alu.op_sub
     op_mul = alu.op_mul
-    op_mul24 = alu.op_mul24
+    op_mul24 = intrinsics.op_mul24
     op_mad = alu.op_mad
     op_neg = alu.op_neg
     op_abs = alu.op_abs
@@ -214,9 +214,6 @@ class Translator:
     op_setp = alu.op_setp
     op_selp = alu.op_selp
 
-    # control, synchronisation, shuffles (translate_control.py)
-    op_shfl = control.op_shfl
-    op_bar = control.op_bar
     # bit instructions as routines (intrinsics.py)
     op_popc = intrinsics.op_popc
     op_clz = intrinsics.op_clz
@@ -225,7 +222,11 @@ class Translator:
     op_prmt = intrinsics.op_prmt
     op_bfe = intrinsics.op_bfe
     op_sad = intrinsics.op_sad
+    op_bfi = intrinsics.op_bfi
 
+    # control, synchronisation, shuffles (translate_control.py)
+    op_shfl = control.op_shfl
+    op_bar = control.op_bar
     op_barrier = control.op_bar
     op_membar = control.op_membar
     op_fence = control.op_membar

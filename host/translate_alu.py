@@ -145,10 +145,6 @@ def _mul_hi16(tr, ins, dst: str | None = None):
                   mk(Op.SHR, dst or d, (VReg(p), Imm(16)), signed=t == "s16", guard=None if dst else tr.guard_of(ins))]
 
 
-def op_mul24(tr, ins):
-    raise unsupported(ins, "mul24 is not supported")
-
-
 def op_mad(tr, ins):
     t = tr.typ(ins)
     if "cc" in ins.mods:

@@ -50,6 +50,21 @@ def bfe(a: int, pos: int, length: int, signed: bool) -> int:
     return d
 
 
+def s24(x: int) -> int:
+    x &= 0xFFFFFF
+    return x - (1 << 24) if x >> 23 else x
+
+
+def bfi(a: int, b: int, pos: int, length: int) -> int:
+    """PTX bfi.b32: b with bits pos..pos+len-1 (none past bit 31) taken from a's low bits."""
+    f = b & M32
+    for i in range(length):
+        if pos + i > 31:
+            break
+        f = (f & ~(1 << (pos + i))) | (((a >> i) & 1) << (pos + i))
+    return f
+
+
 def bfind(x: int, signed: bool, shiftamt: bool) -> int:
     x &= M32
     if signed and x >> 31:
@@ -74,6 +89,12 @@ CASES = {
     "sad.s16": ("sad.s16 %rs3, %rs1, %rs2, 3;\n  cvt.u32.u16 %r4, %rs3;",
                 lambda a, b: (abs(((a & 0xFFFF) ^ 0x8000) - ((b & 0xFFFF) ^ 0x8000)) + 3) & 0xFFFF),
 }
+CASES["mul24.lo.s32"] = ("mul24.lo.s32 %r4, %r2, %r3;",
+                         lambda a, b: s24(a) * s24(b))
+CASES["mul24.lo.u32"] = ("mul24.lo.u32 %r4, %r2, %r3;", lambda a, b: (a & 0xFFFFFF) * (b & 0xFFFFFF))
+for _pos, _len in ((0, 8), (8, 8), (28, 8), (40, 3), (3, 0), (0, 32)):
+    CASES[f"bfi.{_pos}.{_len}"] = (f"bfi.b32 %r4, %r2, %r3, {_pos}, {_len};",
+                                   lambda a, b, p=_pos, n=_len: bfi(a, b, p, n))
 for _sel in (0x3210, 0x0123, 0x5140, 0x7654, 0x1032, 0x4444, 0x89AB, 0xF3E1, 0x0000):
     CASES[f"prmt.{_sel:04x}"] = (f"prmt.b32 %r4, %r2, %r3, {_sel};",
                                  lambda a, b, c=_sel: prmt(a, b, c))

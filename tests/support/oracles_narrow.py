@@ -157,3 +157,13 @@ def sad_usad(spec):
     return {"a": a, "b": b, "acc": acc,
             "s": [as_type(c + abs(p - q), 32, True) for p, q, c in zip(a, b, acc)],
             "u": [as_type(c + abs(u32(p) - u32(q)), 32, True) for p, q, c in zip(a, b, acc)]}
+
+
+@oracle
+def halving_add(spec):
+    a, b = ints(spec, "a"), ints(spec, "b")
+    return {"a": a, "b": b,
+            "h": [(p + q) >> 1 for p, q in zip(a, b)],
+            "rh": [(p + q + 1) >> 1 for p, q in zip(a, b)],
+            "uh": [as_type((u32(p) + u32(q)) >> 1, 32, True) for p, q in zip(a, b)],
+            "m24": [as_type(as_type(p, 24, True) * as_type(q, 24, True), 32, True) for p, q in zip(a, b)]}
