@@ -32,7 +32,6 @@ class EmitStage:
         self.decodes = decodes  # per slot: its fields (whether it emits)
         self.exist = exist  # per warp: its existing lanes (a thread block's start)
         self.latches = latches  # what the last EXEC step produced
-        self.emit_short = None  # dim: the current C0 ends a short record (``emit_candidates``)
 
     def build(self, L: int) -> int:
         """Choose the next token from the current one and the latches (4 layers from ``L``).
@@ -43,8 +42,8 @@ class EmitStage:
         output code of the chosen token.
         """
         items, n_exec = self.record_items()
-        present, cur, start = self.emit_candidates(L, items)
-        g, mid, live = self.emit_pending(L + 1, items, n_exec, present, cur, start)
+        present, cur, short, start = self.emit_candidates(L, items)
+        g, mid, live = self.emit_pending(L + 1, items, n_exec, present, cur, short, start)
         sel, nxt, first, go = self.emit_choice(L + 2, len(items), n_exec, g, live)
         E4 = L + 3
         self.emit_record_headers(E4, items, sel)
@@ -72,7 +71,7 @@ class EmitStage:
     def emit_candidates(self, E1: int, items: list) -> tuple:
         """Per item: it is present in this step (from the latches) and the current token is in it.
 
-        Returns (present, cur, (EXEC now, CTA now)).
+        Returns (present, cur, the current C0 ends a short record, (EXEC now, CTA now)).
         """
         t, N = self.cw.t, self.cw.m.lanes
         EN = ent_layout(self.cw.m)
@@ -82,18 +81,18 @@ class EmitStage:
         n = len(items)
         present = self.cw.alloc("emit.present", n)
         cur = self.cw.alloc("emit.cur", n)
-        self.emit_short = self.cw.alloc("emit.short", 1, value_range=BIT)[0]  # the current C0 ends a short record
+        short = self.cw.alloc("emit.short", 1, value_range=BIT)[0]  # the current C0 ends a short record
         for j, (kind, a, b) in enumerate(items):
             nph = [(ph, -1)]
             if kind == "VALU":  # one record for the slot's value, the same in every lane
                 self.cw.gate(E1, f"em.pr{j}", [(emit_bits[a], 1), (self.latches.uniform[a], 1)] + nph, 2, [(present[j], 1)])
                 self.cw.gate(E1, f"em.cur{j}", [(c2, 1), (self.fetch.hdr_valu_slot[a], 1)], 2, [(cur[j], 1)])
-                self.short_record_end(E1, j, self.fetch.hdr_valu_slot[a], self.later_records(items, j), cur[j])
+                self.short_record_end(E1, j, self.fetch.hdr_valu_slot[a], self.later_records(items, j), cur[j], short)
             elif kind == "VAL":
                 terms = [(emit_bits[a], 1), (self.ctx.mask[b], 1), (self.latches.uniform[a], -1)]
                 self.cw.gate(E1, f"em.pr{j}", terms + nph, 2, [(present[j], 1)])
                 self.cw.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx.hdr_val[a * N + b], 1)], 2, [(cur[j], 1)])
-                self.short_record_end(E1, j, self.ctx.hdr_val[a * N + b], self.later_records(items, j), cur[j])
+                self.short_record_end(E1, j, self.ctx.hdr_val[a * N + b], self.later_records(items, j), cur[j], short)
             elif kind == "PVAL":
                 self.cw.gate(E1, f"em.pr{j}", [(self.fetch.term["pemit"][0], 1), (self.ctx.mask[b], 1)] + nph, 2,
                              [(present[j], 1)])
@@ -102,7 +101,7 @@ class EmitStage:
                 meta = self.latches.mem_meta[(a, b)]
                 self.cw.gate(E1, f"em.pr{j}", [(meta[mem_word_bits(self.cw.m)], 1)] + nph, 1, [(present[j], 1)])
                 self.cw.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx.hdr_mem[a * N + b], 1)], 2, [(cur[j], 1)])
-                self.short_record_end(E1, j, self.ctx.hdr_mem[a * N + b], self.later_records(items, j), cur[j])
+                self.short_record_end(E1, j, self.ctx.hdr_mem[a * N + b], self.later_records(items, j), cur[j], short)
             elif kind == "ENT":
                 self.cw.gate(E1, f"em.pr{j}", [(self.latches.ent[a][EN.bits + LEVEL_BITS], 1)] + nph, 1, [(present[j], 1)])
                 self.cw.gate(E1, f"em.cur{j}", [(c2, 1), (self.ctx.hdr_ent[a], 1)], 2, [(cur[j], 1)])
@@ -116,7 +115,7 @@ class EmitStage:
         start_c = self.cw.alloc("emit.start_cta", 1)[0]
         self.cw.gate(E1, "em.start_x", [(t.kind["EXEC"], 1)], 1, [(start_x, 1)])
         self.cw.gate(E1, "em.start_c", [(t.kind["CTA"], 1)], 1, [(start_c, 1)])
-        return present, cur, (start_x, start_c)
+        return present, cur, short, (start_x, start_c)
 
     def later_records(self, items: list, j: int) -> list:
         """Terms, each 0 or 1, at least one of them 1 when a record of the step comes after item ``j``.
@@ -139,7 +138,7 @@ class EmitStage:
         later += [(self.latches.wst[w][ST.bits], 1) for w in range(m.max_warps)]
         return later
 
-    def short_record_end(self, E1: int, j: int, header: int, later: list, cur_j: int) -> None:
+    def short_record_end(self, E1: int, j: int, header: int, later: list, cur_j: int, short: int) -> None:
         """A ``VAL`` or ``MEM`` record (item ``j``, its header's context dim ``header``) ends
         at its ``C0`` when the value fits that chunk and a later record of the step follows.
 
@@ -155,9 +154,9 @@ class EmitStage:
         big = len(later) + 1
         high = [(self.latches.value[i], -big) for i in range(CHUNK_BITS[0], 32)]
         self.cw.gate(E1, f"em.short{j}", [(self.cw.t.kind["C0"], big), (header, big)] + high + later,
-                  2 * big + 1, [(cur_j, 1), (self.emit_short, 1)])
+                     2 * big + 1, [(cur_j, 1), (short, 1)])
 
-    def emit_pending(self, E2: int, items: list, n_exec: int, present, cur, start) -> tuple:
+    def emit_pending(self, E2: int, items: list, n_exec: int, present, cur, short: int, start) -> tuple:
         """Per item: still to come (present, and the current token is before it, or the step just
         started); where in a record the token is (mid); the step or block start goes on (live)."""
         t, n = self.cw.t, len(items)
@@ -170,7 +169,7 @@ class EmitStage:
             self.cw.gate(E2, f"em.g{j}", terms, 2, [(g[j], 1)])
         mid = self.cw.alloc("emit.mid", 3)
         self.cw.gate(E2, "em.mid0", [(t.kind[k], 1) for k in ("VAL", "VALU", "MEM", "ENT", "WST")], 1, [(mid[0], 1)])
-        self.cw.gate(E2, "em.mid1", [(t.kind["C0"], 1), (self.emit_short, -1)], 1, [(mid[1], 1)])
+        self.cw.gate(E2, "em.mid1", [(t.kind["C0"], 1), (short, -1)], 1, [(mid[1], 1)])
         self.cw.gate(E2, "em.mid2", [(t.kind["C1"], 1)], 1, [(mid[2], 1)])
         live_x = self.cw.alloc("emit.live_exec", 1)[0]
         live_c = self.cw.alloc("emit.live_cta", 1)[0]
