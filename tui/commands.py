@@ -10,13 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from qwengpu_mlx.core.errors import LaunchError
-from qwengpu_mlx.core.launch_spec import read_launch_spec, spec_beside
+from qwengpu_mlx.core.launch_spec import dims_text, dims_value, parse_dims, read_launch_spec, spec_beside
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 HELP = """\
 commands
-  /run KERNEL.cu NAME=v1,v2 NAME=v ... [--block N] [--grid G] [--kernel NAME]
+  /run KERNEL.cu NAME=v1,v2 NAME=v ... [--block X[,Y[,Z]]] [--grid X[,Y[,Z]]]
+       [--shared BYTES] [--kernel NAME]
         run a launch on the GPU compiled into the model; tokens stream live
         e.g. /run examples/kernels/dot.cu a=1,2,3 b=4,5,6 out=0 n=3
         KERNEL may be a name from /kernels; without NAME=... the kernel's .json arguments are used
@@ -39,15 +40,17 @@ class CommandError(ValueError):
 class RunRequest:
     source: Path
     args: dict
-    block: int = 4
-    grid: int = 1
+    block: int | tuple[int, ...] = 4  # blockDim: an int, or (x, y) / (x, y, z)
+    grid: int | tuple[int, ...] = 1
     kernel: str | None = None
     text: str = ""  # the command as typed
     machine: str = "default"  # the named machine the launch file asks for (``qwengpu_mlx.core.machine.MACHINES``)
+    shared: int = 0  # dynamic shared memory, bytes (``extern __shared__``)
 
     def describe(self) -> str:
         args = " ".join(f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in self.args.items())
-        extra = "" if (self.block, self.grid) == (4, 1) else f" --block {self.block} --grid {self.grid}"
+        extra = "" if (self.block, self.grid) == (4, 1) else f" --block {dims_text(self.block)} --grid {dims_text(self.grid)}"
+        extra += f" --shared {self.shared}" if self.shared else ""
         return f"{self.source.name} {args}{extra}".strip()
 
 
@@ -85,6 +88,24 @@ def _parse_value(name: str, text: str):
     return text  # the host binds strings as the CLI does: "1,2,3" or "7"
 
 
+def _option_value(key: str, val: str):
+    """``--kernel NAME``, ``--shared BYTES``, ``--block 8`` or ``--block 8,4`` (``--grid`` alike)."""
+    if key == "kernel":
+        return val
+    if key == "shared":
+        try:
+            n = int(val, 0)
+        except ValueError:
+            n = -1
+        if n < 0:
+            raise CommandError(f"/run: --shared {val!r} is not a number of bytes")
+        return n
+    try:
+        return parse_dims(val, key)
+    except LaunchError:
+        raise CommandError(f"/run: --{key} {val!r}: expected X, X,Y or X,Y,Z (integers)") from None
+
+
 def parse_run(rest: str, kernels: Path | None = None, full: str = "") -> RunRequest:
     try:
         words = shlex.split(rest)
@@ -100,20 +121,15 @@ def parse_run(rest: str, kernels: Path | None = None, full: str = "") -> RunRequ
         w = words[i]
         if w.startswith("--"):
             key, _, val = w[2:].partition("=")
-            if key not in ("block", "grid", "kernel"):
-                raise CommandError(f"/run: unknown option --{key} (use --block N, --grid G, --kernel NAME)")
+            if key not in ("block", "grid", "shared", "kernel"):
+                raise CommandError(f"/run: unknown option --{key} (use --block X[,Y[,Z]], --grid X[,Y[,Z]], "
+                                   f"--shared BYTES, --kernel NAME)")
             if not val:
                 i += 1
                 if i >= len(words):
                     raise CommandError(f"/run: --{key} needs a value")
                 val = words[i]
-            if key == "kernel":
-                opts[key] = val
-            else:
-                try:
-                    opts[key] = int(val, 0)
-                except ValueError:
-                    raise CommandError(f"/run: --{key} {val!r} is not an integer") from None
+            opts[key] = _option_value(key, val)
         elif "=" in w:
             name, _, value = w.partition("=")
             name = name.strip()
@@ -128,9 +144,11 @@ def parse_run(rest: str, kernels: Path | None = None, full: str = "") -> RunRequ
         args = dict(desc.get("args", {}))
         opts.setdefault("block", desc.get("block", 4))
         opts.setdefault("grid", desc.get("grid", 1))
+        opts.setdefault("shared", desc.get("shared", 0))
         opts.setdefault("kernel", desc.get("kernel"))
     machine = (desc or {}).get("machine", "default")
-    return RunRequest(source, args, opts.get("block", 4), opts.get("grid", 1), opts.get("kernel"), full, machine)
+    return RunRequest(source, args, dims_value(opts.get("block", 4)), dims_value(opts.get("grid", 1)), opts.get("kernel"),
+                      full, machine, opts.get("shared", 0))
 
 
 def kernel_description(source: Path) -> dict | None:

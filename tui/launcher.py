@@ -202,7 +202,7 @@ def execute_launch(req: RunRequest, sink: LaunchSink, cancel: threading.Event, *
     """One launch through the runtime. Call on the MLX thread (:meth:`MlxThread.call`)."""
     out = LaunchOutcome(req)
     request = LaunchRequest(req.source, req.args, kernel=req.kernel, block=req.block, grid=req.grid,
-                            machine=machine, check=check, step_budget=step_budget)
+                            shared=req.shared, machine=machine, check=check, step_budget=step_budget)
     try:
         check_complete(req, request)
         result = launch(request, store=store, events=_Events(req, sink, out), cancel=cancel)

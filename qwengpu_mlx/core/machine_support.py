@@ -63,7 +63,8 @@ LIMITS: tuple[FieldLimit, ...] = (
         "max_warps", 1, 8, "registers are rows (warp, reg) of a head with 128 key rows",
         "the register heads key one row per (warp, register): 8 warps of 16 registers fill a "
         "Qwen3.5-2B head's 128 rows; warp numbers and blockDim.x take their widths from the machine "
-        "(records.warp_bits, tokens.ntid_bits: 6 bits for blockDim.x = 32)",
+        "(records.warp_bits, tokens.ntid_bits: 6 bits for blockDim.x = 32); a 2-D or 3-D block runs as "
+        "its x*y*z threads numbered linearly (host/launch_dims.py), so the bound is on that product",
         (2, 4, 8)),
     FieldLimit(
         "regs", 2, 16, "register numbers are a 4-bit ROM field and row 0 reads zero",

@@ -23,6 +23,7 @@ from qwengpu_mlx.host.launch_dims import LAUNCH_SPECIALS, exact_divider, lower_l
 from qwengpu_mlx.host.translate import Translator
 
 from tests.support.cli import cli, cu, needs_clang
+from tui.commands import CommandError, parse_run
 from tests.support.launching import bound_program, reference
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "kernels"
@@ -246,3 +247,18 @@ def test_the_command_line_and_launch_file_size_dynamic_shared_memory(tmp_path):
     assert r.returncode == 0, r.stderr
     r = cli("run", path, "--arg", "a=1,2,3,4")
     assert r.returncode == 1 and "ext2.cu:1:" in r.stderr and "--shared BYTES" in r.stderr
+
+
+def test_the_dashboards_run_takes_dims_and_shared_bytes():
+    r = parse_run("examples/kernels/dot.cu a=1,2 b=3,4 out=0 n=2 --block 2,2 --grid=1,3 --shared 16")
+    assert (r.block, r.grid, r.shared) == ((2, 2), (1, 3), 16)
+    assert r.describe().endswith("--block 2,2 --grid 1,3 --shared 16")
+    r = parse_run("examples/kernels/dot.cu a=1,2 b=3,4 out=0 n=2 --block 8")
+    assert (r.block, r.grid, r.shared) == (8, 1, 0)
+    r = parse_run("dyn_shared_reduce")  # the launch file's lists and bytes
+    spec = json.loads((EXAMPLES / "dyn_shared_reduce.json").read_text())
+    assert (r.block, r.grid, r.shared) == (spec["block"], spec["grid"], spec["shared"])
+    assert parse_run("transpose_2d").block == tuple(json.loads((EXAMPLES / "transpose_2d.json").read_text())["block"])
+    for bad in ("--block 2x2", "--grid 1,2,3,4", "--shared -4"):
+        with pytest.raises(CommandError):
+            parse_run(f"dot {bad}")
