@@ -58,6 +58,12 @@ SIGNATURES: dict[str, tuple[tuple[str, ...], ...]] = {
                               "div", "rem", "mul24")},
     **{op: _UNARY for op in ("neg", "abs", "not")},
     "mad": ((DST, VAL, VAL, VAL),),
+    # bit instructions (intrinsics.py)
+    **{op: _UNARY for op in ("popc", "clz", "brev", "bfind")},
+    "prmt": ((DST, VAL, VAL, VAL),),
+    "bfe": ((DST, VAL, VAL, VAL),),
+    "bfi": ((DST, VAL, VAL, VAL, VAL),),
+    "sad": ((DST, VAL, VAL, VAL),),
     # predicate logic (the .pred forms of and/or/xor/not)
     **{f"{op}.pred": ((PRED, PRED, PRED),) for op in ("and", "or", "xor")},
     "not.pred": ((PRED, PRED),),
