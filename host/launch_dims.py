@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from qwengpu_mlx.core.errors import ResourceError
 from qwengpu_mlx.core.isa import Imm, Op, Special
 from qwengpu_mlx.core.launch_spec import Dims
 
@@ -42,7 +43,8 @@ def exact_divider(d: int, count: int) -> tuple[int, int]:
             break
         if all((t * m) >> k == t // d for t in range(count)):
             return m, k
-    raise ValueError(f"no exact 32-bit multiply-shift divides {count} indices by {d}")
+    raise ResourceError(f"a launch of {count} threads or blocks along a dimension of {d} is beyond the machine's "
+                        f"32-bit index arithmetic; launch fewer")
 
 
 class _Emitter:

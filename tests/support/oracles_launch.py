@@ -91,3 +91,11 @@ def grid_dim_y(spec):
     r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
     A["a"] = (2 * A["a"].reshape(rows, cols) + 100 * r + c).reshape(-1)
     return result(A)
+
+
+@oracle
+def tile_transpose_2d(spec):
+    A = arrays(spec)
+    rows, cols = scalar(spec, "rows"), scalar(spec, "cols")
+    A["out"] = A["in"].reshape(rows, cols).T.reshape(-1)
+    return result(A)
