@@ -99,7 +99,10 @@ LIMITS: tuple[FieldLimit, ...] = (
     FieldLimit(
         "word_bits", 32, 32, "records carry 32-bit payloads and the ALUs are 32 bits wide",
         "a record's payload is three chunks of 11, 11 and 10 bits (vocab.py, CHUNK_BITS), and the "
-        "adders, multiplier, shifter, memory and register heads are 32 bits wide",
+        "adders, multiplier, shifter, memory and register heads are 32 bits wide; kernels' 8- and "
+        "16-bit code runs on them as the host lowers it (host/narrow.py: a narrow value's low bits in a "
+        "32-bit register, extended where the upper bits matter) and a char or short array keeps one "
+        "element per memory word (host/narrow_memory.py)",
         (32,)),
     FieldLimit(
         "step_budget", 1, None, "a launch may run at least one step",
