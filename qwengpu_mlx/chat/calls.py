@@ -11,6 +11,7 @@ reference interpreter, and a launch that disagrees is reported as an error, not 
 
 from __future__ import annotations
 
+import json
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,9 +40,42 @@ class LaunchRecord:
 
 @dataclass
 class ToolOutcome:
-    content: str  # the tool message's content
+    content: str  # the tool message's content: the GPU's value, or "error: why"
     error: bool
     launches: list[LaunchRecord] = field(default_factory=list)
+    expression: str = ""  # what the call asked (call_expression), as the user is shown it
+
+    @property
+    def exact(self) -> bool | None:
+        """Every launch checked exact (None: no launch, or one not checked)."""
+        verdicts = [r.exact for r in self.launches]
+        if not verdicts or None in verdicts:
+            return None
+        return all(verdicts)
+
+    @property
+    def tokens(self) -> int:
+        """Launch tokens the model wrote for this call, all its launches together."""
+        return sum(r.tokens for r in self.launches)
+
+    def to_json(self) -> dict:
+        """The call as ``--json`` audits it: what was asked, what the GPU answered."""
+        return {"expression": self.expression, "result": self.content, "error": self.error,
+                "exact": self.exact, "tokens": self.tokens, "launches": len(self.launches)}
+
+
+def call_expression(call: dict) -> str:
+    """What a parsed call asks, as a person reads it: ``gpu_eval``'s expression, ``gpu_kernel``'s
+    source, the arguments otherwise; for a call that did not parse, its raw text."""
+    if "error" in call:
+        return str(call.get("raw", "")).strip()
+    args = call.get("arguments")
+    if isinstance(args, dict):
+        for key in ("expression", "source"):
+            if isinstance(args.get(key), str):
+                return args[key]
+        return json.dumps(args)
+    return "" if args is None else str(args)
 
 
 class LaunchNotExact(QwenGpuError):

@@ -1,11 +1,14 @@
 """``qwengpu-mlx chat``: mlx_lm.chat's flags and commands (q, r, h), with the GPU as a tool.
 
 Each turn streams the reply (its reasoning dimmed and labelled), shows each tool call
-and its result, and ends with mlx-lm's summary lines (prompt and generation tokens and
-tokens/s, peak memory) plus a line per launch (kernel, tokens, tokens/s, whether
-``--check`` found it exact). Piped input is read line by line as mlx_lm.chat reads the
-terminal (``q`` ends, ``r`` resets, ``h`` helps); with ``--json`` each turn prints one
-JSON object instead.
+(its expression) and the GPU's result verbatim on lines of their own, apart from the
+model's prose, flags an answer that states a number the GPU did not produce
+(``chat.quoting``) beside the true value, and ends with mlx-lm's summary lines (prompt and
+generation tokens and tokens/s, peak memory) plus a line per launch (kernel, tokens,
+tokens/s, whether ``--check`` found it exact). Ctrl-C stops the reply (the conversation
+goes on without it); Ctrl-C at the prompt exits 130, Ctrl-D or ``q`` exits 0. Piped
+input is read line by line as mlx_lm.chat reads the terminal (``q`` ends, ``r`` resets,
+``h`` helps); with ``--json`` each turn prints one JSON object instead.
 """
 
 from __future__ import annotations
@@ -20,10 +23,14 @@ from qwengpu_mlx.runtime.speed import summary_lines as mlx_lm_lines
 
 from qwengpu_mlx.chat.models import DEMO, GET_A_MODEL, ChatModelError, open_chat_model
 
-from qwengpu_mlx.chat.session import UNPARSED, ChatSession, ChatSettings, ReasoningPiece, TextPiece, ToolCallDone, ToolCallStarted, TurnSummary
+from qwengpu_mlx.chat.session import (UNPARSED, ChatSession, ChatSettings, ReasoningPiece, TextPiece, ToolCallDone,
+                                      ToolCallStarted, TurnSummary, UnclosedCall)
+from qwengpu_mlx.chat.tools import GPU_EVAL_NAME
 
-HELP = "commands: q exit, r reset the conversation, h help"
+HELP = "commands: q exit, r reset the conversation, h help; Ctrl-C stops a reply"
 RESET = "[context cleared]"
+STOPPED = "[reply stopped: it is left out of the conversation; Ctrl-C at the prompt, Ctrl-D or q quits]"
+INTERRUPTED = 130  # the shell's status for a command Ctrl-C ended
 REASONING_OPEN, REASONING_CLOSE = "[reasoning]", "[end of reasoning]"
 DIM, PLAIN = "\x1b[2m", "\x1b[0m"
 
@@ -74,15 +81,34 @@ def run(ns) -> int:
 
 
 def _interactive(session) -> int:
+    """mlx_lm.chat's loop; Ctrl-C stops the reply under way (the conversation is kept without
+    it), at the prompt it exits 130 as a shell expects; Ctrl-D exits 0."""
     while True:
         try:
             query = input(">> ")
         except EOFError:
+            print()
             return 0
+        except KeyboardInterrupt:
+            print()
+            return INTERRUPTED
         if command(query, session, sys.stdout, as_json=False) == "quit":
             return 0
         if query not in COMMANDS:
-            show_turn(session.turn(query), sys.stdout)
+            interruptible_turn(session, query, sys.stdout)
+
+
+def interruptible_turn(session, query: str, out) -> TurnSummary | None:
+    """One turn shown on ``out``; on Ctrl-C the reply stops, is dropped from the
+    conversation (``ChatSession.turn``) and None comes back."""
+    events = session.turn(query)
+    try:
+        return show_turn(events, out)
+    except KeyboardInterrupt:
+        events.close()  # the turn drops its partial reply (a no-op if Ctrl-C struck inside it)
+        out.write("\n" + STOPPED + "\n")
+        out.flush()
+        return None
 
 
 COMMANDS = ("q", "r", "h")
@@ -142,9 +168,9 @@ def show_turn(events, out, color: bool | None = None) -> TurnSummary:
             view.show(ev)
     view.end_reasoning()
     out.write("\n")
-    note = stop_note(summary)
-    if note:
-        out.write(note + "\n")
+    for note in (stop_note(summary), check_note(summary)):
+        if note:
+            out.write(note + "\n")
     for line in summary_lines(summary):
         out.write(line + "\n")
     out.flush()
@@ -166,11 +192,11 @@ class _TurnView:
             if isinstance(ev, TextPiece):
                 self.out.write(ev.text)
             elif isinstance(ev, ToolCallStarted):
-                args = ", ".join(f"{k}={v!r}" for k, v in ev.arguments.items())
-                called = f"{ev.name}({args})" if ev.name != UNPARSED else "(it did not parse)"
-                self.out.write(f"\n[tool call: {called}]\n")
+                self.out.write(f"\n[{call_line(ev)}]\n")
             elif isinstance(ev, ToolCallDone):
-                self.out.write(f"[tool response: {ev.outcome.content}]\n")
+                self.out.write(f"[{result_line(ev.outcome.content)}]\n")
+            elif isinstance(ev, UnclosedCall):
+                self.out.write(f"\n[a tool call never closed, so not run (and not the answer): {ev.text.strip()}]\n")
         self.out.flush()
 
     def begin_reasoning(self) -> None:
@@ -184,6 +210,28 @@ class _TurnView:
             self.reasoning = False
 
 
+def call_line(ev: ToolCallStarted) -> str:
+    """A tool call as the user reads it: ``gpu_eval: [1, 2] @ [3, 4]``; another tool with its
+    arguments; a call that did not parse, as written."""
+    if ev.name == UNPARSED:
+        return f"tool call that did not parse: {ev.expression}"
+    if ev.name == GPU_EVAL_NAME and "expression" in ev.arguments:
+        return f"{ev.name}: {ev.expression}"
+    args = ", ".join(f"{k}={v!r}" for k, v in ev.arguments.items())
+    return f"tool call: {ev.name}({args})"
+
+
+def result_line(content: str) -> str:
+    """The GPU's answer verbatim: ``result: 11``, or the tool's ``error: why`` (one prefix)."""
+    return content if content.startswith("error:") else f"result: {content}"
+
+
+def check_note(s: TurnSummary) -> str:
+    """A line when the answer states a number the GPU did not produce (``chat.quoting``)."""
+    flag = s.check.flag()
+    return f"[{flag}]" if flag else ""
+
+
 def stop_note(s: TurnSummary) -> str:
     """A line when the reply did not end on its own: the budget ran out (in reasoning or not)."""
     if s.stopped == "max_tokens_in_reasoning":
@@ -193,6 +241,8 @@ def stop_note(s: TurnSummary) -> str:
         return "[the reply stopped at --max-tokens: raise it (e.g. --max-tokens 2048) for a longer one]"
     if s.stopped == "tool_limit":
         return "[the turn ended after too many tool calls]"
+    if s.unclosed_call is not None:
+        return "[the reply ended inside a tool call: nothing was run]"
     return ""
 
 
@@ -209,6 +259,7 @@ def turn_record(query: str, s: TurnSummary) -> dict:
     """One turn as JSON (``--json``)."""
     st = s.stats
     return {"user": query, "answer": s.answer, "reasoning": s.reasoning, "stopped": s.stopped,
+            "calls": [t.to_json() for t in s.tool_results], **s.check.to_json(), "unclosed_call": s.unclosed_call,
             "tool_results": [{"content": t.content, "error": t.error} for t in s.tool_results],
             "launches": [{"kernel": r.kernel, "tokens": r.tokens, "tokens_per_s": round(r.tokens_per_s, 3),
                           "exact": r.exact, "logit_margin": round(r.logit_margin, 4)} for r in s.launches],

@@ -29,6 +29,7 @@ from qwengpu_mlx.splice.widen import target_config, widen
 from qwengpu_mlx.chat.tools import TOOLS
 
 DEMO_DIR = Path(__file__).with_name("demo")
+TOOLS_FILE = "tools.json"  # in DEMO_DIR: the tools as the demo was trained with them
 
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 # Added like Qwen's: plain added tokens (not "special"), so decoding keeps them in the text.
@@ -123,6 +124,15 @@ def load_demo(path: Path = DEMO_DIR):
     return mlx_lm.load(str(path))
 
 
+def demo_tools(path: Path = DEMO_DIR) -> dict[str, list[dict]]:
+    """The tools offered to the demo, per mode: the descriptions it was trained with, pinned
+    beside its weights (``demo/tools.json``), since a toy this small writes the right call
+    only after the prompt it learned (a later ``gpu_eval`` description made it write
+    ``[1] @ [3]`` for ``[1, 2] @ [3, 4]``); a mode it was not trained on gets today's."""
+    pinned = json.loads((path / TOOLS_FILE).read_text())
+    return {mode: pinned.get(mode, tools) for mode, tools in TOOLS.items()}
+
+
 def demo_splice_config(path: Path = DEMO_DIR, target: dict | None = None) -> dict:
     """The widened demo's full config (what the splice sees), without widening any weight."""
     config = demo_config(path)
@@ -150,7 +160,7 @@ def demo_base(path: Path = DEMO_DIR, target: dict | None = None):
 def greedy_reply(model, tok, messages: list[dict], stop: str | None = None, max_tokens: int = 120) -> str:
     """The model's greedy reply to ``messages`` (tools offered), until ``<|im_end|>`` or ``stop``:
     mlx-lm's own generation, for the training script's evaluation and the fixture's tests."""
-    prompt = mx.array(tok.apply_chat_template(messages, tools=TOOLS["normal"], add_generation_prompt=True))
+    prompt = mx.array(tok.apply_chat_template(messages, tools=demo_tools()["normal"], add_generation_prompt=True))
     detok = tok.detokenizer
     detok.reset()
     for token, _ in generate_step(prompt, model, max_tokens=max_tokens):

@@ -7,6 +7,13 @@ every launch checked against the reference interpreter. A question counts as rig
 when the expected value is in a tool response that launches produced (so the GPU
 computed it, every launch exact) and in the final answer's text; in advanced mode it is
 right first try when the first tool call already gave it.
+
+Every question's record can be audited: its ``calls`` (expression, the GPU's result or
+error, exact, launch tokens), its ``answer``, and whether the answer is ``quoted``: every
+number it states is one of the results (``chat.quoting``). The counts: ``right``;
+``launched`` (a call ran on the GPU); ``exact`` (it did, every launch exact); ``quoted``
+(the answer states a number, and every number it states is a result); ``misquoted`` (it
+states one that no result holds). ``quoted / launched`` is the copy rate.
 """
 
 from __future__ import annotations
@@ -69,10 +76,22 @@ class QuestionResult:
     first_try: bool  # the first tool call already produced it
     tool_calls: int
     launches: list[dict] = field(default_factory=list)  # kernel, tokens, exact
+    calls: list[dict] = field(default_factory=list)  # calls.ToolOutcome.to_json of each call
+    quoted: bool = True  # every number the answer states is a result (quoting.AnswerCheck.quoted)
+    misquotes: list[dict] = field(default_factory=list)  # {"stated", "true"} for each that is not
+    states_number: bool = False  # the answer states a number at all
 
     @property
     def right(self) -> bool:
         return self.gpu_value and self.in_answer and all(ln["exact"] for ln in self.launches)
+
+    @property
+    def launched(self) -> bool:
+        return bool(self.launches)
+
+    @property
+    def exact(self) -> bool:
+        return self.launched and all(ln["exact"] for ln in self.launches)
 
 
 @dataclass
@@ -92,11 +111,18 @@ class ChatEval:
     def launches(self) -> list[dict]:
         return [ln for r in self.results for ln in r.launches]
 
+    def counts(self) -> dict:
+        """Questions answered right, launched, exact, quoted and misquoted (module docstring)."""
+        rs = self.results
+        return {"right": self.right, "launched": sum(r.launched for r in rs), "exact": sum(r.exact for r in rs),
+                "quoted": sum(r.quoted and r.states_number for r in rs), "misquoted": sum(not r.quoted for r in rs)}
+
     def to_json(self) -> dict:
-        return {"mode": self.mode, "questions": len(self.results), "right": self.right,
+        return {"mode": self.mode, "questions": len(self.results), **self.counts(),
                 "right_first_try": self.right_first_try,
                 "launches": len(self.launches), "launches_exact": sum(bool(ln["exact"]) for ln in self.launches),
-                "results": [vars(r) | {"right": r.right} for r in self.results]}
+                "results": [vars(r) | {"right": r.right, "launched": r.launched, "exact": r.exact}
+                            for r in self.results]}
 
 
 def score(question: str, expected, summary: TurnSummary) -> QuestionResult:
@@ -108,7 +134,9 @@ def score(question: str, expected, summary: TurnSummary) -> QuestionResult:
                           gpu_value=any(contains_value(t.content, expected) for t in from_gpu),
                           in_answer=contains_value(summary.answer, expected),
                           first_try=bool(first) and not first[0].error and contains_value(first[0].content, expected),
-                          tool_calls=len(summary.tool_results), launches=launches)
+                          tool_calls=len(summary.tool_results), launches=launches,
+                          calls=[t.to_json() for t in summary.tool_results], quoted=summary.check.quoted,
+                          misquotes=summary.check.to_json()["misquotes"], states_number=bool(summary.check.stated))
 
 
 def evaluate_chat(model, mode: str, questions: list[dict], settings: ChatSettings | None = None,
@@ -138,4 +166,7 @@ def report_lines(ev: ChatEval) -> list[str]:
         lines.append(f"  right first try: {ev.right_first_try}/{n}; after retries: {ev.right}/{n}")
     exact = sum(bool(ln["exact"]) for ln in ev.launches)
     lines.append(f"  launches: {len(ev.launches)}, exact (checked against the reference): {exact}")
+    c = ev.counts()
+    lines.append(f"  questions launched: {c['launched']}, all launches exact: {c['exact']}; answers quoting "
+                 f"only GPU results: {c['quoted']}, stating a number the GPU did not produce: {c['misquoted']}")
     return lines

@@ -16,7 +16,7 @@ message says why and what to do.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -26,9 +26,10 @@ from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
 from qwengpu_mlx.splice.build import load_base
 from qwengpu_mlx.splice.combined_runner import open_combined
 
-from qwengpu_mlx.chat.demo import DEMO_DIR, demo_splice_config, load_demo
+from qwengpu_mlx.chat.demo import DEMO_DIR, demo_splice_config, demo_tools, load_demo
 from qwengpu_mlx.chat.prefix import base_identity
 from qwengpu_mlx.chat.startup import timed
+from qwengpu_mlx.chat.tools import TOOLS
 from qwengpu_mlx.splice.open import (BASE_KIND, COMBINED_KIND, DEMO, DEMO_KIND, LaunchModel, ModelOpenError,
                                      combine_base, fetch_base, model_kind, open_errors)
 from qwengpu_mlx.splice.open import open_launch_model as _open_launch_model
@@ -55,6 +56,7 @@ class ChatModel:
     note: str = ""  # what the user should know about this model (the demo says what it is)
     identity: str = ""  # its files as a cache key (chat.prefix); "": nothing cached on disk
     log: Callable[[str], None] = lambda s: None  # where start-up and cache notes go
+    tools: dict[str, list[dict]] = field(default_factory=lambda: dict(TOOLS))  # offered per mode (the demo: its own)
 
     @property
     def has_tools(self) -> bool:
@@ -101,7 +103,7 @@ def _open_demo(store, machine: MachineConfig, log) -> ChatModel:
     return ChatModel(DEMO, combined, tokenizer, machine,
                      note="demo: a toy Qwen3.5-architecture model trained on templated arithmetic "
                           "questions (not Qwen); its launches run on the real circuit",
-                     identity=base_identity(DEMO_DIR), log=log)
+                     identity=base_identity(DEMO_DIR), log=log, tools=demo_tools())
 
 
 def _open_checkpoint(path: Path, store, log) -> ChatModel:

@@ -119,10 +119,8 @@ class ReplySplitter:
         return reasoning, self.text(p, final)
 
     def text(self, p: ReplyParts, final: bool = False) -> str:
-        """The visible text of a message: before its calls; when it ended (``final``) with one
-        call never closed and none before it, that call as written (it is no call)."""
-        if p.open_call and not p.calls and final:
-            return p.content + (self.markers.call_start or "") + p.unclosed
+        """The visible text of a message: before its calls. A call never closed is not text
+        either: it is neither a call nor the answer (the chat shows it as an unclosed call)."""
         if not p.calls and not p.open_call and not final:
             return p.content[:safe_length(p.content, self.markers.call_start)]
         return p.content

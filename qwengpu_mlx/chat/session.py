@@ -19,13 +19,14 @@ from typing import Iterator
 import mlx.core as mx
 from mlx_lm.sample_utils import make_sampler
 
-from qwengpu_mlx.chat.calls import GpuTools, LaunchRecord, ToolOutcome
+from qwengpu_mlx.chat.calls import GpuTools, LaunchRecord, ToolOutcome, call_expression
 from qwengpu_mlx.chat.prefix import prefill_prefix, shared_prefix
+from qwengpu_mlx.chat.quoting import AnswerCheck, check_answer
 from qwengpu_mlx.chat.reply import Markers, ReplySplitter
 from qwengpu_mlx.chat.startup import timed
 from qwengpu_mlx.chat.template import Prompt, render_prompt
 from qwengpu_mlx.chat.textgen import GenStats, TextGenerator
-from qwengpu_mlx.chat.tools import MODES, TOOLS, error_text
+from qwengpu_mlx.chat.tools import MODES, error_text
 
 MAX_RETRIES = 3  # advanced mode: failed kernels the model may fix, per turn
 MAX_CALLS = 8  # tool calls per turn before the model is told to answer without the GPU
@@ -60,6 +61,12 @@ class ReasoningPiece:
 class ToolCallStarted:
     name: str
     arguments: dict  # as parsed; {} when the call did not parse
+    expression: str = ""  # what it asks (calls.call_expression): the expression, a kernel, or the raw text
+
+
+@dataclass(frozen=True)
+class UnclosedCall:
+    text: str  # a tool call the message started and never closed: not run, and not the answer
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,8 @@ class TurnSummary:
     tool_results: list[ToolOutcome] = field(default_factory=list)
     stopped: str = "eos"  # one of STOP_REASONS
     reasoning: str = ""  # the final message's reasoning
+    check: AnswerCheck = field(default_factory=AnswerCheck)  # the answer's numbers against the results
+    unclosed_call: str | None = None  # a call the final message never closed (shown as such)
 
 
 @dataclass
@@ -91,6 +100,7 @@ class Message:
     content: str
     calls: list[str]  # raw text inside each <tool_call>...</tool_call>
     stopped: str
+    unclosed: str | None = None  # the text of a call it started and never closed
 
 
 @dataclass
@@ -109,12 +119,17 @@ class ChatSession:
         self.tools = GpuTools(self.model.combined.circuit, self.model.machine, self.settings.check)
         self.reset()
 
+    @property
+    def offered(self) -> list[dict]:
+        """The tools this model is offered in this mode (the demo: the ones it was trained with)."""
+        return self.model.tools[self.settings.mode]
+
     def _ensure_prefix(self) -> None:
         """The shared prompt start (system prompt, tools) prefilled once, before the first turn."""
         if self.text.prefix is not None or not self.model.identity:
             return
         s = self.settings
-        tokens = shared_prefix(self.model.tokenizer, s.system_prompt, TOOLS[s.mode], s.thinking)
+        tokens = shared_prefix(self.model.tokenizer, s.system_prompt, self.offered, s.thinking)
         with timed(self.model.log, f"the prompt's shared start ({len(tokens)} tokens: system prompt and tools)"):
             self.text.prefix = prefill_prefix(self.model.combined.base, tokens, self.model.identity, self.model.log)
 
@@ -127,23 +142,46 @@ class ChatSession:
     def turn(self, user_text: str, launch_events=None) -> Iterator[object]:
         """Events of one user turn; the last is the :class:`TurnSummary`.
 
-        ``launch_events``: a runtime ``LaunchEvents`` sink for every launch (the dashboard's panes)."""
+        ``launch_events``: a runtime ``LaunchEvents`` sink for every launch (the dashboard's panes).
+        A turn stopped before its summary (Ctrl-C, or the caller closing the events) leaves
+        the conversation as it was before it: the partial reply is not kept."""
         self._ensure_prefix()
+        kept, done = len(self.messages), False
+        try:
+            summary = yield from self._turn(user_text, launch_events)
+            done = True
+            yield summary
+        except BaseException:  # KeyboardInterrupt or GeneratorExit mid-reply: drop the reply, keep the chat
+            if not done:
+                self._drop_reply(kept)
+            raise
+
+    def _drop_reply(self, kept: int) -> None:
+        """Forget an interrupted reply: its messages, and the cache that may hold part of it."""
+        del self.messages[kept:]
+        self.text.reset()
+
+    def _turn(self, user_text: str, launch_events):
         self.messages.append({"role": "user", "content": user_text})
         summary = TurnSummary(GenStats(), 0.0)
         mx.reset_peak_memory()
         failures = 0
         while True:
             msg = yield from self._assistant_message(summary.stats)
+            if msg.unclosed is not None:
+                yield UnclosedCall(msg.unclosed)
             if not msg.calls:
                 self.messages.append(_assistant_message(msg, []))
                 summary.answer, summary.stopped, summary.reasoning = msg.content, msg.stopped, msg.reasoning
+                summary.unclosed_call = msg.unclosed
                 break
             parsed = [self._parse_call(c) for c in msg.calls]
             self.messages.append(_assistant_message(msg, parsed))
             for call in parsed:
-                yield ToolCallStarted(call.get("name", UNPARSED), call.get("arguments") or {})
+                expression = call_expression(call)
+                yield ToolCallStarted(call.get("name", UNPARSED), call.get("arguments") or {}, expression)
                 outcome = self._run_call(call, len(summary.tool_results), failures, launch_events)
+                outcome.expression = expression
                 failures += outcome.error
                 summary.tool_results.append(outcome)
                 summary.launches.extend(outcome.launches)
@@ -153,7 +191,8 @@ class ChatSession:
                 summary.answer, summary.stopped, summary.reasoning = msg.content, "tool_limit", msg.reasoning
                 break
         summary.peak_memory_gb = mx.get_peak_memory() / 1e9
-        yield summary
+        summary.check = check_answer(summary.answer, summary.tool_results, user_text)
+        return summary
 
     def _run_call(self, call: dict, calls_so_far: int, failures: int, events) -> ToolOutcome:
         """The call's outcome, or a refusal once the turn's retries or calls are used up."""
@@ -164,7 +203,7 @@ class ChatSession:
         return self.tools.run(call, self.settings.mode, events)
 
     def _prompt(self) -> Prompt:
-        return render_prompt(self.model.tokenizer, self.messages, TOOLS[self.settings.mode], self.settings.thinking)
+        return render_prompt(self.model.tokenizer, self.messages, self.offered, self.settings.thinking)
 
     def _assistant_message(self, stats: GenStats):
         """Generate one assistant message, streaming its reasoning and text; it ends at the
@@ -197,13 +236,14 @@ class ChatSession:
         if parts.reasoning_open and stopped == "max_tokens":
             stopped = "max_tokens_in_reasoning"
         content = split.text(parts, final=True)
-        return Message(parts.reasoning.strip(), content.strip(), parts.calls, stopped)
+        unclosed = (Markers.of(tok).call_start or "") + parts.unclosed if parts.open_call else None
+        return Message(parts.reasoning.strip(), content.strip(), parts.calls, stopped, unclosed)
 
     def _parse_call(self, call_text: str) -> dict:
         """mlx-lm's parser for this template; {"error": why, "raw": text} when the call does not parse."""
         parser = self.model.tokenizer.tool_parser
         try:
-            call = parser(call_text.strip(), TOOLS[self.settings.mode])
+            call = parser(call_text.strip(), self.offered)
         except Exception as e:  # the parsers raise what they meet; nothing the model writes may crash the chat
             return {"error": f"the tool call did not parse ({type(e).__name__}: {e})", "raw": call_text}
         if isinstance(call, list):

@@ -34,7 +34,10 @@ def _eval_chat(ns) -> int:
 
     def on_result(i, r):
         mark = "right" if r.right else "wrong"
-        print(f"[{i + 1}/{len(questions)}] {mark}: {r.question} -> {r.answer!r}", file=sys.stderr, flush=True)
+        calls = "".join(f" [{c['expression']!r} -> {c['result']}]" for c in r.calls)
+        flag = "".join(f" [misquoted: {m['stated']}, the GPU computed {m['true'] or 'no value'}]" for m in r.misquotes)
+        print(f"[{i + 1}/{len(questions)}] {mark}: {r.question}{calls} -> {r.answer!r}{flag}", file=sys.stderr,
+              flush=True)
 
     settings = ChatSettings(max_tokens=ns.max_tokens, thinking=ns.thinking)
     ev = evaluate_chat(model, ns.mode, questions, settings=settings, on_result=on_result)

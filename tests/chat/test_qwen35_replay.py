@@ -78,7 +78,7 @@ def test_reasoning_then_a_call(tokenizer, runner):
     assert summary.answer == f"The dot product is {dot}." and summary.reasoning == "The tool said it."
     # what the user saw: each think block labelled, the call, the response, the answer
     assert printed.startswith(f"{REASONING_OPEN}\nA dot product: the GPU tool does that.\n{REASONING_CLOSE}\n")
-    assert f"[tool call: gpu_eval(expression='{a} @ {b}')]\n[tool response: {dot}]\n" in printed
+    assert f"[gpu_eval: {a} @ {b}]\n[result: {dot}]\n" in printed  # the expression, the GPU's value verbatim
     assert f"{REASONING_OPEN}\nThe tool said it.\n{REASONING_CLOSE}\nThe dot product is {dot}.\n" in printed
     # history as the template keeps it: this turn's reasoning went back with the call ...
     assert ("<think>\nA dot product: the GPU tool does that.\n</think>\n\n<tool_call>\n<function=gpu_eval>"
@@ -110,7 +110,8 @@ def test_two_calls_in_one_message(tokenizer, runner):
                                     think("Both back.") + f"{dot} and {total}."])
     events, printed, summary = replay(s, "two questions")
     assert [r.content for r in summary.tool_results] == [str(dot), str(total)]
-    assert printed.count("[tool call: gpu_eval(") == 2 and f"[tool response: {total}]" in printed
+    assert printed.count("[gpu_eval: ") == 2 and f"[result: {total}]" in printed
+    assert summary.check.quoted and "not from the GPU" not in printed
     assert summary.answer == f"{dot} and {total}."
     # one assistant message with both calls, both responses in one user block (the template's grouping)
     assert len(s.messages[1]["tool_calls"]) == 2
@@ -127,7 +128,7 @@ def test_a_call_with_a_300_element_array(tokenizer, runner):
     assert started[0].arguments == {"expression": f"sum({values})"}  # all 300 arrived, in order
     result = summary.tool_results[0]
     assert result.error and "301 words" in result.content and "126" in result.content and not summary.launches
-    assert "[tool response: error: " in printed and summary.answer == "The GPU cannot hold that many numbers."
+    assert "\n[error: " in printed and "error: error" not in printed and summary.answer == "The GPU cannot hold that many numbers."
 
 
 def test_an_unknown_tool(tokenizer, runner):
@@ -145,7 +146,7 @@ def test_a_malformed_call(tokenizer, runner):
     _, printed, summary = replay(s, "1*3 + 2*4?")
     result = summary.tool_results[0]
     assert result.error and ("did not parse" in result.content or "names no function" in result.content)
-    assert f"[tool call: (it did not parse)]\n[tool response: {result.content}]" in printed
+    assert f"[tool call that did not parse: gpu_eval([1, 2] @ [3, 4])]\n[{result.content}]" in printed
     assert summary.answer == "Let me answer without the GPU."
     assert "gpu_eval([1, 2] @ [3, 4])" in s.messages[1]["content"]  # the history keeps what it wrote
 

@@ -50,11 +50,14 @@ def test_two_calls_and_when_the_calls_are_done():
     assert len(split.parts(two).calls) == 2 and split.parts(two).content == "Both.\n\n"
 
 
-def test_a_call_never_closed_is_text_at_the_end():
+def test_a_call_never_closed_is_never_the_answer():
+    """The text before it is the message's text; the call stays an open call, not text."""
     split = ReplySplitter(QWEN)
     message = "Let me see <tool_call>\n<function=gpu_eval>"
     r, t = stream(split, message)
-    assert (r, t) == ("", message)
+    assert (r, t) == ("", "Let me see ")
+    p = split.parts(message)
+    assert p.open_call and p.unclosed == "\n<function=gpu_eval>" and not p.calls
 
 
 def test_reasoning_that_never_closes_shows_no_text():

@@ -1,0 +1,71 @@
+"""The answer check alone: which numbers an answer states, and which the GPU did not produce.
+
+The cases are the misstatements seen from the demo (a digit changed, a list cut short, a
+number after a tool error, an invented reason) and what a faithful answer looks like
+(the result, with the question's own numbers restated around it)."""
+
+from __future__ import annotations
+
+from qwengpu_mlx.chat.calls import ToolOutcome
+from qwengpu_mlx.chat.quoting import check_answer, stated_numbers, tool_values
+
+
+def ok(content: str, expression: str) -> ToolOutcome:
+    return ToolOutcome(content, False, expression=expression)
+
+
+def failed(content: str, expression: str) -> ToolOutcome:
+    return ToolOutcome(content, True, expression=expression)
+
+
+def test_numbers_an_answer_states():
+    assert stated_numbers("The GPU computed [1, -2, 3] and then 7.") == [[1, -2, 3], 7]
+    assert stated_numbers("2^20 is 1,048,576, not 3.5") == [2, 20, 1048576, 3.5]
+    assert stated_numbers("Qwen3 says the 15th is 610") == [610]  # numbers inside words are not stated
+    assert stated_numbers("[1, 2] @ [3, 4] = 11", ["[1, 2] @ [3, 4]"]) == [11]
+
+
+def test_tool_values():
+    assert tool_values("531441") == [531441]
+    assert tool_values("[1, 2, 3]") == [[1, 2, 3]]
+    assert tool_values('{"out": [4, 5], "n": 2}') == [[4, 5], 2]
+    assert tool_values("error: 3 is not (column 1)") == []
+
+
+def test_a_faithful_answer_is_quoted():
+    outcomes = [ok("19683", "pow(3, 9)")]
+    check = check_answer("3 to the power of 9 is 19683.", outcomes, "What is 3 to the power of 9?")
+    assert check.quoted and check.flag() is None and check.stated == ["3", "9", "19683"]
+    assert check_answer("The GPU computed [17, 39].", [ok("[17, 39]", "[[1, 2], [3, 4]] @ [5, 6]")]).quoted
+    assert check_answer("The largest, 17, is at index 1.", [ok("[5, 17]", "x"), ok("1", "y")]).quoted
+
+
+def test_a_digit_changed_is_flagged_beside_the_true_value():
+    check = check_answer("The GPU computed 531241.", [ok("531441", "pow(9, 6)")], "What is 9 to the 6th?")
+    assert not check.quoted
+    assert check.flag() == "not from the GPU: the answer states 531241, the GPU computed 531441"
+
+
+def test_a_list_cut_short_is_flagged():
+    check = check_answer("The GPU computed [1, 2, 4, 2].", [ok("[1, 2, 4, 4, 5]", "sort([5, 1, 4, 2, 4])")])
+    assert [(m.stated, m.true) for m in check.misquotes] == [("[1, 2, 4, 2]", "[1, 2, 4, 4, 5]")]
+
+
+def test_only_the_questions_numbers_is_no_quote():
+    check = check_answer("The GPU computed 3.", [ok("19683", "pow(3, 9)")], "What is 3 to the power of 9?")
+    assert not check.quoted and check.misquotes[0].true == "19683"
+
+
+def test_a_number_after_a_tool_error():
+    check = check_answer("The GPU computed 14.", [failed("error: expected ')' at column 18", "gcd(14, 3]")])
+    assert not check.quoted and check.after_error
+    assert "computed no value this turn (error: expected ')' at column 18)" in check.flag()
+
+
+def test_an_invented_reason_after_a_tool_error():
+    error = "error: gcd takes 2 arguments, got 1 (column 1)"
+    check = check_answer("I could not compute that: the program does not fit in the GPU's memory.",
+                         [failed(error, "gcd(1)")])
+    assert check.quoted and check.misexplained and check.flag() == f"not the GPU's reason: the GPU said {error}"
+    said = check_answer("The GPU said: gcd takes 2 arguments, got 1 (column 1).", [failed(error, "gcd(1)")])
+    assert not said.misexplained and said.flag() is None
