@@ -8,11 +8,11 @@ ordinary instructions that the model runs:
 * Between warps nothing is needed: the machine runs a warp until it reaches a barrier or
   exits (``docs/MACHINE.md``, "Scheduling"), so no other warp runs in the middle of a
   routine that holds no barrier, on any machine (``one-slot`` included).
-* Within a warp the lanes are serialised: round ``l`` of ``lanes`` reads the word, computes
-  the new value and stores it on lane ``l`` alone (``@p st``, ``p = laneid == l``), and
-  lane ``l``'s old value is what that round read. A later round reads the earlier rounds'
-  stores (a block's loads see memory as it was when the block began, so each round's load
-  starts a step of its own: ``blocks.block_fits``).
+* Within a warp the lanes are serialised by a loop of one round per lane: in round ``k``
+  lane ``k`` alone reads the word, computes the new value and stores it (``@p st`` with
+  ``p``: this lane is ``k``), and its old value is what that round read. A later round
+  reads the earlier rounds' stores (a block's loads see memory as it was when the block
+  began, so each round's load starts a step of its own: ``blocks.block_fits``).
 
 So every launch performs the atomics in one serial order, warp by warp and lanes in
 ascending order within a warp, as ``atom.add`` does: the old values and the final word are
@@ -79,8 +79,15 @@ def op_red(tr, ins: PtxInstr) -> list:
 
 
 def _operation(ins: PtxInstr, result: bool) -> str:
+    """The operation ``OP``, after checking every other modifier is a space, an ordering or a type."""
     found = [m for m in ins.mods if m in OPERATIONS]
     name = "atom" if result else "red"
+    known = OPERATIONS + SPACES + ("local", "const", "param")
+    odd = [m for m in ins.mods if m not in ORDERING and m.split("::")[0] not in known
+           and m not in INT_TYPES32 | INT_TYPES64 | SUBWORD]
+    if odd:
+        raise unsupported(ins, f"`{name}` with .{', .'.join(odd)} is not supported (the machine's atomics take a "
+                               f"space, an ordering and scope, an operation and a 32-bit integer type)")
     if len(found) != 1:
         other = [m for m in ins.mods if m not in ORDERING and m not in SPACES and m not in INT_TYPES32]
         raise unsupported(ins, f"`{name}.{'.'.join(other) or '?'}` is not a supported atomic (the machine has "

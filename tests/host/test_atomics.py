@@ -255,6 +255,7 @@ def _ptx_error(tmp_path, line: str) -> str:
     ("\tatom.global.add.u64 \t%rd7, [%rd3], %rd5;", "32-bit words"),
     ("\tred.global.exch.b32 \t[%rd3], %r1;", "does not exist in PTX"),
     ("\tatom.global.inc.s32 \t%r6, [%rd3], 1;", ".u32 only"),
+    ("\tatom.global.add.noftz.u32 \t%r6, [%rd3], 1;", "with .noftz is not supported"),
 ])
 def test_ptx_atomics_the_machine_lacks_are_refused_with_the_reason(tmp_path, line, why):
     msg = _ptx_error(tmp_path, line)
