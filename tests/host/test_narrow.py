@@ -218,3 +218,15 @@ def test_bytes_and_halves_of_an_int_array_read_little_endian(tmp_path):
     want = [raw[i] + 1000 * (raw[i] - 256 if raw[i] > 127 else raw[i]) for i in range(8)]
     want += [int.from_bytes(raw[2 * i: 2 * i + 2], "little", signed=True) for i in range(8)]
     assert reference(path, block=8, args={"a": a, "o": [0] * 16}).outputs["o"] == want
+
+
+@needs_clang
+def test_lanes_storing_neighbouring_bytes_in_one_step_each_keep_theirs(tmp_path):
+    """The reason for one element per word: 16 lanes store bytes 0..15 of a char array
+    (global and ``__shared__``) in the same step; a GPU keeps every byte."""
+    path = cu(tmp_path, "__global__ void k(unsigned char *g, unsigned char *out) {\n"
+                        "  __shared__ unsigned char s[16];\n  int i = threadIdx.x;\n"
+                        "  g[i] = (unsigned char)(i * 17 + 3);\n  s[i] = (unsigned char)(255 - i);\n"
+                        "  __syncthreads();\n  out[i] = s[15 - i];\n}\n")
+    run = reference(path, block=16, args={"g": [0] * 16, "out": [0] * 16})
+    assert run.outputs == {"g": [(i * 17 + 3) & 255 for i in range(16)], "out": [255 - (15 - i) for i in range(16)]}
