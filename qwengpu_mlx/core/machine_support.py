@@ -57,7 +57,9 @@ LIMITS: tuple[FieldLimit, ...] = (
         "clamp and segmask); the WST/ENT/next-token records follow the machine (records.py) but fill 32 "
         "bits at 8 lanes; the host's atomic routines run one round per lane of the widest named "
         "machine and tell lanes apart by %tid.x*4 & 4*(lanes-1), so lanes is a power of two "
-        "(host/translate_atomics.py, LANES)",
+        "(host/translate_atomics.py, LANES); kernels see CUDA's 32-lane warp whatever the machine's "
+        "lanes: a shuffle that leaves 4 lanes is an exchange through shared memory between barriers "
+        "(host/prelude_warps.h), the 4-lane shfl only where it gives the 32-lane result (host/warp_ops.py)",
         (4,)),
     FieldLimit(
         "max_warps", 1, 8, "registers are rows (warp, reg) of a head with 128 key rows",

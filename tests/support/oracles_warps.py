@@ -290,10 +290,6 @@ def warp_xor_allreduce32(spec):
     x = A["x"][:32]
     A["sum"][:32] = wrap(int(x.sum()))
     A["lo"][:32] = int(x.min())
-    bits = 0
-    for v in x:
-        bits |= int(v) & 0xFFFFFFFF
-    A["bits"][:32] = wrap(bits)
     return result(A)
 
 
