@@ -7,8 +7,8 @@ from qwengpu_mlx.core.machine import MACHINES
 
 def machine_rows(m) -> list[tuple[str, str]]:
     """The machine's limits as (what, value) rows: what a kernel may use."""
-    return [("warpSize", f"{m.lanes} lanes"),
-            ("warps per block", f"up to {m.max_warps} (blockDim.x <= {m.max_block_dim})"),
+    return [("warpSize", "32 lanes to a kernel: its thread block (README, warps)"),
+            ("machine warps", f"{m.lanes} lanes each, up to {m.max_warps} a block (blockDim.x <= {m.max_block_dim})"),
             ("registers", f"{m.regs} rows per lane ({m.usable_regs} usable; row 0 reads 0)"),
             ("predicates", f"{m.preds} per lane"),
             ("program ROM", f"{m.rom_blocks} blocks x {m.slots_per_block} instructions"),

@@ -136,7 +136,8 @@ def test_machine_prints_one_limit_a_line(capsys):
     lines = out.splitlines()
     assert rc == 0 and lines[0] == "machine default:" and len(lines) >= 6
     assert all(len(line) <= 80 for line in lines)
-    assert re.search(r"^  warpSize +4 lanes$", out, re.M)  # the README's table: 4 lanes, 126 words
+    assert re.search(r"^  warpSize +32 lanes to a kernel", out, re.M)  # the README's table: 32, 126 words
+    assert re.search(r"^  machine warps +4 lanes each", out, re.M)
     assert re.search(r"^  memory +126 words of 32 bits", out, re.M)
 
 
