@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--grid", type=_dims, default=None, metavar="X[,Y[,Z]]",
                         help="gridDim: 2, or 2,3 (default the launch file's, else 1)")
         sp.add_argument("--shared", type=_bytes, default=None, metavar="BYTES",
-                        help="dynamic shared memory: the bytes `extern __shared__ T s[]` holds (default the "
+                        help="dynamic shared memory: the bytes extern __shared__ T s[] holds (default the "
                              "launch file's \"shared\", else 0); it counts against the machine's memory")
         machine_option(sp, default=None)
 
