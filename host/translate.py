@@ -185,8 +185,8 @@ class Translator:
     op_st = memory.op_st
 
     # atomics (translate_atomics.py)
-    op_atom = atomics.op_atom
-    op_red = atomics.op_red
+    op_atom = memory.on_word_arrays(atomics.op_atom)
+    op_red = memory.on_word_arrays(atomics.op_red)
 
     # moves and conversions (translate_convert.py)
     op_mov = convert.op_mov

@@ -108,6 +108,18 @@ def _narrow_array_bits(tr, ins, t: str) -> int | None:
     return access
 
 
+def on_word_arrays(translate):
+    """``translate`` (an atomic's) refused first where its address reaches a char or short
+    array: such an array keeps an element per word (``narrow_memory``), which a GPU's
+    atomic on the bytes would not see."""
+    def checked(tr, ins):
+        if _narrow_array_bits(tr, ins, tr.typ(ins)) is not None:
+            raise unsupported(ins, "an atomic on a char or short array is not supported: atomics work on "
+                                   "int and unsigned arrays")
+        return translate(tr, ins)
+    return checked
+
+
 def _element_access(tr, ins, op, t: str, bits: int) -> list:
     """A byte or halfword load/store of a one-element-per-word array: the address in the
     array's unit times 4 (bytes) or 2 (halves) is the element's word; a store writes the

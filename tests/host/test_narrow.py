@@ -230,3 +230,11 @@ def test_lanes_storing_neighbouring_bytes_in_one_step_each_keep_theirs(tmp_path)
                         "  __syncthreads();\n  out[i] = s[15 - i];\n}\n")
     run = reference(path, block=16, args={"g": [0] * 16, "out": [0] * 16})
     assert run.outputs == {"g": [(i * 17 + 3) & 255 for i in range(16)], "out": [255 - (15 - i) for i in range(16)]}
+
+
+@needs_clang
+def test_an_atomic_on_a_char_array_is_refused_at_the_users_line(tmp_path):
+    path = cu(tmp_path, "__global__ void k(unsigned char *c) {\n  atomicAdd((int *)c, 1);\n}\n")
+    with pytest.raises(UnsupportedError) as e:
+        reference(path, block=2, args={"c": [1, 2, 3, 4]})
+    assert "kernel.cu:2" in str(e.value)
