@@ -68,10 +68,23 @@ def op_atom(tr, ins: PtxInstr, result: bool = True) -> list:
         return pre + [mk.atom_add(d, vals[0], g)]
     if d is not None and not _read_elsewhere(tr, ins, d):
         d = None  # nobody reads the old value: the routine keeps no register for it
+    if _changes_nothing(op, t, vals):  # ``atomicAdd(p, 0)``, which clang writes ``atom.or [p], 0``
+        return pre + ([mk.load(d, g)] if d is not None else [])
     if op == "exch" and d is None:
         return pre + [mk.store(vals[0], g)]
     pre += _unaliased(tr, d, mk, vals, g)
     return pre + _serialised(tr, op, t, d, vals, g, mk)
+
+
+IDENTITY = {"or": 0, "xor": 0, "and": M32, "max.u32": 0, "max.s32": 1 << 31, "min.u32": M32, "min.s32": (1 << 31) - 1}
+"""Operands with which an atomic leaves every word as it was: it only reads the word."""
+
+
+def _changes_nothing(op: str, t: str, vals: list) -> bool:
+    """Whether the atomic is a read (its operand the operation's identity): a plain load then
+    returns what it would, at whatever point of the serial order it runs."""
+    key = f"{op}.{t}" if op in ("min", "max") else op
+    return key in IDENTITY and isinstance(vals[0], Imm) and vals[0].value == IDENTITY[key]
 
 
 def op_red(tr, ins: PtxInstr) -> list:

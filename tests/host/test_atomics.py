@@ -327,3 +327,16 @@ def test_a_destination_that_is_also_the_operand(tmp_path):
     olds, final = r.outputs["param_1"], r.outputs["param_0"][0]
     assert serial_order(-1, [lambda o, v=t + 10: v for t in range(8)], olds, final) is not None
     assert sorted(olds + [final]) == [-1] + list(range(10, 18))
+
+
+@pytest.mark.parametrize("call", ["atomicAdd(p, 0)", "atomicOr(p, 0)", "atomicAnd(p, -1)", "atomicMax(p, -2147483648)",
+                                  "atomicMin((unsigned*)p, 0xffffffffu)"])
+def test_an_atomic_that_changes_nothing_is_a_load(tmp_path, call):
+    """clang writes ``atomicAdd(p, 0)`` as ``atom.or [p], 0``: a read, run as one load."""
+    code = f"__global__ void peek(int* p, int* out) {{\n    out[threadIdx.x] = {call};\n}}\n"
+    ck = compile_kernel(cu(tmp_path, code, "peek.cu"))
+    prog = bind(ck, {"p": [-7], "out": [0] * 4}, block=4)
+    ops = [i.op for b in prog.blocks for i in b.instrs]
+    assert ops.count(Op.LD) == 1 and ops.count(Op.ST) == 1 and len(prog.blocks) == 1
+    assert reference(cu(tmp_path, code, "peek2.cu"), args={"p": [-7], "out": [0] * 4}, block=4).outputs == \
+        {"p": [-7], "out": [-7] * 4}
