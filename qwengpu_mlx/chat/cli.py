@@ -260,6 +260,7 @@ def turn_record(query: str, s: TurnSummary) -> dict:
     st = s.stats
     return {"user": query, "answer": s.answer, "reasoning": s.reasoning, "stopped": s.stopped,
             "calls": [t.to_json() for t in s.tool_results], **s.check.to_json(), "unclosed_call": s.unclosed_call,
+            "copy_forced": s.copy_forced,
             "tool_results": [{"content": t.content, "error": t.error} for t in s.tool_results],
             "launches": [{"kernel": r.kernel, "tokens": r.tokens, "tokens_per_s": round(r.tokens_per_s, 3),
                           "exact": r.exact, "logit_margin": round(r.logit_margin, 4)} for r in s.launches],

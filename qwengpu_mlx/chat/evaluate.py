@@ -80,6 +80,7 @@ class QuestionResult:
     quoted: bool = True  # every number the answer states is a result (quoting.AnswerCheck.quoted)
     misquotes: list[dict] = field(default_factory=list)  # {"stated", "true"} for each that is not
     states_number: bool = False  # the answer states a number at all
+    copy_forced: int = 0  # answer tokens held to a result being copied (chat.copying)
 
     @property
     def right(self) -> bool:
@@ -136,7 +137,8 @@ def score(question: str, expected, summary: TurnSummary) -> QuestionResult:
                           first_try=bool(first) and not first[0].error and contains_value(first[0].content, expected),
                           tool_calls=len(summary.tool_results), launches=launches,
                           calls=[t.to_json() for t in summary.tool_results], quoted=summary.check.quoted,
-                          misquotes=summary.check.to_json()["misquotes"], states_number=bool(summary.check.stated))
+                          misquotes=summary.check.to_json()["misquotes"], states_number=bool(summary.check.stated),
+                          copy_forced=summary.copy_forced)
 
 
 def evaluate_chat(model, mode: str, questions: list[dict], settings: ChatSettings | None = None,
@@ -144,7 +146,8 @@ def evaluate_chat(model, mode: str, questions: list[dict], settings: ChatSetting
     """Every question as its own conversation on ``model``, launches checked."""
     base = settings or ChatSettings()
     settings = ChatSettings(mode=mode, max_tokens=base.max_tokens, temp=base.temp, top_p=base.top_p,
-                            seed=base.seed, system_prompt=base.system_prompt, check=True, thinking=base.thinking)
+                            seed=base.seed, system_prompt=base.system_prompt, check=True, thinking=base.thinking,
+                            copy_results=base.copy_results)
     session = ChatSession(model, settings)
     results = []
     for i, q in enumerate(questions):

@@ -20,6 +20,7 @@ import mlx.core as mx
 from mlx_lm.sample_utils import make_sampler
 
 from qwengpu_mlx.chat.calls import GpuTools, LaunchRecord, ToolOutcome, call_expression
+from qwengpu_mlx.chat.copying import CopyGuard, result_strings
 from qwengpu_mlx.chat.prefix import prefill_prefix, shared_prefix
 from qwengpu_mlx.chat.quoting import AnswerCheck, check_answer
 from qwengpu_mlx.chat.reply import Markers, ReplySplitter
@@ -45,6 +46,7 @@ class ChatSettings:
     system_prompt: str | None = None
     check: bool = False
     thinking: bool | None = None  # enable_thinking for the template; None: the template's own default
+    copy_results: bool = True  # a result the answer starts to copy is finished as the GPU wrote it (chat.copying)
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,7 @@ class TurnSummary:
     reasoning: str = ""  # the final message's reasoning
     check: AnswerCheck = field(default_factory=AnswerCheck)  # the answer's numbers against the results
     unclosed_call: str | None = None  # a call the final message never closed (shown as such)
+    copy_forced: int = 0  # answer tokens chat.copying held to a result the model had begun to copy
 
 
 @dataclass
@@ -167,7 +170,7 @@ class ChatSession:
         mx.reset_peak_memory()
         failures = 0
         while True:
-            msg = yield from self._assistant_message(summary.stats)
+            msg = yield from self._assistant_message(summary)
             if msg.unclosed is not None:
                 yield UnclosedCall(msg.unclosed)
             if not msg.calls:
@@ -205,7 +208,21 @@ class ChatSession:
     def _prompt(self) -> Prompt:
         return render_prompt(self.model.tokenizer, self.messages, self.offered, self.settings.thinking)
 
-    def _assistant_message(self, stats: GenStats):
+    def _copy_guard(self, split: ReplySplitter, start: int, summary: TurnSummary) -> CopyGuard | None:
+        """The copying constraint over this turn's results, on the message's shown text."""
+        results = result_strings([t.content for t in summary.tool_results if not t.error])
+        if not (self.settings.copy_results and results):
+            return None
+        tok = self.model.tokenizer
+
+        def visible(fed: list[int]) -> str | None:  # the message: what was fed after its prompt
+            p = split.parts(tok.decode(fed[start:]))
+            return None if p.reasoning_open or p.open_call or p.calls else p.content
+
+        return CopyGuard(results, visible, lambda t: tok.encode(t, add_special_tokens=False),
+                         lambda i: tok.decode([i]))
+
+    def _assistant_message(self, summary: TurnSummary):
         """Generate one assistant message, streaming its reasoning and text; it ends at the
         end-of-message token, when its tool calls are done, or at ``max_tokens``."""
         tok = self.model.tokenizer
@@ -215,7 +232,9 @@ class ChatSession:
         detok.reset()
         shown = _Shown()
         eos, stopped = set(tok.eos_token_ids), "max_tokens"
-        gen = self.text.generate(prompt.tokens, self.settings.max_tokens, stats)
+        guard = self._copy_guard(split, len(prompt.tokens), summary)
+        self.text.processor = guard
+        gen = self.text.generate(prompt.tokens, self.settings.max_tokens, summary.stats)
         try:
             for token in gen:
                 if token in eos:
@@ -228,6 +247,8 @@ class ChatSession:
                     break
         finally:
             gen.close()
+            self.text.processor = None
+            summary.copy_forced += guard.forced if guard is not None else 0
         detok.finalize()
         text = detok.text
         parts = split.parts(text)

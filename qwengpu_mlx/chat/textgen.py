@@ -32,6 +32,7 @@ class TextGenerator:
     fed: list[int] = field(default_factory=list)  # tokens the cache has seen, in order
     cache: list | None = None
     prefix: object = None  # prefix.PrefixCache: where a fresh cache starts, when the prompt begins with it
+    processor: Callable | None = None  # mlx-lm's logits-processor form (tokens, logits) -> logits, or None
 
     def reset(self) -> None:
         """Forget the conversation: the next prompt is prefilled from its start."""
@@ -66,7 +67,10 @@ class TextGenerator:
         t0 = time.perf_counter()
         try:
             for _ in range(max_tokens):
-                token = int(self.sampler(logits[None].astype(mx.float32)).item())
+                scores = logits[None].astype(mx.float32)
+                if self.processor is not None:  # e.g. chat.copying: a result being copied is finished as written
+                    scores = self.processor(self.fed, scores)
+                token = int(self.sampler(scores).item())
                 logits = self._feed(token)
                 stats.generation_tokens += 1
                 yield token

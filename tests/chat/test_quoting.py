@@ -69,3 +69,16 @@ def test_an_invented_reason_after_a_tool_error():
     assert check.quoted and check.misexplained and check.flag() == f"not the GPU's reason: the GPU said {error}"
     said = check_answer("The GPU said: gcd takes 2 arguments, got 1 (column 1).", [failed(error, "gcd(1)")])
     assert not said.misexplained and said.flag() is None
+
+
+def test_where_the_copy_guard_holds_a_number_to_a_result():
+    from qwengpu_mlx.chat.copying import continuation, result_strings
+
+    results = result_strings(["2187", "[11, 40, 6]", "error: no"])
+    assert results == ["2187", "[11, 40, 6]"]
+    assert continuation("The GPU computed 218", results) == "7"
+    assert continuation("The GPU computed [11, 40, ", results) == "6]"
+    assert continuation("The GPU computed 2", results) is None  # one digit: maybe the question's number
+    assert continuation("The GPU computed [11, ", results) is None  # one element: maybe a vector of the question
+    assert continuation("The GPU computed 2187", results) is None  # written whole
+    assert continuation("Qwen2187", results) is None  # inside a word

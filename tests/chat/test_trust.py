@@ -137,3 +137,20 @@ def test_ctrl_c_at_the_prompt_exits_130_and_ctrl_d_0(tokenizer, runner, monkeypa
     assert chat_cli._interactive(s) == 130
     monkeypatch.setattr(builtins, "input", ctrl_d)
     assert chat_cli._interactive(s) == 0
+
+
+def test_a_result_begun_is_copied_as_the_gpu_wrote_it(tokenizer, runner):
+    """The script changes the last digit of 3**7 = 2187; with the copy guard the answer keeps
+    the GPU's digits (the script then has nothing to say and ends), without it the flag shows."""
+    want = 3 ** 7
+    script = [call("gpu_eval", expression="pow(3, 7)"), f"The GPU computed {want - 3}."]
+    guarded = session(tokenizer, runner, script)
+    printed, summary = printed_turn(guarded, "What is 3 to the power of 7?")
+    assert summary.tool_results[0].content == str(want)
+    assert summary.answer == f"The GPU computed {want}" and summary.copy_forced == 1
+    assert summary.check.quoted and "not from the GPU" not in printed
+    free = session(tokenizer, runner, script)
+    free.settings = ChatSettings(check=True, max_tokens=200, copy_results=False)
+    printed, summary = printed_turn(free, "What is 3 to the power of 7?")
+    assert summary.answer == f"The GPU computed {want - 3}." and summary.copy_forced == 0
+    assert f"[not from the GPU: the answer states {want - 3}, the GPU computed {want}]" in printed
