@@ -97,6 +97,10 @@ def _narrow_array_bits(tr, ins, t: str) -> int | None:
     roots, widths = _roots(tr)
     where = narrow_memory.address_roots(mem, roots)
     bits = {widths.get(r, 32) for r in where}
+    if not where and {8, 16} & set(widths.values()):
+        raise unsupported(ins, "the host cannot tell which array this address points into (the pointer was "
+                               "loaded from memory or computed with bit operations), and the kernel has char "
+                               "or short arrays, which keep one element per word: index the arrays directly")
     if not bits & {8, 16}:
         return None
     access = narrow.type_bits(t)

@@ -238,3 +238,16 @@ def test_an_atomic_on_a_char_array_is_refused_at_the_users_line(tmp_path):
     with pytest.raises(UnsupportedError) as e:
         reference(path, block=2, args={"c": [1, 2, 3, 4]})
     assert "kernel.cu:2" in str(e.value)
+
+
+def test_an_address_of_unknown_array_is_refused_where_char_arrays_exist():
+    """A byte address loaded from memory could point into a char array (an element per word)
+    or an int array (packed bytes): the host cannot tell, so it refuses rather than guess."""
+    text = HEAD.replace("ld.global.u32 %r3, [%rd6];", "ld.global.u8 %r3, [%rd6];\n  cvt.u64.u32 %rd8, %r2;") + \
+        "  ld.global.u8 %rs3, [%rd8];\n  cvt.u32.u16 %r4, %rs3;" + TAIL
+    module = parse_ptx(text)
+    params = [KernelParam("a", True, "int *"), KernelParam("b", True, "unsigned char *", 8, False),
+              KernelParam("o", True, "int *")]
+    ck = CompiledKernel(None, text, module, module.kernels[0], params)
+    with pytest.raises(UnsupportedError, match="cannot tell which array"):
+        bind(ck, {"a": [1, 2], "b": [0, 0], "o": [0, 0]}, block=2)
