@@ -20,7 +20,22 @@ from typing import Iterator, Protocol, runtime_checkable
 
 from qwengpu_mlx.chat.cli import open_model
 from qwengpu_mlx.chat.session import ChatSession, ChatSettings, TextPiece
+from qwengpu_mlx.chat.textgen import TextGenerator
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+
+
+@runtime_checkable
+class ChatProgress(Protocol):
+    """What a reply's ``launches`` sink may also hear (the dashboard's does: its status bar)."""
+
+    def prefill(self, tokens: int) -> None:
+        """The model is about to read ``tokens`` prompt tokens (those its cache lacks)."""
+
+    def generated(self) -> None:
+        """The model wrote one more token (raises ``LaunchCancelled`` to stop the reply)."""
+
+    def note(self, text: str) -> None:
+        """A slow step of the chat model (e.g. the prompt's shared start, prefilled once)."""
 
 
 @runtime_checkable
@@ -69,6 +84,7 @@ class SessionChat:
         self.model = model
         self.name = model.name
         self.session = ChatSession(model, settings or ChatSettings(check=True))
+        self.session.text = ReportingText(self.session.text)
 
     @property
     def available(self) -> bool:
@@ -80,10 +96,14 @@ class SessionChat:
         no longer extends the cached tokens, so the session prefills it afresh)."""
         kept = len(self.session.messages)
         finished = False
+        progress = launches if isinstance(launches, ChatProgress) else None
+        quiet_log, self.model.log = self.model.log, (progress.note if progress else self.model.log)
+        self.session.text.progress = progress
         try:
             yield from self.session.turn(text, launch_events=launches)
             finished = True
         finally:
+            self.session.text.progress, self.model.log = None, quiet_log
             if not finished:
                 del self.session.messages[kept:]
 
@@ -91,10 +111,43 @@ class SessionChat:
         self.session.reset()
 
 
-def chat_backend(model: str | None, *, log=lambda s: None, thinking: bool | None = None) -> ChatBackend:
+class ReportingText(TextGenerator):
+    """The session's text generator, telling a :class:`ChatProgress` what it does: how many
+    prompt tokens it prefills (a slow model spends minutes there) and each token it writes.
+    The same model, cache and sampler as the generator it replaces."""
+
+    def __init__(self, inner: TextGenerator):
+        super().__init__(inner.model, inner.sampler, inner.fed, inner.cache, inner.prefix)
+        self.progress: ChatProgress | None = None
+
+    def uncached(self, prompt: list[int]) -> int:
+        """The prompt tokens ``generate`` will feed: those after the cached ones it extends,
+        else after the shared prefix when the prompt starts with it (``TextGenerator._prefill``)."""
+        n = len(self.fed)
+        if self.cache is None or prompt[:n] != self.fed or n >= len(prompt):
+            p = self.prefix
+            n = len(p.tokens) if p is not None and len(prompt) > len(p.tokens) and \
+                prompt[:len(p.tokens)] == p.tokens else 0
+        return len(prompt) - n
+
+    def generate(self, prompt: list[int], max_tokens: int, stats) -> Iterator[int]:
+        progress = self.progress
+        if progress is not None:
+            progress.prefill(self.uncached(prompt))
+        tokens = super().generate(prompt, max_tokens, stats)
+        try:
+            for token in tokens:
+                if progress is not None:
+                    progress.generated()
+                yield token
+        finally:
+            tokens.close()
+
+
+def chat_backend(model: str | None, *, log=lambda s: None, settings: ChatSettings | None = None) -> ChatBackend:
     """The backend for ``--model`` (None: no chat). Opens the model now: a model that cannot be
-    opened raises the CLI's error here, before the dashboard starts. ``thinking``: the
-    template's ``enable_thinking`` (None: its own default)."""
+    opened raises the CLI's error here, before the dashboard starts. ``settings``: the chat's
+    flags, as ``chat`` takes them (default: the chat's defaults, launches checked)."""
     if model is None:
         return NoChat()
-    return SessionChat(open_model(model, DEFAULT_MACHINE, log=log), ChatSettings(check=True, thinking=thinking))
+    return SessionChat(open_model(model, DEFAULT_MACHINE, log=log), settings or ChatSettings(check=True))

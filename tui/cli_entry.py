@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import sys
 
+from qwengpu_mlx.chat.cli import settings_from
 from qwengpu_mlx.tui.app import DashboardApp
 from qwengpu_mlx.tui.chat import chat_backend
 
 
 def run(ns) -> int:
-    """Open the chat model first (a bad --model is the CLI's error, before any screen), then the app."""
+    """Open the chat model first (a bad --model is the CLI's error, before any screen), then the app.
+    The chat's flags (``--max-tokens``, ``--thinking``, ``--temp``, ...) make the same
+    ``ChatSettings`` as ``chat``'s; launches are checked unless ``--no-check``."""
     model = getattr(ns, "model", None)
     chat = chat_backend(model, log=lambda text: print(f"[{text}]", file=sys.stderr, flush=True),
-                        thinking=getattr(ns, "thinking", None))
+                        settings=settings_from(ns))
     app = DashboardApp(model=model, initial=getattr(ns, "run", None), check=getattr(ns, "check", True), chat=chat)
     app.run()
     return app.return_code or 0

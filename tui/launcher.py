@@ -3,8 +3,8 @@
 :func:`execute_launch` adapts the dashboard's :class:`RunRequest` to the launch runtime
 (``qwengpu_mlx.runtime.launch``: compile, bind, the store's circuit, the launch,
 the check) and turns every failure into a :class:`LaunchOutcome`, so the dashboard
-never dies of a launch. It reports through a :class:`LaunchSink` (the dashboard wraps
-each callback in ``App.call_from_thread``).
+never dies of a launch. It reports to a runtime ``LaunchEvents`` sink (the dashboard's:
+``tui.feed.FeedSink``, which queues each event for the screen and never waits for it).
 
 Threads and MLX: MLX streams belong to the thread that made them, and an array
 evaluated later carries the stream of the thread that built it: a lazy array made on one
@@ -28,7 +28,7 @@ import queue
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Callable
 
 import mlx.core as mx
 
@@ -38,14 +38,6 @@ from qwengpu_mlx.host.frontend import demangle_kernel_name
 from qwengpu_mlx.runtime import CircuitStore, LaunchCancelled, LaunchEvents, LaunchRequest, compile_request, launch
 
 from qwengpu_mlx.tui.commands import RunRequest
-
-
-class LaunchSink(Protocol):
-    def phase(self, text: str) -> None: ...
-
-    def begin(self, request: RunRequest, program, prompt: list[int]) -> None: ...
-
-    def token(self, token_id: int, tok) -> None: ...
 
 
 @dataclass
@@ -147,23 +139,6 @@ class MlxThread:
                 pass
 
 
-class _Events(LaunchEvents):
-    """The runtime's events, forwarded to the dashboard's sink (with the request)."""
-
-    def __init__(self, req: RunRequest, sink: LaunchSink, out: "LaunchOutcome"):
-        self.req, self.sink, self.out = req, sink, out
-
-    def phase(self, text: str) -> None:
-        self.sink.phase(text)
-
-    def begin(self, program, prompt: list[int]) -> None:
-        self.out.program = program
-        self.sink.begin(self.req, program, prompt)
-
-    def token(self, token_id: int, tok) -> None:
-        self.sink.token(token_id, tok)
-
-
 def _example(param) -> str:
     return f"{param.name}=1,2,3" if param.pointer else f"{param.name}=3"
 
@@ -196,17 +171,18 @@ def _dashboard_syntax(message: str) -> str:
     return re.sub(r"--arg (\w+)", r"\1", message)
 
 
-def execute_launch(req: RunRequest, sink: LaunchSink, cancel: threading.Event, *, check: bool,
+def execute_launch(req: RunRequest, events: LaunchEvents, cancel: threading.Event, *, check: bool,
                    store: CircuitStore, machine: MachineConfig = DEFAULT_MACHINE,
                    step_budget: int | None = None) -> LaunchOutcome:
-    """One launch through the runtime. Call on the MLX thread (:meth:`MlxThread.call`)."""
+    """One launch through the runtime, reporting to ``events``. Call on the MLX thread
+    (:meth:`MlxThread.call`)."""
     out = LaunchOutcome(req)
     request = LaunchRequest(req.source, req.args, kernel=req.kernel, block=req.block, grid=req.grid,
                             shared=req.shared, machine=machine, check=check, step_budget=step_budget)
     try:
         check_complete(req, request)
-        result = launch(request, store=store, events=_Events(req, sink, out), cancel=cancel)
-        out.launch = result
+        result = launch(request, store=store, events=events, cancel=cancel)
+        out.launch, out.program = result, result.program
         out.tokens = len(result.tokens)
         out.seconds = result.seconds
         out.outputs = result.outputs

@@ -21,7 +21,7 @@ import pytest
 pytest.importorskip("textual")
 
 from qwengpu_mlx.core.vocab import chunk_value, record_end  # noqa: E402
-from qwengpu_mlx.runtime import CircuitStore  # noqa: E402
+from qwengpu_mlx.runtime import CircuitStore, QuietEvents  # noqa: E402
 from qwengpu_mlx.tui.app import DashboardApp  # noqa: E402
 from qwengpu_mlx.tui.chat import NEEDS_CHECKPOINT, ChatBackend, NoChat, chat_backend  # noqa: E402
 from qwengpu_mlx.tui.commands import CommandError, parse  # noqa: E402
@@ -68,18 +68,10 @@ def test_command_parsing():
             parse(bad)
 
 
-class _Quiet:
-    def phase(self, text): ...
-
-    def begin(self, request, program, prompt): ...
-
-    def token(self, token_id, tok): ...
-
-
 def test_argument_errors_use_the_dashboards_syntax():
     """The binder words its errors for the command line (``--arg``); /run takes NAME=values."""
     def error(line: str) -> str:
-        out = execute_launch(parse(line).run, _Quiet(), threading.Event(), check=False, store=CircuitStore())
+        out = execute_launch(parse(line).run, QuietEvents(), threading.Event(), check=False, store=CircuitStore())
         assert out.status == "error" and "--arg" not in out.error, out.error
         return out.error
 

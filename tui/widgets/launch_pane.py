@@ -90,6 +90,11 @@ class LaunchPane(Vertical):
         if line.index >= 0:
             self.kind_counts[line.kind] = self.kind_counts.get(line.kind, 0) + 1
 
+    def add_lines(self, lines) -> None:
+        with self.stream.batch():
+            for line in lines:
+                self.add(line)
+
     def update(self, line: Line) -> None:
         row = self._rows.get(id(line))
         if row is None:

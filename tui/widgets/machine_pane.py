@@ -30,6 +30,41 @@ def render_plain(renderable, width: int = 80) -> str:
     return console.export_text()
 
 
+def table_text(table: Table) -> Text:
+    """The table laid out as Rich lays out these tables (no box, one space of padding each
+    side of a cell, the table's header style over the header row, a column's style under
+    each of its cells), into styled text. Why: Rich measures and renders a table cell by
+    cell, some 0.1 s for the registers of an 8-thread kernel; a Static holding the table
+    did that for each measure and each frame, on the UI thread, while the launch waited
+    for the GIL."""
+    columns = table.columns
+    cells = [[Text(c) if isinstance(c, str) else c for c in col.cells] for col in columns]
+    headers = [Text(c.header) if isinstance(c.header, str) else c.header for c in columns]
+    widths = [max([h.cell_len] + [c.cell_len for c in col]) for h, col in zip(headers, cells)]
+    rows = [_grid_row(headers, columns, widths, str(table.header_style or ""), header=True)]
+    for r in range(table.row_count):
+        rows.append(_grid_row([col[r] for col in cells], columns, widths, ""))
+    return Text("\n", no_wrap=True, overflow="crop").join(rows)
+
+
+def _grid_row(cells: list[Text], columns, widths: list[int], style: str, header: bool = False) -> Text:
+    """One row: per cell a space, the cell justified in its column's width (its own style over the
+    padding too), a space; the pieces are the runs Rich draws, so the screen draws them alike."""
+    row = Text(no_wrap=True, overflow="crop")
+    for cell, column, width in zip(cells, columns, widths):
+        base = style if header else str(column.style or "")
+        body = cell.copy()
+        if column.justify == "right":
+            body.pad_left(width - cell.cell_len)
+        else:
+            body.pad_right(width - cell.cell_len)
+        body.stylize_before(base)
+        row.append(" ", base)
+        row.append_text(body)
+        row.append(" ", base)
+    return row
+
+
 class _Null:
     def write(self, *_):
         return 0
@@ -181,12 +216,20 @@ class MachinePane(Vertical):
 
     def refresh_state(self) -> None:
         st = self.state
-        self.query_one("#machine-step", Static).update(step_text(st))
-        self.query_one("#registers", Static).update(registers_table(st))
-        self.query_one("#memory", Static).update(memory_table(st))
+        self.query_one("#machine-step", Static).update(step_text(st), layout=False)  # one row
+        self._set_table("#registers", table_text(registers_table(st)))
+        self._set_table("#memory", table_text(memory_table(st)))
         src = "memory" if st is None else (
             "memory (recurrent state)" if st.memory_source == "recurrent state" else "memory (MEM records)")
-        self.query_one("#memory-title", Static).update(src)
+        self.query_one("#memory-title", Static).update(src, layout=False)  # one row
+
+    def _set_table(self, selector: str, text: Text) -> None:
+        """A table's new text; the screen is laid out again only when its size changed (a layout
+        redraws every widget: during a launch, most updates change values, not the size)."""
+        static = self.query_one(selector, Static)
+        size = (max((line.cell_len for line in text.split()), default=0), len(text.plain.splitlines()))
+        static.update(text, layout=size != getattr(static, "table_size", None))
+        static.table_size = size
 
     def memory_text(self) -> str:
         return render_plain(memory_table(self.state))

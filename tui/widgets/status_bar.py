@@ -37,7 +37,7 @@ class StatusBar(Static):
     def set(self, **changes) -> None:
         for k, v in changes.items():
             setattr(self.status, k, v)
-        self.update(self._text())
+        self.update(self._text(), layout=False)  # one row, always: no layout of the screen
 
     def _text(self) -> Text:
         s = self.status

@@ -8,6 +8,7 @@ pane indents them under the token's meaning).
 from __future__ import annotations
 
 from bisect import bisect_right
+from contextlib import contextmanager
 
 from rich.segment import Segment
 from rich.text import Text
@@ -62,6 +63,8 @@ class TokenStream(ScrollView, can_focus=True):
         self._first = 0  # absolute index of self._lines[0]
         self._width = 0  # the width the rows are wrapped to (0: not laid out yet, uncut)
         self.auto_scroll = True
+        self._held = 0  # inside batch(): size and scroll updates wait for its end
+        self._held_scroll: bool | None = None  # what the batch changed (None: nothing)
 
     # ------------------------------------------------------------------ content
     @property
@@ -131,8 +134,30 @@ class TokenStream(ScrollView, can_focus=True):
             self._starts.append(row)
             row += len(rows)
 
+    @contextmanager
+    def batch(self):
+        """Lines added or rewritten inside are laid out and scrolled to once, at the end
+        (the dashboard adds a batch of launch tokens at a time)."""
+        self._held += 1
+        try:
+            yield self
+        finally:
+            self._held -= 1
+            if not self._held and self._held_scroll is not None:
+                scroll, self._held_scroll = self._held_scroll, None
+                self._changed(scroll=scroll)
+
     def _changed(self, *, scroll: bool) -> None:
-        self.virtual_size = Size(self._width, self.row_count)
+        if self._held:
+            self._held_scroll = bool(self._held_scroll) or scroll
+            return
+        size = Size(self._width, self.row_count)
+        if size != self.virtual_size:
+            # Not the reactive's assignment: that lays out the whole screen (every widget redrawn)
+            # each time a line comes, though this pane's size never follows its content (its
+            # height is a share of the screen). Only its scrollbars and scroll range change.
+            self.set_reactive(TokenStream.virtual_size, size)
+            self._scroll_update(size)
         self.refresh()
         if scroll and self.auto_scroll:
             self.scroll_end(animate=False, immediate=False, x_axis=False)

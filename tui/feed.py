@@ -1,0 +1,143 @@
+"""How work on the MLX thread reports to the screen: typed events, delivered in batches.
+
+Why batches: a launch writes 150-300 tokens a second. One UI update per token (a blocking
+``call_from_thread``, then a layout and a render) held the MLX thread on the UI thread and on
+the GIL: the dashboard's launches ran at a fifth of the command line's pace. Now the MLX
+thread only appends an event to a :class:`Feed` and never waits; the first event after a
+delivery wakes the screen with one :class:`FeedReady` message (``post_message`` is
+thread-safe), and the screen takes every event queued by then, at most
+:data:`DELIVERIES_PER_S` times a second. Order is kept: a launch's end follows its tokens.
+
+Every event names its ``job`` (one /run or one chat turn): the screen drops the events of a
+job it has already finished, e.g. one the user cancelled (the screen says so at once; the
+MLX thread stops at its next token).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+from textual.message import Message
+
+from qwengpu_mlx.runtime import LaunchCancelled, LaunchEvents
+
+DELIVERIES_PER_S = 10  # the screen redraws what the MLX thread did at most this often (a frame costs the
+# launch its time on the GIL: at 20 a second the UI thread took half of it on a loaded 2-core machine)
+
+
+class FeedReady(Message):
+    """Events are waiting in the screen's feed (posted from the MLX thread)."""
+
+
+@dataclass(frozen=True)
+class Phase:
+    job: int
+    text: str  # what the work is doing now (compiling, loading the circuit, prefill, checking)
+
+
+@dataclass(frozen=True)
+class LaunchBegin:
+    job: int
+    program: object  # the bound program
+    prompt: list
+
+
+@dataclass(frozen=True)
+class LaunchToken:
+    job: int
+    token_id: int
+    tok: object  # core.vocab.Token
+
+
+@dataclass(frozen=True)
+class ChatPrefill:
+    job: int
+    tokens: int  # prompt tokens the model is about to read (those its cache lacks)
+
+
+@dataclass(frozen=True)
+class ChatToken:
+    job: int  # the chat model wrote one more token (reasoning, answer or tool-call markup)
+
+
+@dataclass(frozen=True)
+class ChatEvent:
+    job: int
+    event: object  # one of chat.session's events (TextPiece, ReasoningPiece, ToolCall..., TurnSummary)
+
+
+@dataclass(frozen=True)
+class JobDone:
+    job: int
+    outcome: object = None  # a /run's LaunchOutcome; None for a chat turn
+    error: str | None = None  # a chat turn that failed
+    cancelled: bool = False
+
+
+class Feed:
+    """Events from any thread, taken in order by the screen; ``wake`` is called (from the
+    putting thread) when an event arrives and no wake-up is pending."""
+
+    def __init__(self, wake: Callable[[], object]):
+        self._wake = wake
+        self._lock = threading.Lock()
+        self._events: list = []
+        self._pending = False
+
+    def put(self, event) -> None:
+        with self._lock:
+            self._events.append(event)
+            wake, self._pending = not self._pending, True
+        if wake:
+            self._wake()
+
+    def take(self) -> list:
+        """Every event queued so far; the next :meth:`put` wakes the screen again."""
+        with self._lock:
+            events, self._events = self._events, []
+            self._pending = False
+        return events
+
+
+class FeedSink(LaunchEvents):
+    """The MLX thread's side of one job: a runtime ``LaunchEvents`` sink (the launches it
+    runs) and the chat's progress (``tui.chat.ChatProgress``), each call one event.
+    A cancelled job stops at its next token (``LaunchCancelled``)."""
+
+    def __init__(self, feed: Feed, job: int, cancel: threading.Event):
+        self.feed, self.job, self.cancel = feed, job, cancel
+
+    def _stop_if_cancelled(self) -> None:
+        if self.cancel.is_set():
+            raise LaunchCancelled()
+
+    def phase(self, text: str) -> None:
+        self.feed.put(Phase(self.job, text))
+
+    def begin(self, program, prompt: list[int]) -> None:
+        self._stop_if_cancelled()
+        self.feed.put(LaunchBegin(self.job, program, prompt))
+
+    def token(self, token_id: int, tok) -> None:
+        self._stop_if_cancelled()
+        self.feed.put(LaunchToken(self.job, token_id, tok))
+
+    def prefill(self, tokens: int) -> None:
+        self._stop_if_cancelled()
+        self.feed.put(ChatPrefill(self.job, tokens))
+
+    def generated(self) -> None:
+        self._stop_if_cancelled()
+        self.feed.put(ChatToken(self.job))
+
+    def note(self, text: str) -> None:
+        self.feed.put(Phase(self.job, text.strip("[]")))
+
+    def chat_event(self, event) -> None:
+        self._stop_if_cancelled()
+        self.feed.put(ChatEvent(self.job, event))
+
+    def done(self, outcome=None, *, error: str | None = None, cancelled: bool = False) -> None:
+        self.feed.put(JobDone(self.job, outcome, error, cancelled))

@@ -1,0 +1,378 @@
+"""The main screen's jobs: a /run or a chat turn, run on the MLX thread, shown as it goes.
+
+A job runs on the dashboard's one MLX thread (``launcher.MlxThread``), handed there by a
+Textual thread worker that waits for it; the UI thread never waits. The job reports
+through a ``feed.FeedSink``: every event is queued, and the screen applies what has
+queued at most ``feed.DELIVERIES_PER_S`` times a second (the launch pane, the machine
+pane, the status bar and the streaming reply redrawn once per batch), so the MLX thread
+runs at the command line's pace.
+
+Escape finishes the job on the screen at once (the transcript and status bar say it was
+cancelled, the input takes the next line) and sets the job's cancel event; the MLX thread
+stops at its next token, and the next job queues behind it there.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from dataclasses import dataclass
+
+from textual import work
+from textual.worker import Worker
+
+from qwengpu_mlx.chat.session import ReasoningPiece, TextPiece, ToolCallDone, ToolCallStarted, TurnSummary
+from qwengpu_mlx.core.machine import MACHINES
+from qwengpu_mlx.core.vocab import RECORD_KINDS
+from qwengpu_mlx.runtime import LaunchCancelled
+
+from qwengpu_mlx.tui import feed as fd
+from qwengpu_mlx.tui.activity import Activity
+from qwengpu_mlx.tui.commands import RunRequest
+from qwengpu_mlx.tui.decode import LaunchDecoder
+from qwengpu_mlx.tui.launcher import LaunchOutcome, execute_launch
+
+MACHINE_REFRESH_S = 0.5  # the machine pane's tables redraw at most this often mid-launch
+_job_ids = itertools.count(1)
+
+
+@dataclass
+class Job:
+    kind: str  # "run" or "chat"
+    request: RunRequest | None = None  # a /run's
+    cancel: threading.Event = None
+    id: int = 0
+
+    def __post_init__(self):
+        self.cancel = self.cancel or threading.Event()
+        self.id = self.id or next(_job_ids)
+
+
+class JobsMixin:
+    """The main screen's side of running jobs (its panes: ``launch_pane``, ``machine_pane``,
+    ``status_bar``, ``transcript``, ``live_reply``)."""
+
+    def _init_jobs(self) -> None:
+        self.feed = fd.Feed(lambda: self.post_message(fd.FeedReady()))
+        self.job: Job | None = None  # the job on the screen; None when idle
+        self.job_workers: list[Worker] = []
+        self.activity = Activity(self.show_timing)
+        self.decoder: LaunchDecoder | None = None
+        self.last_outcome: LaunchOutcome | None = None
+        self._delivered_at = 0.0
+        self._machine_at = 0.0  # when the machine pane was last redrawn
+        self._machine_dirty = False
+        self._launch_started = 0.0  # the first launch token's time (tokens/s)
+        self._chat_launching = False  # a launch the chat started is streaming to the panes
+
+    @property
+    def running(self) -> bool:
+        """A /run launch, or a chat turn (which may be running launches), is under way."""
+        return self.job is not None
+
+    @property
+    def chatting(self) -> bool:
+        return self.job is not None and self.job.kind == "chat"
+
+    # ------------------------------------------------------------------ starting
+    def start_launch(self, req: RunRequest) -> None:
+        if self.running:
+            self.transcript.say("a launch is running: cancel it first (escape or ctrl+c)", "error")
+            return
+        self.last_request = req
+        self.job = job = Job("run", req)
+        self.decoder = None
+        self.launch_pane.clear()
+        self.launch_pane.border_title = f"launch: {req.describe()}"
+        self.machine_pane.show(None)
+        self.activity.run()
+        self.status_bar.set(kernel=req.source.stem, tokens=0, tokens_per_s=None, steps=0,
+                            phase=self.activity.text(), check="on" if self.check else "off", mismatches=0)
+        self.transcript.say(f"launch {req.describe()} on the {self.model_label}", "dim")
+        self.job_workers.append(self._launch_worker(job, self.check))
+        self.refresh_bindings()
+
+    def send_chat(self, text: str) -> None:
+        if self.running:
+            busy = "the chat model is still answering" if self.chatting else \
+                "a launch is running: cancel it first (escape or ctrl+c)"
+            self.transcript.say(busy, "error")
+            return
+        self.job = job = Job("chat")
+        self.activity.reset()
+        self.status_bar.set(phase=self.activity.text())
+        self.job_workers.append(self._chat_worker(job, text))
+        self.refresh_bindings()
+
+    # ------------------------------------------------------------------ workers (threads)
+    @work(thread=True, group="launch", exit_on_error=False, description="model launch")
+    def _launch_worker(self, job: Job, check: bool) -> None:
+        """Thread worker: the launch runs on the dashboard's MLX thread, this worker waits for it."""
+        sink = fd.FeedSink(self.feed, job.id, job.cancel)
+        req = job.request
+        try:
+            outcome = self.mlx.call(execute_launch, req, sink, job.cancel, check=check, store=self.store,
+                                    machine=MACHINES[req.machine])
+        except Exception as e:  # the MLX thread closed (the app is ending); execute_launch catches the rest
+            outcome = LaunchOutcome(req, error=f"{type(e).__name__}: {e}")
+        sink.done(outcome)
+
+    @work(thread=True, group="chat", exit_on_error=False, description="chat reply")
+    def _chat_worker(self, job: Job, text: str) -> None:
+        """The chat loop's events, queued for the screen; its launches stream to the panes.
+
+        The turn runs on the dashboard's MLX thread, every turn on the same one: the chat's
+        prompt cache holds arrays from the turns before (see launcher.py)."""
+        sink = fd.FeedSink(self.feed, job.id, job.cancel)
+
+        def body():
+            events = self.chat.reply(text, sink)
+            try:
+                for event in events:
+                    sink.chat_event(event)  # raises LaunchCancelled once the job is cancelled
+            finally:
+                close = getattr(events, "close", None)
+                if close is not None:  # a reply cut short ends here, on the MLX thread
+                    close()
+
+        try:
+            self.mlx.call(body)
+            sink.done()
+        except LaunchCancelled:
+            sink.done(cancelled=True)
+        except Exception as e:  # the chat loop refuses what a model writes; anything else is shown, not raised
+            sink.done(error=f"chat failed: {type(e).__name__}: {e}")
+
+    # ------------------------------------------------------------------ delivery (UI thread)
+    def on_feed_ready(self, _message: fd.FeedReady) -> None:
+        wait = self._delivered_at + 1 / fd.DELIVERIES_PER_S - time.monotonic()
+        if wait > 0:
+            self.set_timer(wait, self._deliver)
+        else:
+            self._deliver()
+
+    def _deliver(self) -> None:
+        """Apply every queued event of the job on the screen (others' are stale), then redraw once."""
+        self._delivered_at = time.monotonic()
+        for event in self.feed.take():
+            if self.job is not None and event.job == self.job.id:
+                self._apply(event)
+        self._redraw()
+
+    def _apply(self, event) -> None:
+        if isinstance(event, fd.LaunchToken):
+            self._launch_token(event.token_id, event.tok)
+        elif isinstance(event, fd.ChatToken):
+            self.activity.generated()
+        elif isinstance(event, fd.ChatEvent):
+            self._chat_event(event.event)
+        elif isinstance(event, fd.Phase):
+            self.activity.phase(event.text)
+        elif isinstance(event, fd.ChatPrefill):
+            self.activity.prefill(event.tokens)
+        elif isinstance(event, fd.LaunchBegin):
+            self._launch_begin(event.program, event.prompt)
+        elif isinstance(event, fd.JobDone):
+            self._job_done(event)
+
+    def _redraw(self) -> None:
+        """The status bar, and the machine pane when it changed (at most every MACHINE_REFRESH_S)."""
+        now = time.monotonic()
+        if self._machine_dirty and (now - self._machine_at >= MACHINE_REFRESH_S or self.job is None):
+            self.machine_pane.refresh_state()
+            self._machine_at, self._machine_dirty = now, False
+        if self.job is None:
+            return
+        changes = {"phase": self.activity.text()}
+        dec = self.decoder
+        if dec is not None and (self.job.kind == "run" or self._chat_launching):
+            elapsed = time.perf_counter() - self._launch_started
+            changes.update(tokens=dec.count, steps=dec.kinds.get("EXEC", 0),
+                           tokens_per_s=dec.count / elapsed if dec.count and elapsed > 0 else None)
+        self.status_bar.set(**changes)
+
+    # ------------------------------------------------------------------ launches
+    def _launch_begin(self, program, prompt) -> None:
+        job = self.job
+        if job.kind == "chat":  # a launch the chat started: the panes follow it as they follow /run
+            self.launch_pane.clear()
+            self.launch_pane.border_title = f"launch (chat): {program.kernel}"
+            self.status_bar.set(tokens=0, tokens_per_s=None, steps=0)
+            self._chat_launching = True
+        machine = MACHINES[job.request.machine if job.request is not None else "default"]
+        self.decoder = LaunchDecoder(program, machine)
+        self.launch_pane.add_lines(self.decoder.prompt_lines(prompt))
+        self.machine_pane.show(self.decoder.state)
+        self.status_bar.set(kernel=program.kernel)
+        self.activity.launch_begin()
+        self._launch_started = time.perf_counter()
+
+    def _launch_token(self, token_id: int, tok) -> None:
+        dec = self.decoder
+        if dec is None:
+            return
+        if dec.count == 0:
+            self.activity.launch_token()
+            self._launch_started = time.perf_counter()
+        action, line = dec.feed(token_id, tok)
+        if line is not None:
+            if action == "new":
+                self.launch_pane.add(line)
+            else:
+                self.launch_pane.update(line)
+        if dec.closed is not None:
+            self.launch_pane.update(dec.closed)
+        if dec.closed is not None or tok.kind not in ("C0", "C1") + RECORD_KINDS:
+            self._machine_dirty = True  # records update the machine on their last chunk
+
+    def _job_done(self, event: fd.JobDone) -> None:
+        if self.job.kind == "run":
+            self._launch_done(event.outcome)
+        elif event.cancelled:
+            self._chat_cancelled()
+        elif event.error:
+            self._chat_failed(event.error, "error")
+        else:
+            self._flush_reply(self.reply_kind)
+            self.status_bar.set(phase="done")
+        self._end_job()
+
+    def _end_job(self) -> None:
+        self.job = None
+        self._chat_launching = False
+        self.refresh_bindings()
+
+    def _launch_done(self, out: LaunchOutcome) -> None:
+        self.last_outcome = out
+        t = self.transcript
+        if out.cancelled:
+            self._show_cancelled_launch()
+        elif out.error:
+            self.launch_pane.note(out.error)
+            t.say(out.error, "error")
+            self.status_bar.set(phase="error")
+        else:
+            self._show_finished_launch(out)
+
+    def _show_cancelled_launch(self) -> None:
+        ntok = self.decoder.count if self.decoder else 0
+        self.launch_pane.note(f"cancelled after {ntok} tokens")
+        self.transcript.say(f"launch cancelled after {ntok} tokens", "info")
+        self.status_bar.set(phase="cancelled")
+
+    def _show_finished_launch(self, out: LaunchOutcome) -> None:
+        launch, dec, t = out.launch, self.decoder, self.transcript
+        if dec is not None:
+            dec.finish(launch.memory)
+            self._machine_dirty = True
+        check = "off" if out.problems is None else ("exact" if not out.problems else "mismatch")
+        tps = out.tokens / out.seconds if out.seconds > 0 else None
+        self.status_bar.set(tokens=out.tokens, steps=launch.steps, tokens_per_s=tps, check=check,
+                            mismatches=len(out.problems or []), phase="done")
+        summary = f"{out.program.kernel}: {launch.steps} steps, {out.tokens} tokens"
+        if self.show_timing:
+            summary += f", {out.seconds:.1f} s ({tps:.1f} tokens/s)" if tps else ""
+            if out.build_seconds:
+                summary += f"; circuit built in {out.build_seconds:.1f} s"
+        if out.problems is not None:
+            summary += "; check: " + ("exact" if not out.problems else f"MISMATCH ({len(out.problems)})")
+        t.say(summary, "result")
+        t.say("  ".join(f"{k} = {v}" for k, v in out.outputs.items()), "result")
+        for p in (out.problems or [])[:8]:
+            t.say(f"check: {p}", "error")
+
+    # ------------------------------------------------------------------ chat
+    @property
+    def reply_kind(self) -> str:
+        return "assistant" if self.chat.available else "info"
+
+    def _chat_event(self, event) -> None:
+        """One event of the chat loop (``qwengpu_mlx.chat.session``) on the screen."""
+        t = self.transcript
+        if isinstance(event, ReasoningPiece):
+            self.live_reply.add(reasoning=event.text)
+            self.activity.writing("reasoning")
+        elif isinstance(event, TextPiece):
+            self.live_reply.add(answer=event.text)
+            self.activity.writing("answering")
+        elif isinstance(event, ToolCallStarted):
+            self._flush_reply(self.reply_kind)
+            args = ", ".join(f"{k}={v!r}" for k, v in event.arguments.items())
+            t.say(f"tool call: {event.name}({args})", "dim")
+            self.activity.tool_call(event.name, event.arguments)
+        elif isinstance(event, ToolCallDone):
+            self._tool_done(event.outcome)
+        elif isinstance(event, TurnSummary):
+            self._flush_reply(self.reply_kind)
+            if self.show_timing:
+                st = event.stats
+                t.say(f"prompt {st.prompt_tokens} tokens ({st.prompt_tps:.1f} tokens/s), generation "
+                      f"{st.generation_tokens} tokens ({st.generation_tps:.1f} tokens/s), peak memory "
+                      f"{event.peak_memory_gb:.2f} GB", "dim")
+
+    def _flush_reply(self, kind: str) -> None:
+        """The message streamed so far, into the transcript: its reasoning as one entry in its
+        own style (never the answer's), then its text."""
+        reasoning, answer = self.live_reply.take()
+        if reasoning.strip():
+            self.transcript.say(reasoning.strip(), "reasoning")
+        if answer.strip():
+            self.transcript.say(answer.strip(), kind)
+
+    def _tool_done(self, outcome) -> None:
+        self._chat_launching = False
+        t = self.transcript
+        for rec in outcome.launches:
+            verdict = {True: "exact", False: "NOT EXACT", None: "not checked"}[rec.exact]
+            t.say(f"launch {rec.kernel}: {rec.tokens} tokens, check: {verdict}", "result")
+        if self.decoder is not None and outcome.launches:
+            last = outcome.launches[-1]
+            self.decoder.finish(last.launch.memory)
+            self._machine_dirty = True
+            self.status_bar.set(check={True: "exact", False: "mismatch", None: "off"}[last.exact])
+        if outcome.error:  # the tool's "error: ..." shown once, by the transcript's error prefix
+            t.say(f"tool response: {outcome.content.removeprefix('error:').strip()}", "error")
+        else:
+            t.say(f"tool response: {outcome.content}", "result")
+
+    def _chat_failed(self, text: str, kind: str) -> None:
+        self._flush_reply("assistant")
+        self.transcript.say(text, kind)
+        self.status_bar.set(phase="error" if kind == "error" else "done")
+
+    def _chat_cancelled(self) -> None:
+        if self._chat_launching and self.decoder is not None:  # a launch was cut short
+            self.launch_pane.note(f"cancelled after {self.decoder.count} tokens")
+        self._flush_reply("assistant")
+        self.transcript.say("chat cancelled: this question and its partial reply are left out of the "
+                            "conversation", "info")
+        self.status_bar.set(phase="cancelled")
+
+    # ------------------------------------------------------------------ cancelling
+    def cancel_job(self) -> None:
+        """Escape: the job ends on the screen now; its work stops at the next token."""
+        job = self.job
+        if job is None:
+            return
+        job.cancel.set()
+        self._deliver()  # what the job did before the key press is shown first
+        if self.job is not job:  # it ended in that batch
+            return
+        if job.kind == "run":
+            self._launch_done(LaunchOutcome(job.request, cancelled=True))
+        else:
+            self._chat_cancelled()
+        self._machine_dirty = False
+        self._end_job()
+
+    async def stop_jobs(self) -> None:
+        """Cancel the job under way and wait until the threads that ran jobs are done."""
+        self.cancel_job()
+        for w in self.job_workers:
+            if not w.is_finished:
+                try:
+                    await w.wait()
+                except Exception:
+                    pass
+        self.job_workers = [w for w in self.job_workers if not w.is_finished]
