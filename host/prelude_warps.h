@@ -70,7 +70,7 @@ static __device__ __forceinline__ __qwengpu_nodebug int __qwengpu_exchange(int v
 }
 
 /* The source lane j of PTX's shfl.sync for a lane, or the lane itself where j is out of
-   the lane's segment or does not exist. */
+   the lane's segment (PTX: the lane keeps its own value). */
 static __device__ __forceinline__ __qwengpu_nodebug unsigned __qwengpu_source(int mode, unsigned lane,
                                                                               unsigned b, int width) {
   unsigned last = width - 1;  /* the lane bits inside a segment */
@@ -92,7 +92,7 @@ static __device__ __forceinline__ __qwengpu_nodebug unsigned __qwengpu_source(in
     ok = j <= end;
   }
   /* a whole-warp segment holds every lane: only existence is left to check */
-  return (ok || width == QWENGPU_WARP_SIZE) && j < __qwengpu_block_threads() ? j : lane;
+  return ok ? j : lane;
 }
 
 /* The 4-lane hardware shuffle gives the 32-lane result: a constant width of at most 4
@@ -115,7 +115,12 @@ static __device__ __forceinline__ __qwengpu_nodebug int __qwengpu_shuffle(int mo
     return __nvvm_shfl_sync_bfly_i32(0xf, var, b, QWENGPU_SHFL_C4(width));
   }
   unsigned lane = __qwengpu_lane();
-  return __qwengpu_exchange(var, lane, __qwengpu_source(mode, lane, b, width));
+  unsigned src = __qwengpu_source(mode, lane, b, width);
+  int got = __qwengpu_exchange(var, lane, src);
+  /* A lane past the thread block (blockDim < 32) was never launched: CUDA leaves its
+     value undefined; it reads 0 here, as the lanes of a partial warp read on a GPU
+     (the canonical 16-8-4-2-1 reduction sums a 4-thread block). */
+  return src < __qwengpu_block_threads() ? got : 0;
 }
 
 #define QWENGPU_SHFL(name, mode)                                                                 \

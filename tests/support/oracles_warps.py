@@ -8,9 +8,9 @@ thread's lane is its index in the block (blocks here hold at most 32 threads, so
 block is one warp). Lanes form segments of ``width``; ``__shfl_sync`` reads lane
 ``srcLane % width`` of the segment, ``_up``/``_down`` read ``delta`` lanes below/above
 and keep their own value when that leaves the segment, ``_xor`` may read an earlier
-segment but keeps its own value for a later one. A source lane that does not exist
-(``blockDim.x < 32``) is undefined on a GPU; here, as documented in the README, the lane
-keeps its own value. A vote's bit ``i`` is lane ``i``'s predicate.
+segment but keeps its own value for a later one. A source lane that was never launched
+(``blockDim.x < 32``) is undefined in CUDA; a GPU's partial warp reads 0 there, and so
+does this model (the README says so). A vote's bit ``i`` is lane ``i``'s predicate.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def shfl(vals, block: int, mode: str, delta, width: int = WARP) -> np.ndarray:
     """A 32-lane warp shuffle of ``vals`` (one value per thread of a block).
 
     ``delta``: the source lane (idx), the offset (up/down) or the lane mask (xor); an int
-    or one per thread. Lanes past ``block`` do not exist: a lane reading one keeps its own.
+    or one per thread. Lanes past ``block`` were never launched: a lane reading one reads 0.
     """
     vals = np.asarray(vals, dtype=np.int64)
     out = vals.copy()
@@ -55,7 +55,7 @@ def shfl(vals, block: int, mode: str, delta, width: int = WARP) -> np.ndarray:
                 src = lane
         else:
             raise ValueError(mode)
-        out[lane] = vals[src] if src < block else vals[lane]
+        out[lane] = vals[src] if src < block else 0
     return out
 
 
