@@ -261,9 +261,12 @@ def test_names_and_small_types_work(tmp_path, code, args, expect):
 
 @needs_clang
 def test_sub_word_store_says_how_to_write_it(tmp_path):
+    """A char array stores per element; a byte store into an int array is refused, saying how."""
     path = cu(tmp_path, "__global__ void k(char* c) { c[threadIdx.x] = 1; }\n")
-    with pytest.raises(UnsupportedError, match=r"stores whole 32-bit words \(store an int"):
-        reference(path, args={"c": [0] * 4})
+    assert reference(path, args={"c": [0] * 4}).outputs["c"] == [1, 1, 1, 1]
+    path = cu(tmp_path, "__global__ void k(int* x) { ((char*)x)[threadIdx.x] = 1; }\n")
+    with pytest.raises(UnsupportedError, match=r"store an int, e.g. `a\[i\] = \(int\)c`"):
+        reference(path, args={"x": [0] * 4})
 
 
 @needs_clang
