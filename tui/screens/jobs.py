@@ -330,7 +330,8 @@ class JobsMixin:
             last = outcome.launches[-1]
             self.decoder.finish(last.launch.memory)
             self._machine_dirty = True
-            self.status_bar.set(check={True: "exact", False: "mismatch", None: "off"}[last.exact])
+            self.status_bar.set(check={True: "exact", False: "mismatch", None: "off"}[last.exact],
+                                tokens=last.tokens, tokens_per_s=last.tokens_per_s, steps=last.launch.steps)
         if outcome.error:  # the tool's "error: ..." shown once, by the transcript's error prefix
             t.say(f"tool response: {outcome.content.removeprefix('error:').strip()}", "error")
         else:
