@@ -44,10 +44,37 @@ def _launch(folder: Path, name: str, few_tokens: bool):
     return spec, prog, sum(len(s.tokens) for s in segs), read_outputs(prog, ref.memory)
 
 
+GOAL_SET_KERNELS = frozenset((
+    "abs_diff_unsigned", "atomic_compact", "atomic_contention", "atomic_old_sum", "atomic_ticket",
+    "atomic_unsigned", "average", "avg_floor_signed", "bit_reverse_loop", "bit_tricks",
+    "bitwise_ops", "block32_reduce", "block32_scan", "clamp_range", "cmp_edges", "collatz_steps",
+    "countdown_break", "digit_sum", "div_by_zero", "div_const_signed", "div_const_unsigned",
+    "div_pow2_runtime", "div_pow2_signed", "div_pow2_unsigned", "div_reg_signed",
+    "div_reg_unsigned", "dot", "early_return", "early_return_barrier", "fib_loop", "gcd_mod",
+    "gcd_sub", "grid_add_big", "grid_block_sums", "grid_index", "grid_partial_fill",
+    "grid_shared_reduce", "grid_stride", "hash_mod", "histogram", "index_2d", "lane_warp_ids",
+    "lane_while", "long_program", "loop_break_continue", "many_registers", "matvec",
+    "minmax_signed", "minmax_unsigned", "mod_pow", "mul_wrap", "multi_feature", "neg_abs",
+    "nested_branches", "odd_even_sort", "odd_even_swap", "overflow_flags", "partial_warp3",
+    "poly_horner", "popcount_loop", "predication", "reduce_partial_block", "reduce_shared_max",
+    "reduce_shared_tree", "saturating_add", "saxpy_int", "shared_partial6", "shared_reverse",
+    "shared_rotate_warps", "shared_scan", "shared_transpose", "shfl_broadcast",
+    "shfl_broadcast_multi", "shfl_down_reduce", "shfl_out_of_range", "shfl_partial_warp",
+    "shfl_rotate", "shfl_up_scan", "shfl_width2", "shfl_width_mixed", "shfl_xor_allreduce",
+    "shfl_xor_swap", "shift_const", "shift_variable", "sign_fn", "stencil_1d", "ternary_select",
+    "vec_add", "vec_sub", "warp_argmax", "warp_ballot", "warp_sums_shared", "xorshift_rounds",
+))
+"""The conformance kernels there were when the token goals were last measured: kernels
+added since (narrow types, more atomics, 2-D launches) bring tokens of their own and
+are kept out of the goals, which hold the kernels that used to run to their tokens."""
+
+
 def _published_without_division(folder: Path, name: str) -> bool:
     """A kernel the published machine ran before it divided: the token goals were set on these
     (1-D launches without dynamic shared memory: 2-D launches and ``--shared`` came later;
     no 32-lane warp exchange: warps were 4 lanes then, host/prelude_warps.h)."""
+    if name not in GOAL_SET_KERNELS:
+        return False
     spec = json.loads((folder / f"{name}.json").read_text())
     if not (isinstance(spec["block"], int) and isinstance(spec["grid"], int)) or "shared" in spec:
         return False
