@@ -16,6 +16,7 @@ import mlx.core as mx
 
 from qwengpu_mlx.cli.common import ModelMemo, launch_model, machine_for, request_for
 from qwengpu_mlx.core.errors import ExecutionError, LaunchError
+from qwengpu_mlx.core.launch_spec import dims_text
 from qwengpu_mlx.core.reference import format_step
 from qwengpu_mlx.runtime import CircuitStore, launch
 from qwengpu_mlx.runtime.speed import launch_stats
@@ -46,12 +47,12 @@ def run(ns) -> int:
     except ExecutionError as e:
         return _check_stopped(e)
     if ns.backend == "model":
-        return _report_model(ns, req.program, result, layout)
+        return _report_model(ns, req, result, layout)
     if ns.json:
         print(json.dumps({"kernel": req.program.kernel, "backend": ns.backend, "outputs": result.outputs,
                           "steps": result.steps}))
     else:
-        print_outputs(req.program, ns.backend, result.steps, result.outputs)
+        print_outputs(req, ns.backend, result.steps, result.outputs)
     return 0
 
 
@@ -66,9 +67,12 @@ def _check_stopped(e: ExecutionError) -> int:
     return 1
 
 
-def print_outputs(prog, backend, steps, outputs) -> None:
+def print_outputs(req, backend, steps, outputs) -> None:
+    """The outputs under a header line giving the launch's dims as the user wrote them (``block 8,4``)."""
+    prog = req.program
     print(f"kernel {prog.kernel} on the {backend} backend: {steps} steps "
-          f"(block {prog.block_dim}, grid {prog.grid_dim}, {len(prog.blocks)} ROM blocks, {prog.regs_used} registers)")
+          f"(block {dims_text(req.block)}, grid {dims_text(req.grid)}, {len(prog.blocks)} ROM blocks, "
+          f"{prog.regs_used} registers)")
     for name, vals in outputs.items():
         print(f"  {name} = {vals}")
 
@@ -104,12 +108,12 @@ def model_record(ns, prog, launch, layout, peak_gb: float) -> dict:
     return info
 
 
-def _report_model(ns, prog, launch, layout) -> int:
-    info = model_record(ns, prog, launch, layout, peak_memory_gb())
+def _report_model(ns, req, launch, layout) -> int:
+    info = model_record(ns, req.program, launch, layout, peak_memory_gb())
     if ns.json:
         print(json.dumps(info))
     else:
-        print_outputs(prog, "model", launch.steps, launch.outputs)
+        print_outputs(req, "model", launch.steps, launch.outputs)
         if ns.check:
             print("  check: " + ("exact" if launch.check.exact else "MISMATCH") +
                   f" ({launch.check.records_expected} records checked; smallest gate margin "
