@@ -16,6 +16,7 @@ start-up: :func:`chat_backend` raises). :class:`NoChat` answers when no model is
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Iterator, Protocol, runtime_checkable
 
 from qwengpu_mlx.chat.cli import open_model
@@ -117,7 +118,7 @@ class ReportingText(TextGenerator):
     The same model, cache and sampler as the generator it replaces."""
 
     def __init__(self, inner: TextGenerator):
-        super().__init__(inner.model, inner.sampler, inner.fed, inner.cache, inner.prefix)
+        super().__init__(**{f.name: getattr(inner, f.name) for f in fields(TextGenerator)})  # all it holds
         self.progress: ChatProgress | None = None
 
     def uncached(self, prompt: list[int]) -> int:
