@@ -22,7 +22,7 @@ from qwengpu_mlx.host import narrow_memory
 from qwengpu_mlx.host.ir import BasicBlock, LConst, LInstr, LParamLoad
 from qwengpu_mlx.host.ptx_ast import PtxKernel, PtxModule
 from qwengpu_mlx.host.signature import KernelParam
-from qwengpu_mlx.host.srcloc import located
+from qwengpu_mlx.host.srcloc import located, source_name
 
 M32 = 0xFFFFFFFF
 
@@ -39,7 +39,7 @@ class MemoryLayout:
 
     def describe(self) -> str:
         parts = [f"{a.name}: {a.length}" for a in self.arrays]
-        parts += [f"__shared__ {s.name}: {s.length}" for s in self.shared]
+        parts += [f"__shared__ {source_name(s.name)}: {s.length}" for s in self.shared]
         return ", ".join(parts)
 
 

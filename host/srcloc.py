@@ -59,13 +59,24 @@ _DECLARED = r"(__shared__|__device__)[^;(]*?\b{name}\b"
 _GLOBAL_FUNCTION = re.compile(r"__global__[^;{]*?\b([A-Za-z_]\w*)\s*\(")
 
 
+def source_name(name: str) -> str:
+    """The identifier the user wrote for a PTX variable name: ``buf`` for ``_ZZ4sumsPiE3buf``
+    (a function's static), ``scratch`` for ``_ZL7scratch`` (file-local); others as they are."""
+    if not name.startswith("_Z"):
+        return name
+    for m in re.finditer(r"(?<=[EL])(\d+)(?=[A-Za-z_])", name):  # <length><identifier> closing the name
+        ident = name[m.end():]
+        if len(ident) == int(m.group(1)) and re.fullmatch(r"[A-Za-z_]\w*", ident):
+            return ident
+    return name
+
+
 def declaration_source(kernel, name: str) -> SourceLoc | None:
     """The ``.cu`` line that declares the ``__shared__`` (or ``__device__``) variable ``name`` (PTX's name, e.g.
     ``_ZZ4sumsPiE3buf`` for ``buf`` in ``sums``), read from the kernel's own file; None
     where the file or the declaration is not found."""
     src = kernel_source(kernel)
-    short = re.search(r"(\d+)([A-Za-z_]\w*)$", name)
-    ident = short.group(2) if short and name.startswith("_Z") and len(short.group(2)) == int(short.group(1)) else name
+    ident = source_name(name)
     if src is None:
         return None
     try:
