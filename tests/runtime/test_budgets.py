@@ -36,7 +36,7 @@ def _program(name: str, machine=DEFAULT_MACHINE):
 
     spec = json.loads((KERNELS / f"{name}.json").read_text())
     return bound_program(KERNELS / f"{name}.cu", spec["kernel"], args=spec["args"], block=spec["block"],
-                         grid=spec["grid"], machine=machine)
+                         grid=spec["grid"], machine=machine, shared=spec.get("shared", 0))
 
 
 class ScriptedRunner:

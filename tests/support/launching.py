@@ -23,11 +23,11 @@ def reference(source: str | Path, kernel: str | None = None, *, args: dict, bloc
                                 backend="reference"))
 
 
-def bound_program(source: str | Path, kernel: str | None = None, *, args: dict, block: int = 4, grid: int = 1,
-            machine: MachineConfig = DEFAULT_MACHINE, few_tokens: bool = True):
-    """The kernel compiled and bound for one launch."""
+def bound_program(source: str | Path, kernel: str | None = None, *, args: dict, block=4, grid=1,
+            machine: MachineConfig = DEFAULT_MACHINE, few_tokens: bool = True, shared: int = 0):
+    """The kernel compiled and bound for one launch (``shared``: its dynamic shared memory, in bytes)."""
     return bind_request(LaunchRequest(source=Path(source), kernel=kernel, args=args, block=block, grid=grid,
-                                      machine=machine, few_tokens=few_tokens))
+                                      machine=machine, few_tokens=few_tokens, shared=shared))
 
 
 def on_runner(prog, runner, *, events: LaunchEvents | None = None, cancel=None, **fields) -> Launch:
