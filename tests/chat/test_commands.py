@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import json
 
-import pytest
 
 from tests.support.chat_script import ScriptedModel
 
@@ -19,15 +18,6 @@ from qwengpu_mlx.chat.session import ChatSession, ChatSettings
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 
 LINES = "hi\nh\nr\nhi again\nq\nnever asked\n"
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    from mlx_lm.tokenizer_utils import load
-
-    from qwengpu_mlx.chat.demo import DEMO_DIR
-
-    return load(DEMO_DIR)
 
 
 def piped(monkeypatch, tokenizer, store, as_json: bool) -> tuple[ChatSession, str]:

@@ -8,34 +8,14 @@ Expected values are computed here from each question's meaning.
 
 from __future__ import annotations
 
-import pytest
 
 from tests.support.chat_script import ScriptedModel
+from tests.support.qwen35_chat import call
 
 from qwengpu_mlx.chat.models import ChatModel
 from qwengpu_mlx.chat.session import MAX_RETRIES, ChatSession, ChatSettings, TextPiece, ToolCallDone, \
     ToolCallStarted, TurnSummary
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE
-from qwengpu_mlx.runtime import CircuitStore
-
-
-def call(name: str, **params) -> str:
-    body = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in params.items())
-    return f"<tool_call>\n<function={name}>\n{body}</function>\n</tool_call>"
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    from mlx_lm.tokenizer_utils import load
-
-    from qwengpu_mlx.chat.demo import DEMO_DIR
-
-    return load(DEMO_DIR)
-
-
-@pytest.fixture(scope="module")
-def runner():
-    return CircuitStore().runner(DEFAULT_MACHINE)
 
 
 def session(tokenizer, runner, script: list[str], mode="normal") -> ChatSession:
