@@ -23,6 +23,7 @@ from qwengpu_mlx.host import translate_control as control
 from qwengpu_mlx.host import translate_convert as convert
 from qwengpu_mlx.host import translate_memory as memory
 from qwengpu_mlx.host.ir import BasicBlock, LConst, LLabel, LTerm, VPred, VReg
+from qwengpu_mlx.host.translate_float import float_instr
 from qwengpu_mlx.host.launch_dims import LAUNCH_SPECIALS
 from qwengpu_mlx.host.ptx_ast import ImmRef, MemRef, PtxInstr, PtxKernel, PtxLabel, RegRef, SpecialRef, SymRef
 from qwengpu_mlx.host.translate_types import INT_TYPES32, INT_TYPES64, M32, SUBWORD, unsupported
@@ -150,10 +151,8 @@ class Translator:
 
     def instr(self, ins: PtxInstr) -> list:
         op, mods = ins.opcode, ins.mods
-        for m in mods:
-            if m in FLOAT_TYPES:
-                raise unsupported(ins, f"floating-point type .{m}: floats are not supported (the machine is "
-                                       f"32-bit integer only); compute in integers, e.g. fixed point")
+        if any(m in FLOAT_TYPES for m in mods):
+            return float_instr(self, ins)
         handler = getattr(self, "op_" + op.replace(".", "_"), None)
         if handler is None:
             raise unsupported(ins, f"PTX instruction `{op}{''.join('.' + m for m in mods)}` is not supported by the machine")
