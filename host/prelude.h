@@ -94,4 +94,5 @@ static __device__ __forceinline__ __qwengpu_nodebug unsigned max(unsigned a, int
 #endif /* __NVCC__ */
 #include "prelude_atomics.h"
 #include "prelude_integer.h"
+#include "prelude_float.h"
 #endif /* QWENGPU_PRELUDE_H */

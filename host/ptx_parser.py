@@ -5,7 +5,8 @@ kernels and keeps it close to the text (opcode, dot-modifiers, operands), so the
 lowering can judge every construct and name it as the user's PTX spells it. It
 accepts more than the machine can run (64-bit ops, ``call``, ``.const`` variables):
 rejecting those is the lowering's job, where the message can say why. The parser
-itself only rejects what it cannot represent faithfully: floating-point immediates,
+itself only rejects what it cannot represent faithfully: floating-point immediates
+other than ``0f`` binary32 ones (kept as their bit pattern),
 vector operands, ``.local`` (stack) variables and non-zero variable initializers
 (:class:`UnsupportedError`), and text that is not PTX (:class:`FrontendError`).
 
@@ -574,11 +575,15 @@ class _Parser:
         raise self.error(t, f"unexpected {t.value!r} as an operand")
 
     def number(self, t: _Tok, first: _Tok) -> int:
+        """An integer literal, or a ``0f`` float literal as its binary32 bit pattern (the
+        machine's registers hold a float as its bits; ``0fBF800000`` is -1.0f)."""
+        if t.kind == "num" and re.fullmatch(r"0[fF][0-9a-fA-F]{8}", t.value):
+            return int(t.value[2:], 16)
         if t.kind == "num" and _is_float_literal(t.value):
             raise self.fail(UnsupportedError, t.line,
-                            f"floating-point immediate {t.value}: floats are not supported (the machine "
-                            f"has 32-bit integers only); compute in integers, e.g. `n * 3 / 2` for "
-                            f"`n * 1.5f`: {self.line_text(first.line)!r}")
+                            f"floating-point immediate {t.value}: only 32-bit float constants are supported "
+                            f"(the machine's floats are binary32); use float, not double, and write float "
+                            f"constants with an f suffix (1.5f, not 1.5): {self.line_text(first.line)!r}")
         value = _int_literal(t.value) if t.kind == "num" else None
         if value is None:
             raise self.error(t, f"bad number {t.value!r}")
@@ -610,7 +615,7 @@ def parse_ptx(text: str) -> PtxModule:
     """Parse PTX module text (clang's or nvcc's) into a :class:`PtxModule`.
 
     Raises :class:`UnsupportedError` for constructs the machine cannot represent
-    (floating-point immediates, vector operands, .local memory, initialized
+    (double and decimal floating-point immediates, vector operands, .local memory, initialized
     variables) and :class:`FrontendError` for text that is not PTX; both name the
     PTX line.
     """

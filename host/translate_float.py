@@ -29,7 +29,7 @@ def float_instr(tr, ins) -> list:
                                    f"use float, not double or half")
     handler = FLOAT_OPS.get(ins.opcode)
     if handler is None:
-        raise unsupported(ins, f"floating-point type .f32 in `{ins.opcode}{''.join('.' + m for m in ins.mods)}`: "
-                               f"floats are not supported (the machine is 32-bit integer only); compute in "
-                               f"integers, e.g. fixed point")
+        raise unsupported(ins, f"floating-point instruction `{ins.opcode}{''.join('.' + m for m in ins.mods)}` "
+                               f"is not supported (float loads, stores, moves, selections and bit casts are); "
+                               f"compute it in integers, e.g. on the float's bits with __float_as_int")
     return handler(tr, ins)

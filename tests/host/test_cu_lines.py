@@ -38,10 +38,10 @@ def lowering_error(tmp_path: Path, code: str, name: str, args: dict) -> str:
     return str(e.value)
 
 
-FLOAT = """\
+DOUBLE = """\
 __global__ void scale(int* out, int n) {
     int i = threadIdx.x;
-    float f = (float)n * 1.5f;
+    double f = (double)n * 1.5;
     out[i] = (int)f;
 }
 """
@@ -67,13 +67,13 @@ __global__ void peek(int* out) {
 
 
 @needs_clang
-def test_float_constant_names_the_cu_line(tmp_path):
+def test_double_constant_names_the_cu_line(tmp_path):
     with pytest.raises(UnsupportedError) as e:
-        compile_kernel(cu(tmp_path, FLOAT, "scale.cu"))
+        compile_kernel(cu(tmp_path, DOUBLE, "scale.cu"))
     msg = str(e.value)
-    assert msg.startswith(f"scale.cu:{line_of(FLOAT, '1.5f')}: PTX line "), msg
-    assert "floats are not supported" in msg and "compute in integers" in msg
-    assert e.value.source == f"scale.cu:{line_of(FLOAT, '1.5f')}" and e.value.ptx_line > 0
+    assert msg.startswith(f"scale.cu:{line_of(DOUBLE, '1.5')}: PTX line "), msg
+    assert "only 32-bit float constants" in msg and "1.5f, not 1.5" in msg
+    assert e.value.source == f"scale.cu:{line_of(DOUBLE, '1.5')}" and e.value.ptx_line > 0
 
 
 @needs_clang

@@ -129,14 +129,15 @@ def test_division_by_zero_stops_the_launch_at_the_cu_line(tmp_path):
 
 @needs_clang
 @pytest.mark.parametrize("code, construct", [
-    ("__global__ void k(float *a) { a[threadIdx.x] = a[threadIdx.x] + a[threadIdx.x + 1]; }\n", ".f32"),
-    ("__global__ void k(float *a) { a[threadIdx.x] = a[threadIdx.x] * 1.5f; }\n", "0f3FC00000"),
-    ("__global__ void k(int *a) { a[threadIdx.x] = (int)((float)a[threadIdx.x] * 0.5f); }\n", "f32"),
-], ids=["f32-type", "float-immediate", "int-float-int"])
-def test_floating_point_is_rejected(tmp_path, code, construct):
+    ("__global__ void k(double *a) { a[threadIdx.x] = a[threadIdx.x] + a[threadIdx.x + 1]; }\n", ".f64"),
+    ("__global__ void k(double *a) { a[threadIdx.x] = a[threadIdx.x] * 1.5; }\n", "0d3FF8000000000000"),
+    ("__global__ void k(int *a) { a[threadIdx.x] = (int)((double)a[threadIdx.x] * 0.5); }\n", "0d3FE0000000000000"),
+], ids=["f64-type", "double-immediate", "int-double-int"])
+def test_double_precision_is_rejected(tmp_path, code, construct):
+    """The machine's floats are binary32: a double is refused, saying to use float."""
     path = cu(tmp_path, code)
     msg = cli_error("compile", path)
-    assert "floating-point" in msg and construct in msg
+    assert "floating-point" in msg and construct in msg and "use float" in msg
     with pytest.raises(UnsupportedError, match="floating-point"):
         reference(path, args={"a": [1, 2, 3, 4, 5]})
 

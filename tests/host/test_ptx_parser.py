@@ -223,8 +223,15 @@ def test_call_stays_an_instruction_and_directives_are_skipped(kernel):
     assert not [i for i in instrs(kernel) if i.opcode.startswith(".") or i.opcode == "pragma"]
 
 
-@pytest.mark.parametrize("literal", ["0f3F800000", "0d3FF0000000000000", "1.5"])
-def test_float_immediate_is_unsupported_with_line(literal):
+def test_float_immediate_is_its_binary32_bit_pattern():
+    """``0f3F800000`` is 1.0f: a register holds a float as these 32 bits."""
+    text = SAMPLE.replace("add.s32 \t%r5, %r1, 0x10;", "add.f32 \t%f1, %f2, 0fBFC00000;")
+    add = find(parse_ptx(text).kernels[0], "add")
+    assert add.mods == ("f32",) and add.operands[2] == ImmRef(0xBFC00000)  # -1.5f
+
+
+@pytest.mark.parametrize("literal", ["0d3FF0000000000000", "1.5"])
+def test_double_or_decimal_immediate_is_unsupported_with_line(literal):
     text = SAMPLE.replace("add.s32 \t%r5, %r1, 0x10;", f"add.f32 \t%f1, %f2, {literal};")
     line = SAMPLE.splitlines().index("\tadd.s32 \t%r5, %r1, 0x10;") + 1
     with pytest.raises(UnsupportedError, match=rf"line {line}\b.*{literal}"):

@@ -40,13 +40,13 @@ class Refused:
 ONE_INT = "__global__ void {name}(int* out) {{\n    out[threadIdx.x] = {expr};\n}}\n"
 
 REFUSED = [
-    Refused("float_math", """\
-__global__ void float_math(int* out, int n) {
+    Refused("double_math", """\
+__global__ void double_math(int* out, int n) {
     int i = threadIdx.x;
-    float f = (float)n * 1.5f;
+    double f = (double)n * 1.5;
     out[i] = (int)f;
 }
-""", "1.5f", {"out": [0] * 4, "n": 3}, says=("float", "compute in integers")),
+""", "1.5", {"out": [0] * 4, "n": 3}, says=("double", "use float")),
     Refused("clock_read", """\
 __global__ void clock_read(int* out) {
     int t = threadIdx.x;
