@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from importlib.metadata import PackageNotFoundError, version
 
 from qwengpu_mlx.chat.tools import MODES
@@ -67,8 +68,25 @@ def _finite_positive(text: str) -> float:
     return x
 
 
+class _CommandParser(argparse.ArgumentParser):
+    """``run prog.cu [options] -- ARGS...``: what follows the first ``--`` of a ``run`` is the
+    program's own argv (``ns.program_args``), never this command's options: argparse alone
+    would take ``-n 5`` there for an option of ``run``, or refuse it."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        rest: list[str] = []
+        if "run" in args and "--" in args[args.index("run"):]:
+            cut = args.index("--", args.index("run"))
+            args, rest = args[:cut], args[cut + 1:]
+        ns, extra = super().parse_known_args(args, namespace)
+        if getattr(ns, "command", None) == "run":
+            ns.program_args = rest
+        return ns, extra
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="qwengpu-mlx", description=DESCRIPTION, epilog=EPILOG,
+    p = _CommandParser(prog="qwengpu-mlx", description=DESCRIPTION, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"qwengpu-mlx {_version()}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -79,7 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--kernel", help="kernel name (unmangled); needed when the file has several")
         sp.add_argument("--frontend", choices=["clang", "nvcc"], default="clang", help="PTX producer (default clang)")
         sp.add_argument("--arg", action="append", metavar="NAME=VALUES",
-                        help="one per kernel parameter: a comma list for a pointer, one integer for a scalar "
+                        help="one per kernel parameter: a comma list for a pointer, one value for a scalar; "
+                             "integers, or decimals for a float (1.5,-2.25,3e-3,nan,inf,-inf) "
                              "(without any, the KERNEL.json beside the kernel is read when there is one)")
         sp.add_argument("--args", dest="args_file", metavar="FILE",
                         help='a launch file {"block": N, "grid": G, "shared": BYTES, "args": {NAME: value}} '
@@ -108,8 +127,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "layout (the circuit's residual, heads and state rows, per layer)")
     c.add_argument("--model", metavar="MODEL", help="--emit tokens: ids in this model's vocabulary: " + MODEL_HELP)
 
-    r = sub.add_parser("run", help="run a kernel launch")
+    r = sub.add_parser("run", help="run a kernel launch, or a whole CUDA program (a .cu file with main())")
     common(r)
+    r.add_argument("--quiet", action="store_true",
+                   help="a program (a .cu file with main()): no summary line per launch on stderr; its "
+                        "arguments follow --: run prog.cu -- ARGS...")
     r.add_argument("--backend", choices=["model", "reference"], default="model",
                    help="model (default): the GPU compiled into the weights of the embedded circuit-only "
                         "Qwen3.5 model writes the launch; reference: the exact interpreter")

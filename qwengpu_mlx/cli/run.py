@@ -14,16 +14,24 @@ from pathlib import Path
 from qwengpu_mlx.cli import progress
 import mlx.core as mx
 
-from qwengpu_mlx.cli.common import ModelMemo, launch_model, machine_for, request_for
+from qwengpu_mlx.cli.common import ModelMemo, launch_model, machine_for, named_machine, request_for
 from qwengpu_mlx.core.errors import ExecutionError, LaunchError
+from qwengpu_mlx.core.float32 import outputs_json, outputs_text
 from qwengpu_mlx.core.launch_spec import dims_text
 from qwengpu_mlx.core.reference import format_step
+from qwengpu_mlx.host.program_build import has_main
 from qwengpu_mlx.runtime import CircuitStore, launch
+from qwengpu_mlx.runtime.program_run import ProgramOptions, run_cuda_program
 from qwengpu_mlx.runtime.speed import launch_stats
 from qwengpu_mlx.runtime.speed import summary_lines as mlx_lm_lines
 
 
 def run(ns) -> int:
+    if Path(ns.source).suffix == ".cu" and Path(ns.source).is_file() and has_main(ns.source):
+        return run_program(ns)
+    if getattr(ns, "program_args", None):
+        raise LaunchError(f"{ns.source} has no main(): the arguments after -- are a program's; a kernel's are "
+                          f"--arg NAME=VALUES")
     if ns.check and ns.backend == "reference":
         raise LaunchError("--check replays the model backend's launch on the reference interpreter; with "
                           "--backend reference there is nothing to check (drop --check, or use --backend model)")
@@ -49,11 +57,25 @@ def run(ns) -> int:
     if ns.backend == "model":
         return _report_model(ns, req, result, layout)
     if ns.json:
-        print(json.dumps({"kernel": req.program.kernel, "backend": ns.backend, "outputs": result.outputs,
+        print(json.dumps({"kernel": req.program.kernel, "backend": ns.backend,
+                          "outputs": outputs_json(req.program, result.outputs),
                           "steps": result.steps}))
     else:
         print_outputs(req, ns.backend, result.steps, result.outputs)
     return 0
+
+
+def run_program(ns) -> int:
+    """A whole CUDA program: built, run with the arguments after ``--``, each launch on the backend."""
+    if ns.check and ns.backend == "reference":
+        raise LaunchError("--check replays each launch of the model backend on the reference interpreter; with "
+                          "--backend reference there is nothing to check (drop --check, or use --backend model)")
+    memo = ModelMemo()
+    machine = machine_for(ns, memo) if getattr(ns, "model", None) else named_machine(ns)
+    runner = launch_model(ns, memo, runner=True).runner if ns.backend == "model" and ns.model else None
+    options = ProgramOptions(machine=machine, backend=ns.backend, check=ns.check, quiet=ns.quiet,
+                             step_budget=ns.step_budget, timeout=ns.timeout)
+    return run_cuda_program(ns.source, ns.program_args, options, store=CircuitStore(), runner=runner)
 
 
 def _check_stopped(e: ExecutionError) -> int:
@@ -74,7 +96,7 @@ def print_outputs(req, backend, steps, outputs) -> None:
           f"(block {dims_text(req.block)}, grid {dims_text(req.grid)}, {len(prog.blocks)} ROM blocks, "
           f"{prog.regs_used} registers)")
     for name, vals in outputs.items():
-        print(f"  {name} = {vals}")
+        print(f"  {name} = {outputs_text(prog, name, vals)}")
 
 
 def peak_memory_gb() -> float:
@@ -98,7 +120,8 @@ def summary_lines(launch, peak_gb: float) -> list[str]:
 def model_record(ns, prog, launch, layout, peak_gb: float) -> dict:
     """``run --json`` on the model backend: its stable keys, then the prefill/generation split."""
     ids = [layout.launch_id(t) for t in launch.tokens] if layout else launch.tokens
-    info = {"kernel": prog.kernel, "backend": "model", "outputs": launch.outputs, "steps": launch.steps,
+    info = {"kernel": prog.kernel, "backend": "model", "outputs": outputs_json(prog, launch.outputs),
+            "steps": launch.steps,
             "tokens": len(launch.tokens), "launch_tokens": ids, "tokens_per_s": round(launch.tokens_per_s, 2),
             **speed_figures(launch, peak_gb)}
     if ns.check:

@@ -1,0 +1,4 @@
+#ifndef QWENGPU_DEVICE_LAUNCH_PARAMETERS_H
+#define QWENGPU_DEVICE_LAUNCH_PARAMETERS_H
+#include "cuda_runtime.h"
+#endif

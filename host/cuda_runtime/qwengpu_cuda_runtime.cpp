@@ -1,0 +1,421 @@
+/* The CUDA runtime a program's host code links against (qwengpu-mlx run prog.cu).
+ *
+ * The program runs as a child of the qwengpu-mlx process, which holds the device: the
+ * machine's memory and the model that runs each launch. Every call that touches the
+ * device is one request on a pipe and one reply (the fds are in QWENGPU_CUDA_FDS,
+ * "READ_FD,WRITE_FD"): a request is a u32 opcode, a u32 payload length and the payload;
+ * a reply an i32 cudaError_t, a u32 length and its payload. The opcodes and layouts are
+ * host/program_protocol.py's; keep the two in step.
+ *
+ * What needs no device stays here: host<->host copies, the last-error state, events
+ * (the host clock: a launch has ended when its call returns), kernel and symbol
+ * registration (clang's module constructor tells us each kernel stub's and shadow
+ * variable's device name). A kernel fault is sticky, as on a GPU: every later call
+ * returns cudaErrorLaunchFailure.
+ */
+#include "cuda_runtime.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+enum Op : uint32_t {
+  OP_MALLOC = 1, OP_FREE = 2, OP_WRITE = 3, OP_READ = 4, OP_COPY = 5, OP_MEMSET = 6,
+  OP_SYMBOL = 7, OP_PARAMS = 8, OP_LAUNCH = 9, OP_PROPS = 10, OP_SYNC = 11, OP_MEMINFO = 12,
+};
+
+int g_read_fd = -1, g_write_fd = -1;
+cudaError_t g_last_error = cudaSuccess;
+cudaError_t g_sticky_error = cudaSuccess;
+/* Built on first use: clang's module constructor registers kernels before this file's
+   own static constructors may have run. */
+std::map<const void *, std::string> &kernels() {  // stub -> device (mangled) name
+  static auto *m = new std::map<const void *, std::string>;
+  return *m;
+}
+std::map<const void *, std::string> &symbols() {  // host shadow -> device name
+  static auto *m = new std::map<const void *, std::string>;
+  return *m;
+}
+std::map<std::string, std::vector<uint32_t>> g_param_sizes;
+
+struct PendingLaunch { dim3 grid, block; size_t shared; };
+std::vector<PendingLaunch> g_configs;
+
+[[noreturn]] void lost(const char *what) {
+  fprintf(stderr, "qwengpu-mlx cuda runtime: %s (the qwengpu-mlx process is gone)\n", what);
+  _exit(125);
+}
+
+void connect() {
+  if (g_read_fd >= 0) return;
+  const char *fds = getenv("QWENGPU_CUDA_FDS");
+  if (!fds || sscanf(fds, "%d,%d", &g_read_fd, &g_write_fd) != 2) {
+    fprintf(stderr, "qwengpu-mlx cuda runtime: run this program with `qwengpu-mlx run PROGRAM.cu`\n");
+    _exit(125);
+  }
+}
+
+void write_all(const void *data, size_t n) {
+  const char *p = (const char *)data;
+  while (n > 0) {
+    ssize_t k = write(g_write_fd, p, n);
+    if (k <= 0) lost("cannot send a request");
+    p += k, n -= (size_t)k;
+  }
+}
+
+void read_all(void *data, size_t n) {
+  char *p = (char *)data;
+  while (n > 0) {
+    ssize_t k = read(g_read_fd, p, n);
+    if (k <= 0) lost("no reply");
+    p += k, n -= (size_t)k;
+  }
+}
+
+struct Message {
+  std::vector<char> bytes;
+  template <class T> Message &put(T v) { return put_bytes(&v, sizeof v); }
+  Message &put_bytes(const void *p, size_t n) {
+    bytes.insert(bytes.end(), (const char *)p, (const char *)p + n);
+    return *this;
+  }
+  Message &put_text(const std::string &s) { return put<uint32_t>((uint32_t)s.size()).put_bytes(s.data(), s.size()); }
+};
+
+/* One request and its reply; the reply's payload goes to `reply`. */
+cudaError_t call(Op op, const Message &m, std::vector<char> *reply = nullptr) {
+  connect();
+  uint32_t head[2] = {op, (uint32_t)m.bytes.size()};
+  write_all(head, sizeof head);
+  write_all(m.bytes.data(), m.bytes.size());
+  int32_t status;
+  uint32_t length;
+  read_all(&status, 4);
+  read_all(&length, 4);
+  std::vector<char> payload(length);
+  read_all(payload.data(), length);
+  if (reply) *reply = std::move(payload);
+  return (cudaError_t)status;
+}
+
+cudaError_t record(cudaError_t e) {
+  if (e != cudaSuccess) g_last_error = e;
+  if (e == cudaErrorLaunchFailure || e == cudaErrorIllegalAddress || e == cudaErrorLaunchTimeout)
+    g_sticky_error = e;
+  return e;
+}
+
+bool is_device(const void *p) {
+  static uint64_t limit = 0;
+  if (!limit) {
+    cudaDeviceProp prop;
+    cudaGetDeviceProperties(&prop, 0);
+    limit = prop.totalGlobalMem;
+  }
+  return (uintptr_t)p < limit;
+}
+
+cudaError_t memcpy_direction(void *dst, const void *src, size_t n, cudaMemcpyKind kind) {
+  if (kind == cudaMemcpyDefault)
+    kind = (cudaMemcpyKind)((is_device(src) ? 2 : 0) + (is_device(dst) ? 1 : 0));
+  if (n == 0) return cudaSuccess;
+  std::vector<char> reply;
+  switch (kind) {
+    case cudaMemcpyHostToHost:
+      memmove(dst, src, n);
+      return cudaSuccess;
+    case cudaMemcpyHostToDevice:
+      return call(OP_WRITE, Message().put<uint64_t>((uintptr_t)dst).put_bytes(src, n));
+    case cudaMemcpyDeviceToHost: {
+      cudaError_t e = call(OP_READ, Message().put<uint64_t>((uintptr_t)src).put<uint64_t>(n), &reply);
+      if (e == cudaSuccess) memcpy(dst, reply.data(), n);
+      return e;
+    }
+    case cudaMemcpyDeviceToDevice:
+      return call(OP_COPY, Message().put<uint64_t>((uintptr_t)dst).put<uint64_t>((uintptr_t)src).put<uint64_t>(n));
+    default:
+      return cudaErrorInvalidMemcpyDirection;
+  }
+}
+
+cudaError_t symbol_address(const void *symbol, uint64_t *address, uint64_t *size) {
+  auto it = symbols().find(symbol);
+  if (it == symbols().end()) return cudaErrorInvalidSymbol;
+  std::vector<char> reply;
+  cudaError_t e = call(OP_SYMBOL, Message().put_text(it->second), &reply);
+  if (e == cudaSuccess) {
+    memcpy(address, reply.data(), 8);
+    memcpy(size, reply.data() + 8, 8);
+  }
+  return e;
+}
+
+const std::vector<uint32_t> *param_sizes(const std::string &name, cudaError_t *e) {
+  auto it = g_param_sizes.find(name);
+  if (it != g_param_sizes.end()) return &it->second;
+  std::vector<char> reply;
+  *e = call(OP_PARAMS, Message().put_text(name), &reply);
+  if (*e != cudaSuccess) return nullptr;
+  std::vector<uint32_t> sizes(reply.size() / 4);
+  memcpy(sizes.data(), reply.data(), reply.size());
+  return &(g_param_sizes[name] = sizes);
+}
+
+double now_ms() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+}  // namespace
+
+#define GUARD() do { if (g_sticky_error != cudaSuccess) return record(g_sticky_error); } while (0)
+
+extern "C" {
+
+/* ---- registration (clang's module constructor) ---- */
+void **__cudaRegisterFatBinary(void *) { static void *handle = nullptr; return &handle; }
+void __cudaRegisterFatBinaryEnd(void **) {}
+void __cudaUnregisterFatBinary(void **) {}
+void __cudaRegisterFunction(void **, const void *stub, char *, const char *device_name, int, void *, void *,
+                            void *, void *, int *) {
+  kernels()[stub] = device_name;
+}
+void __cudaRegisterVar(void **, void *shadow, char *, const char *device_name, int, size_t, int, int) {
+  symbols()[shadow] = device_name;
+}
+void __cudaRegisterManagedVar(void **, void *, char *, const char *, size_t, int) {}
+
+unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shared, cudaStream_t) {
+  g_configs.push_back({grid, block, shared});
+  return 0;
+}
+cudaError_t __cudaPopCallConfiguration(dim3 *grid, dim3 *block, size_t *shared, void *stream) {
+  if (g_configs.empty()) return cudaErrorInvalidConfiguration;
+  PendingLaunch c = g_configs.back();
+  g_configs.pop_back();
+  *grid = c.grid, *block = c.block, *shared = c.shared;
+  *(cudaStream_t *)stream = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t shared, cudaStream_t) {
+  GUARD();
+  auto k = kernels().find(func);
+  if (k == kernels().end()) return record(cudaErrorInvalidValue);
+  cudaError_t e = cudaSuccess;
+  const std::vector<uint32_t> *sizes = param_sizes(k->second, &e);
+  if (!sizes) return record(e);
+  Message m;
+  m.put_text(k->second);
+  for (unsigned v : {grid.x, grid.y, grid.z, block.x, block.y, block.z}) m.put<uint32_t>(v);
+  m.put<uint64_t>(shared);
+  for (size_t i = 0; i < sizes->size(); i++) m.put_bytes(args[i], (*sizes)[i]);
+  return record(call(OP_LAUNCH, m));
+}
+
+/* ---- memory ---- */
+cudaError_t cudaMalloc(void **ptr, size_t size) {
+  GUARD();
+  if (!ptr) return record(cudaErrorInvalidValue);
+  std::vector<char> reply;
+  cudaError_t e = call(OP_MALLOC, Message().put<uint64_t>(size), &reply);
+  uint64_t address = 0;
+  if (e == cudaSuccess) memcpy(&address, reply.data(), 8);
+  *ptr = (void *)(uintptr_t)address;
+  return record(e);
+}
+cudaError_t cudaFree(void *ptr) {
+  GUARD();
+  if (!ptr) return cudaSuccess;
+  return record(call(OP_FREE, Message().put<uint64_t>((uintptr_t)ptr)));
+}
+cudaError_t cudaMallocHost(void **ptr, size_t size) {
+  *ptr = malloc(size ? size : 1);
+  return *ptr ? cudaSuccess : record(cudaErrorMemoryAllocation);
+}
+cudaError_t cudaHostAlloc(void **ptr, size_t size, unsigned int) { return cudaMallocHost(ptr, size); }
+cudaError_t cudaFreeHost(void *ptr) { free(ptr); return cudaSuccess; }
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind kind) {
+  GUARD();
+  return record(memcpy_direction(dst, src, n, kind));
+}
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind kind, cudaStream_t) {
+  return cudaMemcpy(dst, src, n, kind);
+}
+cudaError_t cudaMemset(void *ptr, int value, size_t n) {
+  GUARD();
+  return record(call(OP_MEMSET, Message().put<uint64_t>((uintptr_t)ptr).put<int32_t>(value).put<uint64_t>(n)));
+}
+cudaError_t cudaMemsetAsync(void *ptr, int value, size_t n, cudaStream_t) { return cudaMemset(ptr, value, n); }
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total) {
+  GUARD();
+  std::vector<char> reply;
+  cudaError_t e = call(OP_MEMINFO, Message(), &reply);
+  if (e != cudaSuccess) return record(e);
+  uint64_t v[2];
+  memcpy(v, reply.data(), sizeof v);
+  *free_bytes = v[0], *total = v[1];
+  return cudaSuccess;
+}
+
+/* ---- symbols ---- */
+cudaError_t cudaMemcpyToSymbol__qwengpu(const void *symbol, const void *src, size_t n, size_t offset,
+                                        cudaMemcpyKind kind) {
+  GUARD();
+  uint64_t address, size;
+  cudaError_t e = symbol_address(symbol, &address, &size);
+  if (e != cudaSuccess) return record(e);
+  if (offset + n > size) return record(cudaErrorInvalidValue);
+  if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+    return record(cudaErrorInvalidMemcpyDirection);
+  return record(memcpy_direction((void *)(uintptr_t)(address + offset), src, n,
+                                 kind == cudaMemcpyDefault ? cudaMemcpyDefault : kind));
+}
+cudaError_t cudaMemcpyFromSymbol__qwengpu(void *dst, const void *symbol, size_t n, size_t offset,
+                                          cudaMemcpyKind kind) {
+  GUARD();
+  uint64_t address, size;
+  cudaError_t e = symbol_address(symbol, &address, &size);
+  if (e != cudaSuccess) return record(e);
+  if (offset + n > size) return record(cudaErrorInvalidValue);
+  if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+    return record(cudaErrorInvalidMemcpyDirection);
+  return record(memcpy_direction(dst, (const void *)(uintptr_t)(address + offset), n, kind));
+}
+cudaError_t cudaGetSymbolAddress__qwengpu(void **ptr, const void *symbol) {
+  GUARD();
+  uint64_t address, size;
+  cudaError_t e = symbol_address(symbol, &address, &size);
+  if (e == cudaSuccess) *ptr = (void *)(uintptr_t)address;
+  return record(e);
+}
+cudaError_t cudaGetSymbolSize__qwengpu(size_t *out, const void *symbol) {
+  GUARD();
+  uint64_t address, size;
+  cudaError_t e = symbol_address(symbol, &address, &size);
+  if (e == cudaSuccess) *out = size;
+  return record(e);
+}
+
+/* ---- device and errors ---- */
+cudaError_t cudaDeviceSynchronize(void) { GUARD(); return record(call(OP_SYNC, Message())); }
+cudaError_t cudaThreadSynchronize(void) { return cudaDeviceSynchronize(); }
+cudaError_t cudaDeviceReset(void) { return cudaSuccess; }
+cudaError_t cudaGetLastError(void) {
+  cudaError_t e = g_last_error;
+  g_last_error = g_sticky_error;
+  return e;
+}
+cudaError_t cudaPeekAtLastError(void) { return g_last_error; }
+cudaError_t cudaGetDeviceCount(int *count) { *count = 1; return cudaSuccess; }
+cudaError_t cudaGetDevice(int *device) { *device = 0; return cudaSuccess; }
+cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : record(cudaErrorInvalidDevice); }
+cudaError_t cudaDriverGetVersion(int *version) { *version = 11000; return cudaSuccess; }
+cudaError_t cudaRuntimeGetVersion(int *version) { *version = 11000; return cudaSuccess; }
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
+  if (device != 0) return record(cudaErrorInvalidDevice);
+  static std::vector<char> cached;
+  if (cached.empty()) {
+    cudaError_t e = call(OP_PROPS, Message(), &cached);
+    if (e != cudaSuccess) return record(e);
+  }
+  memset(prop, 0, sizeof *prop);
+  const char *p = cached.data();
+  memcpy(prop->name, p, 64);
+  int64_t v[16];
+  memcpy(v, p + 64, sizeof v);
+  prop->totalGlobalMem = (size_t)v[0];
+  prop->sharedMemPerBlock = (size_t)v[1];
+  prop->regsPerBlock = (int)v[2];
+  prop->warpSize = (int)v[3];
+  prop->maxThreadsPerBlock = (int)v[4];
+  for (int i = 0; i < 3; i++) prop->maxThreadsDim[i] = (int)v[5 + i], prop->maxGridSize[i] = (int)v[8 + i];
+  prop->totalConstMem = (size_t)v[11];
+  prop->major = (int)v[12], prop->minor = (int)v[13];
+  prop->multiProcessorCount = (int)v[14];
+  prop->clockRate = (int)v[15];
+  prop->maxThreadsPerMultiProcessor = prop->maxThreadsPerBlock;
+  prop->sharedMemPerMultiprocessor = prop->sharedMemPerBlock;
+  prop->maxBlocksPerMultiProcessor = 1;
+  prop->memPitch = prop->totalGlobalMem;
+  prop->unifiedAddressing = 0;
+  return cudaSuccess;
+}
+
+const char *cudaGetErrorName(cudaError_t e) {
+  switch (e) {
+#define NAME(x) case x: return #x;
+    NAME(cudaSuccess) NAME(cudaErrorInvalidValue) NAME(cudaErrorMemoryAllocation)
+    NAME(cudaErrorInitializationError) NAME(cudaErrorInvalidConfiguration) NAME(cudaErrorInvalidSymbol)
+    NAME(cudaErrorInvalidDevicePointer) NAME(cudaErrorInvalidMemcpyDirection) NAME(cudaErrorInvalidDevice)
+    NAME(cudaErrorInvalidResourceHandle) NAME(cudaErrorNotReady) NAME(cudaErrorIllegalAddress)
+    NAME(cudaErrorLaunchOutOfResources) NAME(cudaErrorLaunchTimeout) NAME(cudaErrorMisalignedAddress)
+    NAME(cudaErrorInvalidPc) NAME(cudaErrorLaunchFailure) NAME(cudaErrorNotSupported) NAME(cudaErrorUnknown)
+#undef NAME
+    default: return "cudaErrorUnknown";
+  }
+}
+
+const char *cudaGetErrorString(cudaError_t e) {  // CUDA's own wording
+  switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInitializationError: return "initialization error";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorInvalidSymbol: return "invalid device symbol";
+    case cudaErrorInvalidDevicePointer: return "invalid device pointer";
+    case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorNotReady: return "device not ready";
+    case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
+    case cudaErrorLaunchOutOfResources: return "too many resources requested for launch";
+    case cudaErrorLaunchTimeout: return "the launch timed out and was terminated";
+    case cudaErrorMisalignedAddress: return "misaligned address";
+    case cudaErrorInvalidPc: return "invalid program counter";
+    case cudaErrorLaunchFailure: return "unspecified launch failure";
+    case cudaErrorNotSupported: return "operation not supported";
+    default: return "unknown error";
+  }
+}
+
+/* ---- events and streams: launches are synchronous, so the host clock times them ---- */
+struct CUevent_st { double ms; bool recorded; };
+struct CUstream_st { int unused; };
+cudaError_t cudaEventCreate(cudaEvent_t *event) { *event = new CUevent_st{0, false}; return cudaSuccess; }
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int) { return cudaEventCreate(event); }
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
+  if (!event) return record(cudaErrorInvalidResourceHandle);
+  event->ms = now_ms(), event->recorded = true;
+  return cudaSuccess;
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  return event ? cudaSuccess : record(cudaErrorInvalidResourceHandle);
+}
+cudaError_t cudaEventQuery(cudaEvent_t event) { return cudaEventSynchronize(event); }
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
+  if (!start || !end) return record(cudaErrorInvalidResourceHandle);
+  if (!start->recorded || !end->recorded) return record(cudaErrorInvalidResourceHandle);
+  *ms = (float)(end->ms - start->ms);
+  return cudaSuccess;
+}
+cudaError_t cudaEventDestroy(cudaEvent_t event) { delete event; return cudaSuccess; }
+cudaError_t cudaStreamCreate(cudaStream_t *stream) { *stream = new CUstream_st{0}; return cudaSuccess; }
+cudaError_t cudaStreamDestroy(cudaStream_t stream) { delete stream; return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t) { GUARD(); return cudaSuccess; }
+
+}  // extern "C"

@@ -1,0 +1,157 @@
+"""One launch of a program's kernel, bound to the program's device memory.
+
+A single kernel's launch (``lowering.lower``) lays its arrays out itself from the
+command line's values. A program's launch finds them in place: its pointer arguments
+are addresses ``cudaMalloc`` returned (the machine's byte addresses), its
+``__device__``/``__constant__`` variables sit where the program's start put them, and
+the memory image is the device memory as the previous launches and copies left it. So
+this binding only places what lives for the launch alone, the ``__shared__`` memory (in
+the highest free run of words: ``DeviceMemory.scratch``), and hands the stages of
+``lowering`` the addresses; translation, folding, blocks and registers are the same.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, replace
+
+from qwengpu_mlx.core.errors import ResourceError, UnsupportedError
+from qwengpu_mlx.core.isa import ArrayBinding, Program, SharedBinding
+from qwengpu_mlx.core.launch_spec import Dims
+
+from qwengpu_mlx.host import binding, blocks, narrow_memory, ranges, wide_index
+from qwengpu_mlx.host.addresses import exact_addresses
+from qwengpu_mlx.host.fold import fold_constants
+from qwengpu_mlx.host.frontend import demangle_kernel_name
+from qwengpu_mlx.host.launch_dims import lower_launch_specials
+from qwengpu_mlx.host.program_build import DeviceCode
+from qwengpu_mlx.host.program_memory import DeviceMemory
+from qwengpu_mlx.host.ptx_ast import PtxKernel
+from qwengpu_mlx.host.signature import KernelParam
+from qwengpu_mlx.host.srcloc import located
+from qwengpu_mlx.host.translate import Translator
+from qwengpu_mlx.host.validate import check_program, validate_kernel
+
+_PARAM_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8}
+
+
+class NoSharedMemory(Exception):
+    """The launch's ``__shared__`` memory finds no free run of words (a GPU's
+    "too many resources requested for launch")."""
+
+
+def param_sizes(kernel: PtxKernel) -> list[int]:
+    """Bytes of each parameter as the host code passes it (``.u64`` a pointer: 8)."""
+    return [_PARAM_BYTES.get(p.type[1:], 4) for p in kernel.params]
+
+
+def unpack_params(kernel: PtxKernel, params: list[KernelParam], data: bytes) -> dict[str, int]:
+    """Parameter name -> its value: a pointer its address, a scalar as the kernel reads it."""
+    values, at = {}, 0
+    for pp, p in zip(kernel.params, params):
+        n = _PARAM_BYTES.get(pp.type[1:], 4)
+        raw = int.from_bytes(data[at: at + n], "little", signed=not p.pointer and pp.type[0] == "s")
+        values[p.name] = raw
+        at += n
+    return values
+
+
+@dataclass
+class BoundLaunch:
+    program: Program
+    shared_base: int  # the first word the launch's __shared__ memory took
+
+
+def _pointer_arrays(params: list[KernelParam], values: dict[str, int], memory: DeviceMemory,
+                    kernel: PtxKernel) -> list[ArrayBinding]:
+    """Each pointer argument as the words from its address to its allocation's end (for
+    the readout and the fault messages); a ``char``/``short`` array is refused (the machine
+    keeps those one element per word, and the host code copied them as packed bytes)."""
+    arrays = []
+    for p in params:
+        if not p.pointer:
+            continue
+        if p.bits < 32:
+            raise located(UnsupportedError, kernel,
+                          f"parameter `{p.name}` ({p.ctype.strip()}) is a {p.bits}-bit array: in a program the host "
+                          f"copies packed bytes, which this machine's narrow arrays (one element per word) do not "
+                          f"hold; use an int array", name=None)
+        address = values[p.name]
+        held = memory.allocation_at(address)
+        length = (held[0] + (held[1] + 3) // 4 * 4 - address) // 4 if held else 0
+        arrays.append(ArrayBinding(p.name, address // 4, length))
+    return arrays
+
+
+def _symbol_bindings(symbols: dict[str, tuple[int, int]]) -> list[SharedBinding]:
+    return [SharedBinding(name, address // 4, (size + 3) // 4) for name, (address, size) in symbols.items()]
+
+
+def _shared_layout(device: DeviceCode, kernel: PtxKernel, shared_bytes: int, memory: DeviceMemory,
+                   kname: str) -> tuple[list[SharedBinding], dict[str, int], int]:
+    """The kernel's ``__shared__`` variables placed in free device memory for this launch."""
+    module = replace(device.module, variables=[v for v in device.module.variables if v.space == "shared"])
+    sized, dynamic = binding.shared_variables(module, kernel)
+    dynamic = binding.size_dynamic_shared(dynamic, shared_bytes, kernel, memory.machine)
+    try:
+        laid = binding.layout_memory([], {}, sized, memory.machine, kname, dynamic)
+    except ResourceError as e:
+        raise NoSharedMemory(str(e)) from None
+    words = max((s.base + s.length for s in laid.shared), default=0)
+    base = memory.scratch(words)
+    if base is None:
+        raise NoSharedMemory(f"kernel `{kname}` needs {words} words of shared memory; the largest free run of "
+                             f"device memory is {max((n for _, n in memory.free_runs()), default=0)} words")
+    return [replace(s, base=s.base + base) for s in laid.shared], laid.unit, base
+
+
+def lower_launch(device: DeviceCode, kernel: PtxKernel, values: dict[str, int], block: Dims, grid: Dims,
+                 shared_bytes: int, memory: DeviceMemory, symbols: dict[str, tuple[int, int]],
+                 few_tokens: bool = True) -> BoundLaunch:
+    """The launch's machine program, its memory image the device memory as it is now."""
+    machine, kname = memory.machine, demangle_kernel_name(kernel.name)
+    params = device.params(kernel)
+    binding.check_launch_shape(kernel, params, block, grid, machine, kname)
+    validate_kernel(device.module, kernel)
+    arrays = _pointer_arrays(params, values, memory, kernel)
+    shared, unit, shared_base = _shared_layout(device, kernel, shared_bytes, memory, kname)
+    globals_ = _symbol_bindings(symbols)
+    layout = binding.MemoryLayout(arrays, shared + globals_, list(memory.words), unit)
+
+    names = {s.name for s in shared} | set(symbols)
+    tr = Translator(kernel, names, binding.param_kinds(kernel, params))
+    bbs = tr.run()
+    narrow = narrow_memory.shared_element_bits(kernel, {p.name for p in kernel.params}, set(symbols))
+    wide = [n for n, bits in narrow.items() if n in symbols and bits < 32]
+    if wide:
+        raise located(UnsupportedError, kernel, f"device variable `{wide[0]}` is a char/short array: in a program "
+                      f"the host copies packed bytes, which this machine's narrow arrays do not hold; use int")
+    lower_launch_specials(bbs, block, grid)
+    blocks.check_size(bbs, machine, kname)
+    binding.bind_constants(bbs, kernel, params, {**values}, layout)
+
+    block_dim, grid_dim = block[0] * block[1] * block[2], grid[0] * grid[1] * grid[2]
+    fold_constants(bbs, {}, tr.wide)
+    specials = ranges.special_ranges(block_dim, grid_dim, machine.lanes)
+    wide_index.clamp_wide_products(bbs, tr.wide, specials)
+    exact_addresses(bbs, tr.wide, specials, 4 * machine.mem_words)
+    mblocks, regs_used, preds_used = blocks.fewest_token_blocks(bbs, machine, kname, grid_dim) if few_tokens \
+        else blocks.machine_blocks(bbs, machine, kname, few_tokens=False)
+    program = Program(kernel=kname, blocks=mblocks, arrays=arrays, shared=shared + globals_,
+                      scalars={p.name: values[p.name] for p in params if not p.pointer},
+                      memory=layout.image, regs_used=regs_used, preds_used=preds_used,
+                      block_dim=block_dim, grid_dim=grid_dim)
+    check_program(program, machine)
+    return BoundLaunch(program, shared_base)
+
+
+def misaligned_pointer(device: DeviceCode, kernel: PtxKernel, values: dict[str, int]) -> str | None:
+    """The first pointer argument that is not word-aligned (the machine's words are 4 bytes)."""
+    for p in device.params(kernel):
+        if p.pointer and values[p.name] % 4:
+            return p.name
+    return None
+
+
+def pack_sizes(sizes: list[int]) -> bytes:
+    return struct.pack(f"<{len(sizes)}I", *sizes)
