@@ -16,9 +16,11 @@ from qwengpu_mlx.core.errors import LaunchError, ResourceError, UnsupportedError
 from qwengpu_mlx.core.isa import ArrayBinding, Imm, Op, SharedBinding
 from qwengpu_mlx.core.launch_spec import Dims
 from qwengpu_mlx.core.machine import LARGE_MACHINE, MachineConfig
+from qwengpu_mlx.core.float32 import FloatArray
 from qwengpu_mlx.core.readout import NarrowArray
 
 from qwengpu_mlx.host import narrow_memory
+from qwengpu_mlx.host.float_arguments import float_argument
 from qwengpu_mlx.host.ir import BasicBlock, LConst, LInstr, LParamLoad
 from qwengpu_mlx.host.ptx_ast import PtxKernel, PtxModule
 from qwengpu_mlx.host.signature import KernelParam
@@ -52,7 +54,8 @@ def layout_memory(params: list[KernelParam], values: dict[str, list[int] | int],
     for p in params:
         if p.pointer:
             n = len(values[p.name])
-            arrays.append(NarrowArray(p.name, base, n, p.bits, p.signed) if p.bits < 32 else ArrayBinding(p.name, base, n))
+            arrays.append(NarrowArray(p.name, base, n, p.bits, p.signed) if p.bits < 32 else
+                          FloatArray(p.name, base, n) if p.floating else ArrayBinding(p.name, base, n))
             unit.update({p.name: p.bits // 8} if p.bits < 32 else {})
             base += n
     for var in shared:
@@ -112,6 +115,9 @@ def bind_arguments(params: list[KernelParam], args: dict[str, list[int] | int | 
         raise LaunchError("; ".join(msg))
     out: dict[str, list[int] | int] = {}
     for p in params:
+        if p.floating:  # decimals -> binary32 bit patterns
+            out[p.name] = float_argument(p, args[p.name])
+            continue
         v = args[p.name]
         if isinstance(v, str):
             try:

@@ -18,7 +18,7 @@ from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
 from qwengpu_mlx.host.frontend import cuda_to_ptx, demangle_kernel_name, read_ptx_file, read_source, select_kernel
 from qwengpu_mlx.host.lowering import lower
 from qwengpu_mlx.host.ptx_parser import parse_ptx
-from qwengpu_mlx.host.signature import KernelParam, cuda_kernel_params, ptx_param_name
+from qwengpu_mlx.host.signature import KernelParam, cuda_kernel_params, ptx_param_name, with_float_types
 from qwengpu_mlx.host.srcloc import relocated
 
 
@@ -56,7 +56,7 @@ def compile_kernel(source: str | Path, kernel: str | None = None, *, frontend: s
         params = cuda_kernel_params(cuda, demangle_kernel_name(k.name))
     if params is None or len(params) != len(k.params):
         params = [KernelParam(ptx_param_name(p.name), p.type in ("u64", "b64", "s64"), p.type) for p in k.params]
-    return CompiledKernel(path, ptx, module, k, params)
+    return CompiledKernel(path, ptx, module, k, with_float_types(params, k.params, k.name))
 
 
 def bind(ck: CompiledKernel, args: dict, *, block: int | tuple = 4, grid: int | tuple = 1,

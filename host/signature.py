@@ -9,18 +9,23 @@ position.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from qwengpu_mlx.host.mangled_params import mangled_float_params
 
 
 @dataclass(frozen=True)
 class KernelParam:
-    """One parameter; ``bits``/``signed``: its element type's (a pointer's) or its own."""
+    """One parameter; ``bits``/``signed``: its element type's (a pointer's) or its own;
+    ``floating``: that type is ``float`` (values are binary32 bit patterns, given and
+    shown as decimals)."""
 
     name: str
     pointer: bool
     ctype: str
     bits: int = 32
     signed: bool = True
+    floating: bool = False
 
 
 def element_type(ctype: str) -> tuple[int, bool]:
@@ -34,6 +39,11 @@ def element_type(ctype: str) -> tuple[int, bool]:
     if any(w in ("short", "int16_t", "uint16_t") for w in words):
         return 16, not unsigned
     return 32, not unsigned
+
+
+def is_float_type(ctype: str) -> bool:
+    """The C type names ``float`` (``float``, ``const float*``, ``float* __restrict__``)."""
+    return "float" in re.findall(r"\w+", ctype)
 
 
 _IDENT = r"[^\W\d]\w*"
@@ -79,8 +89,9 @@ def cuda_kernel_params(source: str, kernel: str) -> list[KernelParam] | None:
         if not ident or ident[-1] in _TYPE_WORDS:
             return None  # an unnamed parameter: fall back to PTX names
         pointer = "*" in raw or "[" in raw
-        bits, signed = element_type(raw[: raw.rfind(ident[-1])])
-        params.append(KernelParam(ident[-1], pointer, raw, bits, signed))
+        ctype = raw[: raw.rfind(ident[-1])]
+        bits, signed = element_type(ctype)
+        params.append(KernelParam(ident[-1], pointer, raw, bits, signed, is_float_type(ctype)))
     return params
 
 
@@ -102,6 +113,17 @@ def _split_top_level(plist: str) -> list[str]:
             cur.append(ch)
     parts.append("".join(cur))
     return parts
+
+
+def with_float_types(params: list[KernelParam], ptx_params: list, mangled: str) -> list[KernelParam]:
+    """``params`` with ``floating`` set where the compiled kernel says float: a ``.param
+    .f32`` scalar, or a ``float`` in the mangled name (a pointer's, which PTX declares
+    ``.u64``; a typedef's, which the source scan cannot see)."""
+    from_name = mangled_float_params(mangled)
+    if from_name is None or len(from_name) != len(params):
+        from_name = [False] * len(params)
+    return [replace(p, floating=True) if (p.floating or named or (not p.pointer and pp.type == "f32")) else p
+            for p, pp, named in zip(params, ptx_params, from_name)]
 
 
 def ptx_param_name(name: str) -> str:

@@ -13,12 +13,14 @@ in bytes (what ``extern __shared__ T s[]`` holds); ``machine`` names the machine
 launch needs (``--machine`` beats it).
 
 Every key is optional; ``args`` maps a parameter name to a list of integers (a pointer)
-or one integer (a scalar).
+or one integer (a scalar); a ``float`` parameter's values are numbers such as ``1.5``
+(each the nearest float32 to the decimal as written) or ``"nan"``, ``"inf"``, ``"-inf"``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from qwengpu_mlx.core.errors import LaunchError
@@ -77,7 +79,7 @@ def read_launch_spec(path: str | Path) -> dict:
     naming the file) for a file that is missing, not JSON or not of this form."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(), parse_float=str)  # a float's decimal as written: one rounding to float32
     except FileNotFoundError:
         raise LaunchError(f"{path}: no such file") from None
     except OSError as e:
@@ -113,5 +115,16 @@ def _check_form(path: Path, data: dict) -> None:
     if not isinstance(args, dict):
         raise LaunchError(f"{path}: 'args' must be an object of NAME: value")
     for name, v in args.items():
-        if not (_is_int(v) or (isinstance(v, list) and all(_is_int(x) for x in v))):
-            raise LaunchError(f"{path}: args.{name} must be an integer or a list of integers")
+        if not (_is_value(v) or (isinstance(v, list) and all(_is_value(x) for x in v))):
+            raise LaunchError(f"{path}: args.{name} must be a number or a list of numbers (a float parameter's "
+                              f"may be \"nan\", \"inf\" or \"-inf\")")
+
+
+_FLOAT_TEXT = re.compile(r"-?(\d+\.?\d*([eE][-+]?\d+)?|nan|inf)", re.IGNORECASE)
+
+
+def _is_value(x) -> bool:
+    """An argument's value: an integer, or a float's text (``parse_float=str`` keeps a JSON
+    number's decimal; NaN and the infinities are the strings "nan", "inf", "-inf"); whether
+    the parameter takes it is the binding's to say, from the parameter's type."""
+    return _is_int(x) or (isinstance(x, str) and _FLOAT_TEXT.fullmatch(x) is not None)

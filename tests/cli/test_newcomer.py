@@ -96,7 +96,8 @@ def test_a_malformed_launch_file_is_one_line(tmp_path, capsys):
     bad = tmp_path / "launch.json"
     bad.write_text('{"args": {"a": "one"}}')
     rc, _, err = _main(capsys, "run", REPO / "examples/kernels/dot.cu", "--args", bad)
-    assert rc == 2 and err == f"error: {bad}: args.a must be an integer or a list of integers\n"
+    assert rc == 2 and err == (f"error: {bad}: args.a must be a number or a list of numbers (a float "
+                               f"parameter's may be \"nan\", \"inf\" or \"-inf\")\n")
 
 
 # -- version, python -m, help, refusals
