@@ -143,7 +143,7 @@ def mul(em: FloatEmitter, dst: str, a, b) -> list:
     ey = exponent_less_one(em, VReg(Y), out)
     mx = significand(em, VReg(X), ex, 0, out)
     my = significand(em, VReg(Y), ey, 0, out)
-    _leading_one_at_23(em, my, ey, zero, out)
+    leading_one_at_23(em, my, ey, zero, out)
     n = em.reg()
     out += [em.ins(Op.ADD, n, (ex, ey)),
             em.ins(Op.SUB, n, (VReg(n), Imm(125)))]          # bit 47 of the product: field n + 1
@@ -160,7 +160,7 @@ def mul(em: FloatEmitter, dst: str, a, b) -> list:
     return out + _signed_result(em, dst, P, VReg(sg), nan)
 
 
-def _leading_one_at_23(em: FloatEmitter, m: VReg, e: VReg, zero: str, out: list) -> None:
+def leading_one_at_23(em: FloatEmitter, m: VReg, e: VReg, zero: str, out: list) -> None:
     """A subnormal significand shifted up to bit 23, its exponent down with it (below 0):
     the product then keeps its 24 significant bits above the 17 it folds into sticky. One
     block per shift; none for a normal operand; a zero one is left out (its result is 0)."""
@@ -179,20 +179,29 @@ def _leading_one_at_23(em: FloatEmitter, m: VReg, e: VReg, zero: str, out: list)
 
 def product_top(em: FloatEmitter, mx: VReg, my: VReg, out: list) -> VReg:
     """Bits 47..17 of ``mx * my`` (both below 2^24), bit 0 ORed with any of bits 16..0."""
-    xh, xl, yh, yl, low, mid, t, hh, S, x15, lo = (em.reg() for _ in range(11))
+    S = product_high(em, mx, my, 17, out)
+    x15, lo = em.reg(), em.reg()
     sticky = em.pred()
+    out += [em.ins(Op.SHL, x15, (mx, Imm(15))),
+            em.ins(Op.MUL, lo, (VReg(x15), my)),                      # product's bits 16..0, << 15
+            em.ins(Op.SETP, sticky, (VReg(lo), Imm(0)), cmp="ne"),
+            em.ins(Op.OR, S.name, (S, Imm(1)), guard=VPred(sticky))]
+    return S
+
+
+def product_high(em: FloatEmitter, mx: VReg, my: VReg, drop: int, out: list) -> VReg:
+    """``(mx * my) >> drop`` for significands below 2^24 and ``drop`` of 17 or more (so
+    it fits 32 bits): 12-bit halves, ``hh 2^24 + (xh yl + xl yh) 2^12 + xl yl`` with every
+    partial sum below 2^26."""
+    xh, xl, yh, yl, low, mid, t, hh, S = (em.reg() for _ in range(9))
     out += [em.ins(Op.SHR, xh, (mx, Imm(12))), em.ins(Op.AND, xl, (mx, Imm(0xFFF))),
             em.ins(Op.SHR, yh, (my, Imm(12))), em.ins(Op.AND, yl, (my, Imm(0xFFF))),
             em.ins(Op.MUL, low, (VReg(xl), VReg(yl))),                # < 2^24
             em.ins(Op.MUL, mid, (VReg(xh), VReg(yl))),
             em.ins(Op.MAD, mid, (VReg(xl), VReg(yh), VReg(mid))),     # < 2^25
             em.ins(Op.SHR, t, (VReg(low), Imm(12))),
-            em.ins(Op.ADD, t, (VReg(mid), VReg(t))),                  # product >> 12, less hh << 12
-            em.ins(Op.SHR, t, (VReg(t), Imm(5))),
+            em.ins(Op.ADD, t, (VReg(mid), VReg(t))),                  # (product - hh 2^24) >> 12
+            em.ins(Op.SHR, t, (VReg(t), Imm(drop - 12))),
             em.ins(Op.MUL, hh, (VReg(xh), VReg(yh))),
-            em.ins(Op.MAD, S, (VReg(hh), Imm(1 << 7), VReg(t))),      # product >> 17
-            em.ins(Op.SHL, x15, (mx, Imm(15))),
-            em.ins(Op.MUL, lo, (VReg(x15), my)),                      # product's bits 16..0, << 15
-            em.ins(Op.SETP, sticky, (VReg(lo), Imm(0)), cmp="ne"),
-            em.ins(Op.OR, S, (VReg(S), Imm(1)), guard=VPred(sticky))]
+            em.ins(Op.MAD, S, (VReg(hh), Imm(1 << (24 - drop)), VReg(t)))]
     return VReg(S)

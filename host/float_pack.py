@@ -60,7 +60,17 @@ def normalise(em: FloatEmitter, S: VReg, n: VReg, out: list, *, bias: int,
     """``(S << k, n - k)`` for the ``k`` that puts ``S``'s leading one at bit 30, at most
     ``n + bias``. ``start_normal``: lanes where the caller knows ``S`` is 0 and the result
     is overridden later (a zero operand), which skip the loop instead of counting to 30."""
-    sent, T, k, S2, n2 = em.reg(), em.reg(), em.reg(), em.reg(), em.reg()
+    k, n2 = leading_shift(em, S, n, out, bias=bias, start_normal=start_normal)
+    S2 = em.reg()
+    out.append(em.ins(Op.SHL, S2, (S, k)))
+    return VReg(S2), n2
+
+
+def leading_shift(em: FloatEmitter, S: VReg, n: VReg, out: list, *, bias: int,
+                  start_normal: VPred | None = None) -> tuple[VReg, VReg]:
+    """``(k, n - k)``: the left shift :func:`normalise` applies (a routine with a wider
+    significand applies it to both words)."""
+    sent, T, k, n2 = em.reg(), em.reg(), em.reg(), em.reg()
     p = em.pred()
     loop, done = em.label("norm"), em.label("normed")
     out += [em.ins(Op.SHR, sent, (Imm(1 << (30 - bias)), n)),
@@ -76,19 +86,18 @@ def normalise(em: FloatEmitter, S: VReg, n: VReg, out: list, *, bias: int,
             em.ins(Op.SETP, p, (VReg(T), Imm(1 << 30)), cmp="lt"),
             LTerm("bra", loop, VPred(p), em.line),
             LLabel(done),
-            em.ins(Op.SHL, S2, (S, VReg(k))),
             em.ins(Op.SUB, n2, (n, VReg(k)))]
-    return VReg(S2), VReg(n2)
+    return VReg(k), VReg(n2)
 
 
-def denormalise(em: FloatEmitter, S: VReg, n: VReg, out: list) -> tuple[VReg, VReg]:
-    """Where ``n < 0`` (bias 0: below the smallest normal), ``S >> -n`` with the bits
-    shifted out kept as the sticky bit, and ``n = 0``; elsewhere both as they were."""
+def denormalise(em: FloatEmitter, S: VReg, n: VReg, out: list, *, bias: int = 0) -> tuple[VReg, VReg]:
+    """Where ``n + bias < 0`` (below the smallest normal), ``S >> -(n + bias)`` with the
+    bits shifted out kept as the sticky bit, and ``n = -bias``; elsewhere both as they were."""
     r, n2, Sr, back = em.reg(), em.reg(), em.reg(), em.reg()
     p = em.pred()
-    out += [em.ins(Op.NEG, r, (n,)),
+    out += [em.ins(Op.SUB, r, (Imm(-bias & 0xFFFFFFFF), n)),
             em.ins(Op.MAX, r, (VReg(r), Imm(0)), signed=True),
-            em.ins(Op.MAX, n2, (n, Imm(0)), signed=True),
+            em.ins(Op.MAX, n2, (n, Imm(-bias & 0xFFFFFFFF)), signed=True),
             em.ins(Op.SHR, Sr, (S, VReg(r))),
             em.ins(Op.SHL, back, (VReg(Sr), VReg(r))),
             em.ins(Op.SETP, p, (VReg(back), S), cmp="ne"),

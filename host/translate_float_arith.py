@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from qwengpu_mlx.core.isa import Op
 
-from qwengpu_mlx.host import float_addmul, float_compare
+from qwengpu_mlx.host import float_addmul, float_compare, float_fma
 from qwengpu_mlx.host.float_pack import FloatEmitter
 from qwengpu_mlx.host.ir import LInstr, VPred, VReg
 from qwengpu_mlx.host.ptx_ast import PairRef
@@ -74,6 +74,14 @@ def op_mul(tr, ins):
     return _routine(tr, ins, 2, float_addmul.mul)
 
 
+def op_fma(tr, ins):
+    if "rn" not in ins.mods:
+        raise unsupported(ins, f"`{ins.opcode}{''.join('.' + m for m in ins.mods)}`: fma needs a rounding "
+                               f"mode, and only .rn (nearest even) is supported")
+    _check_mods(ins, {"rn"})
+    return _routine(tr, ins, 3, float_fma.fma)
+
+
 def op_neg(tr, ins):
     _check_mods(ins, set())
     return _routine(tr, ins, 1, float_compare.neg)
@@ -105,7 +113,7 @@ def op_setp(tr, ins):
 
 
 ARITH_OPS: dict = {
-    "add": op_add, "sub": op_sub, "mul": op_mul,
+    "add": op_add, "sub": op_sub, "mul": op_mul, "fma": op_fma,
     "neg": op_neg, "abs": op_abs, "min": op_min, "max": op_max, "setp": op_setp,
 }
 """PTX opcode -> handler ``(tr, ins) -> IR items``."""

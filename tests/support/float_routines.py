@@ -101,3 +101,9 @@ def predicate(routine, a: int, b: int, **kw) -> bool:
 
 def instruction_count(items: list) -> int:
     return sum(isinstance(it, LInstr) for it in items)
+
+
+def ternary(routine, a: int, b: int, c: int) -> int:
+    """The bit pattern ``routine(em, dst, a, b, c)`` leaves in ``dst``."""
+    items = routine(emitter(), "%d", VReg("%a"), VReg("%b"), VReg("%c"))
+    return run(items, {"%a": a, "%b": b, "%c": c}).regs["%d"]

@@ -1,0 +1,124 @@
+"""Oracles of the float32 conformance kernels (``examples/kernels/float_*.cu``) and the
+exact binary32 arithmetic they are written in.
+
+A float's value is taken exactly from its bits (:func:`exact`, a ``Fraction``), the
+operation is done exactly, and the result is rounded once to binary32 by
+:func:`to_binary32` (round to nearest, ties to even, subnormals, overflow to infinity):
+IEEE-754's definition, written here from the standard and independent of the routines
+under test (``tests/host/test_float_arith_fma.py`` checks it against NumPy's float32 on
+random pairs). An NVIDIA GPU writes the canonical NaN ``0x7FFFFFFF`` for every NaN an
+arithmetic instruction produces. Results are the arrays' words as signed 32-bit integers,
+as ``oracles_base`` says (a float array holds its bit patterns).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from tests.support.oracles_base import Oracle, wrap
+
+ORACLES: dict[str, Oracle] = {}
+
+CANONICAL_NAN = 0x7FFFFFFF
+INF = 0x7F800000
+SIGN = 0x80000000
+
+
+def oracle(fn: Oracle) -> Oracle:
+    ORACLES[fn.__name__] = fn
+    return fn
+
+
+# ----------------------------------------------------------------------------- binary32
+
+
+def is_nan(b: int) -> bool:
+    return (b & 0x7FFFFFFF) > INF
+
+
+def is_inf(b: int) -> bool:
+    return (b & 0x7FFFFFFF) == INF
+
+
+def exact(b: int) -> Fraction:
+    """The value of a finite binary32 pattern."""
+    b &= 0xFFFFFFFF
+    field, fraction = (b >> 23) & 0xFF, b & 0x7FFFFF
+    assert field != 0xFF, "not finite"
+    magnitude = Fraction(fraction, 1 << 149) if field == 0 else \
+        Fraction(fraction | 1 << 23) * Fraction(2) ** (field - 150)
+    return -magnitude if b >> 31 else magnitude
+
+
+def to_binary32(x: Fraction, zero_sign: int = 0) -> int:
+    """``x`` rounded to the nearest binary32 (ties to even) as its pattern; an exact zero
+    takes ``zero_sign`` (0 or ``SIGN``: IEEE-754 leaves the sign of a zero sum to the rule)."""
+    if x == 0:
+        return zero_sign
+    sign = SIGN if x < 0 else 0
+    x = abs(x)
+    e = x.numerator.bit_length() - x.denominator.bit_length()    # 2^e <= x < 2^(e+1) after the fix
+    if Fraction(2) ** e > x:
+        e -= 1
+    ulp = max(e, -126) - 23                                      # subnormals share the smallest ulp
+    scaled = x / Fraction(2) ** ulp
+    n, rest = divmod(scaled.numerator, scaled.denominator)
+    twice = 2 * rest
+    if twice > scaled.denominator or (twice == scaled.denominator and n & 1):
+        n += 1
+    if n == 1 << 24:                                             # rounded up to the next binade
+        n, ulp = n >> 1, ulp + 1
+    if ulp + 23 > 127:
+        return sign | INF
+    if n < 1 << 23:                                              # subnormal (or zero)
+        return sign | n
+    return sign | ((ulp + 23 + 127) << 23) | (n & 0x7FFFFF)
+
+
+def _special_sum(a: int, b: int) -> int | None:
+    """``a + b`` where an operand is a NaN or infinite, else None."""
+    if is_nan(a) or is_nan(b):
+        return CANONICAL_NAN
+    if is_inf(a) and is_inf(b):
+        return a if (a ^ b) >> 31 == 0 else CANONICAL_NAN
+    if is_inf(a) or is_inf(b):
+        return a if is_inf(a) else b
+    return None
+
+
+def add(a: int, b: int) -> int:
+    """binary32 ``a + b``."""
+    special = _special_sum(a, b)
+    if special is not None:
+        return special
+    return to_binary32(exact(a) + exact(b), zero_sign=a & b & SIGN)
+
+
+def mul(a: int, b: int) -> int:
+    """binary32 ``a * b``."""
+    sign = (a ^ b) & SIGN
+    if is_nan(a) or is_nan(b):
+        return CANONICAL_NAN
+    if is_inf(a) or is_inf(b):
+        zero = (a & 0x7FFFFFFF) == 0 or (b & 0x7FFFFFFF) == 0
+        return CANONICAL_NAN if zero else sign | INF
+    return to_binary32(exact(a) * exact(b), zero_sign=sign)
+
+
+def fma(a: int, b: int, c: int) -> int:
+    """binary32 ``a * b + c`` rounded once."""
+    if is_nan(a) or is_nan(b) or is_nan(c):
+        return CANONICAL_NAN
+    if is_inf(a) or is_inf(b):
+        product = mul(a, b)
+        return product if product == CANONICAL_NAN else add(product, c)   # inf + c: exact
+    if is_inf(c):
+        return c
+    p, s = exact(a) * exact(b), exact(a) * exact(b) + exact(c)
+    zero_sign = (a ^ b) & c & SIGN if p == 0 and exact(c) == 0 else 0
+    return to_binary32(s, zero_sign=zero_sign)
+
+
+def words(values) -> list[int]:
+    """Float patterns as the signed 32-bit integers a launch's outputs hold."""
+    return [wrap(v) for v in values]
