@@ -95,9 +95,9 @@ def print_profile(med: dict) -> None:
 def print_native_profile(r: CircuitRunner, prompt: list[int]) -> None:
     """The native step's stages, timed inside the primitive over 200 decode tokens."""
     r.step(prompt)
-    conv, state = r._packed
+    packed = r._packed
     r._packed = None
-    stages = r.native.profiled(r.embed([5]), conv, state, 200)
+    stages = r.native.profiled(r.embed([5]), packed, 200)
     total = sum(stages.values())
     print(f"the same token on the native step, stage by stage (inside the one primitive): {total * 1e3:.2f} ms")
     for stage, t in sorted(stages.items(), key=lambda kv: -kv[1]):

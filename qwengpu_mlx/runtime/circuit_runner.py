@@ -89,7 +89,7 @@ class CircuitRunner:
     def reset(self) -> None:
         self.conv_state = [None] * len(self.mixers)
         self.state = [None] * len(self.mixers)
-        self._packed = None  # the native step's (conv, state), when it runs
+        self._packed = None  # the native step's (conv, state, activity), when it runs
         self.min_margin = float("inf")  # smallest gate margin seen, in bits (0.5 is ideal)
 
     # -- one layer (pure functions of their inputs: the compiled step traces them)
@@ -237,14 +237,14 @@ class CircuitRunner:
 
     def _native_steps(self, tokens: list[int]) -> mx.array:
         """The tokens one by one on the native step, evaluated together."""
-        conv, state = self._packed if self._packed is not None else self.native.zeros()
+        packed = self._packed if self._packed is not None else self.native.zeros()
         self._packed = None
         margins = []
         for t in tokens:
-            lg, conv, state, margin = self.native(self.embed([t]), conv, state, self.track_margins)
+            lg, packed, margin = self.native(self.embed([t]), packed, self.track_margins)
             margins.append(margin)
-        self._packed = (conv, state)
-        mx.eval(lg, conv, state, *margins)
+        self._packed = packed
+        mx.eval(lg, *packed, *margins)
         if self.track_margins:
             self.min_margin = min(self.min_margin, min(m.item() for m in margins))
         return lg[0]
@@ -271,7 +271,7 @@ class CircuitRunner:
         i = mz.heads.index(head)
         st = self.state[layer]
         if self.native is not None:
-            st = None if self._packed is None else self.native.layer_states(*self._packed, layer)[1]
+            st = None if self._packed is None else self.native.layer_states(self._packed, layer)[1]
         if st is None:
             return np.zeros((mz.Dv, mz.Dk), np.float32)
         return np.array(st[0, i])

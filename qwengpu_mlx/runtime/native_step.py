@@ -62,8 +62,13 @@ class _Blobs:
         return self._ni - a.size
 
     def product(self, p: Product) -> list[int]:
+        """A product's record: by row (the dense step) and by input column (the sparse one)."""
         rowptr, cols, vals, targets = by_row(p)
-        return [p.out, self.i(rowptr), self.i(cols), self.f(vals), -1 if targets is None else self.i(targets)]
+        rows = np.repeat(np.arange(p.out), np.diff(rowptr))
+        order = np.lexsort((rows, cols))  # by input column, then row
+        colptr = np.searchsorted(cols[order], np.arange(p.inp + 1))
+        return [p.out, p.inp, self.i(rowptr), self.i(cols), self.f(vals), -1 if targets is None else self.i(targets),
+                self.i(colptr), self.i(rows[order]), self.f(vals[order])]
 
     def arrays(self) -> tuple[mx.array, mx.array]:
         cat = lambda parts, dt: mx.array(np.concatenate(parts) if parts else np.zeros(0, dt))  # noqa: E731
@@ -78,11 +83,11 @@ class NativeStep:
     by row (:meth:`nbytes`); conv and recurrent states are one float32 array each,
     every mixer at its offset (:meth:`layer_states` gives one layer's)."""
 
-    def __init__(self, weights: NarrowCircuit, module):
+    def __init__(self, weights: NarrowCircuit, module, sparse: bool = True):
         self.module = module
         blobs = _Blobs()
         self.layout = {}  # mixer layer -> (conv shape, conv offset, state shape, state offset)
-        conv_at = state_at = 0
+        conv_at = state_at = aux_at = 0
         body, blocks = [], 0
         for L, (mz, ml) in enumerate(zip(weights.mixers, weights.mlps)):
             w_in, w_post = weights.norm_w[L]
@@ -91,14 +96,15 @@ class NativeStep:
                 self.layout[L] = ((3, C), conv_at, (1, mz.H, mz.Dv, mz.Dk), state_at)
                 body += [MIXER, blobs.f(w_in), blobs.i(mz.inputs), mz.inputs.size, *blobs.product(mz.w_in),
                          C, mz.H, mz.Dk, mz.Dv, blobs.f(mz.conv), blobs.f(mz.dt_bias), blobs.f(mz.A_log),
-                         blobs.f(mz.norm), *blobs.product(mz.out), conv_at, state_at]
+                         blobs.f(mz.norm), *blobs.product(mz.out), conv_at, state_at, aux_at]
                 conv_at += 3 * C
                 state_at += mz.H * mz.Dv * mz.Dk
+                aux_at += 2 * mz.H + C + mz.H * mz.Dk  # activity: heads' conv and state, channels, state columns
                 blocks += 1
             if ml is not None:
                 body += self._mlp(blobs, ml, w_post)
                 blocks += 1
-        self.conv_size, self.state_size = conv_at, state_at
+        self.conv_size, self.state_size, self.aux_size = conv_at, state_at, aux_at
         self.V = weights.emb_out.shape[1]
         header = [weights.width, self.V, blocks, 0, weights.one_pos, weights.out_pos.size,
                   blobs.i(weights.out_pos), blobs.f(weights.final_norm),
@@ -112,8 +118,8 @@ class NativeStep:
         self.floats, self.ints = blobs.arrays()
         mx.eval(self.floats, self.ints)
         program = {track: header[:3] + [int(track)] + header[4:] + body for track in (False, True)}
-        self._plans = {track: module.plan(p, consts) for track, p in program.items()}
-        self._program, self._consts = program[False], consts
+        self._plans = {track: module.plan(p, consts, sparse=sparse) for track, p in program.items()}
+        self._program, self._consts, self.sparse = program[False], consts, sparse
 
     @staticmethod
     def _mlp(blobs: _Blobs, ml, w_post) -> list[int]:
@@ -130,35 +136,45 @@ class NativeStep:
             rec += [0, *blobs.product(ml.up)]
         return rec + [*blobs.product(ml.down), units]
 
-    def zeros(self) -> tuple[mx.array, mx.array]:
-        """Packed conv and recurrent states of a fresh sequence (the MLX path's ``None``)."""
-        # materialized (a broadcast zero is not contiguous, and the step updates state in place)
-        return mx.array(np.zeros(self.conv_size, np.float32)), mx.array(np.zeros(self.state_size, np.float32))
+    def zeros(self) -> tuple[mx.array, mx.array, mx.array]:
+        """Packed conv and recurrent states and activity bytes of a fresh sequence (the MLX
+        path's ``None``): a step takes and returns these three as one tuple."""
+        # materialized (a broadcast zero is not contiguous, and the step updates them in place)
+        return (mx.array(np.zeros(self.conv_size, np.float32)), mx.array(np.zeros(self.state_size, np.float32)),
+                mx.array(np.zeros(self.aux_size, np.uint8)))
 
-    def __call__(self, x: mx.array, conv: mx.array, state: mx.array, track: bool):
-        """``(logits [1, V], conv, state, smallest gate margin [1])`` after token ``x`` [1, W].
+    def _inputs(self, x: mx.array, packed) -> list[mx.array]:
+        conv, state, aux = packed
+        return [x, conv, state, self.floats, self.ints, aux]
 
-        ``state`` is given up: when no other array shares its buffer, the new state is
-        written over it (the largest array of a token; nothing then copies it)."""
-        lg, conv, state, margin, _ = self.module.step(self._plans[track], [x, conv, state, self.floats, self.ints])
-        return lg, conv, state, margin
+    def __call__(self, x: mx.array, packed, track: bool):
+        """``(logits [1, V], packed states, smallest gate margin [1])`` after token ``x`` [1, W].
 
-    def profiled(self, x: mx.array, conv: mx.array, state: mx.array, tokens: int) -> dict[str, float]:
+        ``packed`` (:meth:`zeros`) is given up: when no other array shares their buffers,
+        the new states are written over them (the recurrent state is the largest array of
+        a token; nothing then copies it)."""
+        lg, conv, state, margin, _, aux = self.module.step(self._plans[track], self._inputs(x, packed))
+        return lg, (conv, state, aux), margin
+
+    def profiled(self, x: mx.array, packed, tokens: int) -> dict[str, float]:
         """Seconds per token in each stage of the step, over ``tokens`` decode tokens of ``x``."""
-        plan = self.module.plan(self._program, self._consts, profile=True)
+        plan = self.module.plan(self._program, self._consts, profile=True, sparse=self.sparse)
         for _ in range(tokens):
-            _, conv, state, _, _ = self.module.step(plan, [x, conv, state, self.floats, self.ints])
-            mx.eval(conv, state)
+            _, conv, state, _, _, aux = self.module.step(plan, self._inputs(x, packed))
+            packed = (conv, state, aux)
+            mx.eval(*packed)
         seconds, ran = self.module.profile(plan)
         return {stage: t / ran for stage, t in zip(self.module.STAGES, seconds)}
 
-    def residual(self, x: mx.array, conv: mx.array, state: mx.array, blocks: int) -> mx.array:
-        """The residual after the first ``blocks`` layer blocks (mixers and MLPs), for tests."""
-        plan = self.module.plan(self._program, self._consts, blocks)
-        return self.module.step(plan, [x, conv, state, self.floats, self.ints])[-1]
+    def residual(self, x: mx.array, packed, blocks: int) -> mx.array:
+        """The residual after the first ``blocks`` layer blocks (mixers and MLPs), for tests
+        (``packed`` is given up, as in :meth:`__call__`)."""
+        plan = self.module.plan(self._program, self._consts, blocks, sparse=self.sparse)
+        return self.module.step(plan, self._inputs(x, packed))[4]
 
-    def layer_states(self, conv: mx.array, state: mx.array, layer: int) -> tuple[mx.array, mx.array]:
+    def layer_states(self, packed, layer: int) -> tuple[mx.array, mx.array]:
         """Mixer ``layer``'s conv state [3, C] and recurrent state [1, H, Dv, Dk], of packed states."""
+        conv, state, _ = packed
         cs, co, ss, so = self.layout[layer]
         return conv[co:co + int(np.prod(cs))].reshape(cs), state[so:so + int(np.prod(ss))].reshape(ss)
 

@@ -59,11 +59,10 @@ def test_residual_after_every_block_equals_the_mlx_layers(cc, module):
     n = len(ops.mixers)
     trace = [x]
     ops._forward(x, [None] * n, [None] * n, False, trace)
-    conv, state = step.zeros()
     blocks = 0
     for L, (mz, ml) in enumerate(zip(ops.mixers, ops.mlps)):
         blocks += (mz is not None) + (ml is not None)
-        got = np.array(step.residual(x, conv, state, blocks))
+        got = np.array(step.residual(x, step.zeros(), blocks))  # fresh states: a step writes over its own
         want = np.array(trace[L + 1])
         assert np.array_equal(got, want), f"residual after layer {L} differs by {np.abs(got - want).max()}"
 
@@ -108,15 +107,16 @@ def test_states_and_logits_equal_the_ops_path_over_a_prefill(cc, module):
 def test_a_state_another_array_shares_is_not_overwritten(cc, module):
     ops = CircuitRunner(cc, DEFAULT_MACHINE)
     step = NativeStep(ops.narrow, module)
-    conv, state = step.zeros()
-    _, conv, state, _ = step(ops.embed([5]), conv, state, False)
-    mx.eval(conv, state)
-    shared = state.reshape(-1)  # a view: the same buffer
-    before = np.array(shared)
-    _, conv2, state2, _ = step(ops.embed([300]), conv, state, False)
-    mx.eval(state2)
-    assert not np.array_equal(np.array(state2), before)  # the token changed the state...
-    assert np.array_equal(np.array(shared), before)  # ...and the shared old one is intact
+    _, packed, _ = step(ops.embed([5]), step.zeros(), False)
+    mx.eval(*packed)
+    shared = [a.reshape(-1) for a in packed]  # views: the same buffers
+    before = [np.array(a) for a in shared]
+    _, packed2, _ = step(ops.embed([300]), packed, False)
+    mx.eval(*packed2)
+    for new, old in zip(packed2[:2], before):
+        assert not np.array_equal(np.array(new), old)  # the token changed conv and state...
+    for view, old in zip(shared, before):
+        assert np.array_equal(np.array(view), old)  # ...and the shared old ones are intact
 
 
 class _Faulty:
@@ -128,12 +128,13 @@ class _Faulty:
         self.plan = real.plan
 
     def step(self, plan, inputs):
-        lg, conv, state, margin, x = self.real.step(plan, inputs)
+        old_state = mx.array(np.array(inputs[2]))  # a copy now: the step writes over its input state
+        lg, conv, state, margin, x, aux = self.real.step(plan, inputs)
         if self.fault == "logits":
             lg = -lg
         else:
-            state = inputs[2] + 0
-        return [lg, conv, state, margin, x]
+            state = old_state
+        return [lg, conv, state, margin, x, aux]
 
 
 @pytest.mark.parametrize("fault", ["logits", "state"])

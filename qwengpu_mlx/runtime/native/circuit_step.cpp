@@ -17,14 +17,24 @@
 // Why one primitive: MLX's CPU back end costs about 10 us per operation, and a token
 // of the circuit is about a thousand of them; here it is one.
 //
+// Why sparse: a token uses a sliver of the circuit (on the large machine about 150 of
+// 10,400 residual values, 94 of 31,000 state columns and 460 of 93,000 MLP units are
+// non-zero after the dot product's prompt), so the step (a plan's default) runs each
+// product over its non-zero inputs only, by input column, and each head over the key
+// dims its state or key uses, with activity bytes that remember what ever held a
+// non-zero. Every term it skips is a signed zero, so each sum is the same float as the
+// dense step's (plan(sparse=False), kept for the tests that compare the two bit for bit).
+//
 // Interface (qwengpu_mlx/native_step.py builds it): a Plan holds the program (an int
 // stream of layer records naming offsets into the weight blobs) and float constants.
-// step(plan, [x, conv, state, floats, ints]) -> [logits [1, V], conv, state,
-// smallest gate margin [1], residual after the last block [1, W]]: conv and state are
-// every mixer's conv and recurrent states packed in one float32 array each.
+// step(plan, [x, conv, state, floats, ints, activity]) -> [logits [1, V], conv, state,
+// smallest gate margin [1], residual after the last block [1, W], activity]: conv and
+// state are every mixer's conv and recurrent states packed in one float32 array each,
+// activity their uint8 activity bytes (zeros for a fresh sequence).
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <stdexcept>
@@ -49,7 +59,7 @@ namespace mx = mlx::core;
 namespace {
 
 enum Op : int { MIXER = 1, MLP = 2 };
-enum Input : int { X = 0, CONV = 1, STATE = 2, FLOATS = 3, INTS = 4 };
+enum Input : int { X = 0, CONV = 1, STATE = 2, FLOATS = 3, INTS = 4, AUX = 5 };
 
 inline float sigmoid(float v) { return sigmoid_lane(v); }
 inline float silu(float v) { return v * sigmoid_lane(v); }
@@ -66,6 +76,7 @@ struct Plan {
   int V = 0;  // logits: program[1]
   int blocks = 0;  // how many layer blocks to run (all of them but in tests)
   bool profile = false;
+  bool sparse = true;  // only what a token uses (false: every row, channel and head, for tests)
   mutable std::vector<double> seconds = std::vector<double>(N_STAGES, 0.0);
   mutable long tokens = 0;
 };
@@ -102,21 +113,51 @@ struct Blobs {
   const int* i;
 };
 
-// A product stored by output row: rowptr [out+1], cols, vals; targets [out] or none.
+// Rows of a product the non-zero inputs reached, summed in a buffer that is all zeros
+// between uses (only the rows touched are cleared again): the sparse step's work is what
+// a token uses, not what the machine could hold.
+struct Scratch {
+  std::vector<float> y;
+  std::vector<unsigned char> seen;
+  std::vector<int> touched;
+  void fit(int n) {
+    if ((int)y.size() < n) {
+      y.resize(n, 0.0f);
+      seen.resize(n, 0);
+    }
+  }
+  void clear() {
+    for (int r : touched) {
+      y[r] = 0.0f;
+      seen[r] = 0;
+    }
+    touched.clear();
+  }
+};
+
+// A product stored by output row: rowptr [out+1], cols, vals; targets [out] or none; and
+// by input column (colptr [in+1], crows, cvals) for the sparse step.
 struct Product {
-  int out = 0;
+  int out = 0, in = 0;
   const int* rowptr = nullptr;
   const int* cols = nullptr;
   const float* vals = nullptr;
   const int* targets = nullptr;
+  const int* colptr = nullptr;
+  const int* crows = nullptr;
+  const float* cvals = nullptr;
   static Product read(Cursor& c, const Blobs& b) {
     Product q;
     q.out = c.next();
+    q.in = c.next();
     q.rowptr = b.i + c.next();
     q.cols = b.i + c.next();
     q.vals = b.f + c.next();
     int t = c.next();
     q.targets = t < 0 ? nullptr : b.i + t;
+    q.colptr = b.i + c.next();
+    q.crows = b.i + c.next();
+    q.cvals = b.f + c.next();
     return q;
   }
   float row(int r, const float* v) const {
@@ -130,6 +171,48 @@ struct Product {
   void add_into(const float* v, float* x) const {  // x[targets[r]] += (W v)[r]
     for (int r = 0; r < out; r++)
       if (rowptr[r] != rowptr[r + 1]) x[targets[r]] += row(r, v);
+  }
+  // The same row sums over the non-zero inputs only, column by column in input order, so
+  // each row adds its non-zero terms in the order row() does. A skipped term is v * w
+  // with v = 0, a signed zero: a sum that starts at +0 never becomes -0, and adding a
+  // zero leaves any other value as it is, so every row sum is the same float.
+  void scatter(const float* v, Scratch& s) const {
+    s.fit(out);
+    for (int j = 0; j < in; j++) {
+      float a = v[j];
+      if (a == 0.0f) continue;
+      for (int k = colptr[j]; k < colptr[j + 1]; k++) {
+        int r = crows[k];
+        if (!s.seen[r]) {
+          s.seen[r] = 1;
+          s.touched.push_back(r);
+        }
+        s.y[r] += a * cvals[k];
+      }
+    }
+  }
+  // add_into over the non-zero inputs: a row no input reached adds +0, which leaves the
+  // residual as it is (it never holds -0: its values are sums that start at +0).
+  void scatter_into(const float* v, float* x, Scratch& s) const {
+    scatter(v, s);
+    for (int r : s.touched) x[targets[r]] += s.y[r];
+    s.clear();
+  }
+  // apply into a dense y of `out` values over the non-zero inputs; a column that holds
+  // every row in order (a tied logits column) is one contiguous loop.
+  void apply_sparse(const float* v, float* __restrict y) const {
+    std::fill(y, y + out, 0.0f);
+    for (int j = 0; j < in; j++) {
+      float a = v[j];
+      if (a == 0.0f) continue;
+      const int k0 = colptr[j];
+      if (colptr[j + 1] - k0 == out) {
+        const float* w = cvals + k0;
+        for (int r = 0; r < out; r++) y[r] += a * w[r];
+      } else {
+        for (int k = k0; k < colptr[j + 1]; k++) y[crows[k]] += a * cvals[k];
+      }
+    }
   }
 };
 
@@ -190,26 +273,84 @@ void head_step(const float* s0, float* s, const float* __restrict q,
   }
 }
 
-// A Gated DeltaNet layer added into the residual x.
-void mixer(Cursor& c, const Blobs& b, const Consts& k, Clock& clock, float* x, int W, const float* conv_in,
-           float* conv_out, const float* state_in, float* state_out) {
-  const float* nw = b.f + c.next();
-  const int* inputs = b.i + c.next();
-  int n_in = c.next();
-  Product w_in = Product::read(c, b);
-  int C = c.next(), H = c.next(), Dk = c.next(), Dv = c.next();
-  const float* cw = b.f + c.next();
-  const float* dt_bias = b.f + c.next();
-  const float* A_log = b.f + c.next();
-  const float* gnorm = b.f + c.next();
-  Product o_proj = Product::read(c, b);
-  int conv_off = c.next(), state_off = c.next();
-  if (Dk % 8) throw std::runtime_error("circuit_step: key dims must be a multiple of 8");
+// head_step over the key dims `act` (ascending) only. Every other dim's state column is
+// +0 and its key is a zero, so its terms are signed zeros (see Product::scatter) and its
+// column stays +0; each lane l still sums its dims d = l mod 8 in increasing order.
+void head_step_active(float* s, const float* __restrict q, const float* __restrict k, const float* __restrict v,
+                      float g, float beta, int Dk, int Dv, const int* act, int n, float* __restrict y) {
+  for (int e = 0; e < Dv; e++) {
+    float* row = s + (size_t)e * Dk;
+    float p[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int i = 0; i < n; i++) {
+      int d = act[i];
+      float t = row[d] * g;
+      row[d] = t;
+      p[d & 7] += t * k[d];
+    }
+    float kv = ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
+    float delta = (v[e] - kv) * beta;
+    float w[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int i = 0; i < n; i++) {
+      int d = act[i];
+      float t = row[d] + k[d] * delta;
+      row[d] = t;
+      w[d & 7] += t * q[d];
+    }
+    y[e] = ((w[0] + w[1]) + (w[2] + w[3])) + ((w[4] + w[5]) + (w[6] + w[7]));
+  }
+}
 
-  float r = rms_factor(x, W, k.inv_hidden, k.eps);
-  std::vector<float> hi(n_in), proj(w_in.out);
-  for (int i = 0; i < n_in; i++) hi[i] = (x[inputs[i]] * r) * nw[inputs[i]];
-  w_in.apply(hi.data(), proj.data());
+// SiLU, skipping MLX's exp where it is known: below -88 exp(-v) is +inf, the sigmoid 0
+// and the result v * 0 (-0), the same bits silu() gives.
+inline float silu_skip(float v) { return v < -88.0f ? v * 0.0f : silu(v); }
+
+// The scratch rows of the two products a layer runs, per thread (MLX runs a stream's
+// tasks on one thread; the buffers are all zeros between uses).
+struct Work {
+  Scratch in, out;
+};
+
+// A mixer's record in the program (native_step.py writes it).
+struct MixerRec {
+  const float* nw;
+  const int* inputs;
+  int n_in;
+  Product w_in;
+  int C, H, Dk, Dv;
+  const float *cw, *dt_bias, *A_log, *gnorm;
+  Product o_proj;
+  int conv_off, state_off, aux_off;
+  static MixerRec read(Cursor& c, const Blobs& b) {
+    MixerRec m;
+    m.nw = b.f + c.next();
+    m.inputs = b.i + c.next();
+    m.n_in = c.next();
+    m.w_in = Product::read(c, b);
+    m.C = c.next(), m.H = c.next(), m.Dk = c.next(), m.Dv = c.next();
+    m.cw = b.f + c.next();
+    m.dt_bias = b.f + c.next();
+    m.A_log = b.f + c.next();
+    m.gnorm = b.f + c.next();
+    m.o_proj = Product::read(c, b);
+    m.conv_off = c.next(), m.state_off = c.next(), m.aux_off = c.next();
+    if (m.Dk % 8) throw std::runtime_error("circuit_step: key dims must be a multiple of 8");
+    return m;
+  }
+  // the block's normed inputs (RMSNorm over the live residual, then the read dims)
+  std::vector<float> normed(const float* x, int W, const Consts& k) const {
+    float r = rms_factor(x, W, k.inv_hidden, k.eps);
+    std::vector<float> hi(n_in);
+    for (int i = 0; i < n_in; i++) hi[i] = (x[inputs[i]] * r) * nw[inputs[i]];
+    return hi;
+  }
+};
+
+// A Gated DeltaNet layer added into the residual x (every channel and head: the dense step).
+void mixer(const MixerRec& m, const Consts& k, Clock& clock, float* x, int W, const float* conv_in,
+           float* conv_out, const float* state_in, float* state_out) {
+  int C = m.C, H = m.H, Dk = m.Dk, Dv = m.Dv;
+  std::vector<float> hi = m.normed(x, W, k), proj(m.w_in.out);
+  m.w_in.apply(hi.data(), proj.data());
   const float* qkv = proj.data();
   const float* z = qkv + C;
   const float* beta_in = z + H * Dv;
@@ -217,12 +358,12 @@ void mixer(Cursor& c, const Blobs& b, const Consts& k, Clock& clock, float* x, i
   clock.mark(MIX_IN);
 
   // conv over [prev0, prev1, prev2, now]; the new conv state is [prev1, prev2, now]
-  const float* prev = conv_in + conv_off;
-  float* next = conv_out + conv_off;
+  const float* prev = conv_in + m.conv_off;
+  float* next = conv_out + m.conv_off;
   std::vector<float> conv(C);
   for (int j = 0; j < C; j++) {
     float c0 = prev[j], c1 = prev[C + j], c2 = prev[2 * C + j], c3 = qkv[j];
-    const float* t = cw + 4 * j;
+    const float* t = m.cw + 4 * j;
     conv[j] = c0 * t[0] + c1 * t[1] + c2 * t[2] + c3 * t[3];
     next[j] = c1;
     next[C + j] = c2;
@@ -239,70 +380,196 @@ void mixer(Cursor& c, const Blobs& b, const Consts& k, Clock& clock, float* x, i
       q[d] = k.q_scale * q[d];
       kk[d] = k.k_scale * kk[d];
     }
-    float g = exp_mlx(-exp_mlx(A_log[h]) * softplus(a[h] + dt_bias[h]));
-    size_t at = state_off + (size_t)h * Dv * Dk;
+    float g = exp_mlx(-exp_mlx(m.A_log[h]) * softplus(a[h] + m.dt_bias[h]));
+    size_t at = m.state_off + (size_t)h * Dv * Dk;
     head_step(state_in + at, state_out + at, q.data(), kk.data(), conv.data() + 2 * H * Dk + h * Dv, g,
               sigmoid(beta_in[h]), Dk, Dv, y.data());
-    rms_norm(y.data(), Dv, k.eps, gnorm, o.data() + h * Dv);
+    rms_norm(y.data(), Dv, k.eps, m.gnorm, o.data() + h * Dv);
     for (int e = 0; e < Dv; e++) o[h * Dv + e] = silu(z[h * Dv + e]) * o[h * Dv + e];
   }
   clock.mark(MIX_HEADS);
-  o_proj.add_into(o.data(), x);
+  m.o_proj.add_into(o.data(), x);
   clock.mark(MIX_OUT);
 }
 
-// A SwiGLU MLP added into the residual x; returns its smallest gate margin (or +inf).
-float mlp(Cursor& c, const Blobs& b, const Consts& k, Clock& clock, float* x, int W, int one_pos, bool track) {
-  const float* nw = b.f + c.next();
-  const int* inputs = b.i + c.next();
-  int n_in = c.next();
-  int paired = c.next();
-  Product gate = Product::read(c, b);
+// One head's conv channels [first, first + n) into cv, the conv state shifted in place;
+// a channel whose conv state was never non-zero holds +0 there and gives 0.
+void conv_channels(const MixerRec& m, float* state, const float* qkv, const unsigned char* chan, int first, int n,
+                   float* cv) {
+  int C = m.C;
+  for (int i = 0; i < n; i++) {
+    int j = first + i;
+    if (!chan[j]) {
+      cv[i] = 0.0f;
+      continue;
+    }
+    float c0 = state[j], c1 = state[C + j], c2 = state[2 * C + j], c3 = qkv[j];
+    const float* t = m.cw + 4 * j;
+    float v = c0 * t[0] + c1 * t[1] + c2 * t[2] + c3 * t[3];
+    state[j] = c1;
+    state[C + j] = c2;
+    state[2 * C + j] = c3;
+    cv[i] = silu_skip(v);
+  }
+}
+
+// The mixer over what is live: the projection's rows its non-zero inputs reach, the conv
+// channels that ever held a non-zero, and per head only the key dims whose state column
+// or key is non-zero (the activity bytes in aux record both). A head with neither a key
+// nor a state writes y = +0 and adds nothing. conv, state and aux are updated in place.
+void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, float* x, int W, float* conv,
+                  float* state, unsigned char* aux) {
+  int C = m.C, H = m.H, Dk = m.Dk, Dv = m.Dv;
+  unsigned char* head_conv = aux + m.aux_off;  // [H] a conv channel of the head held a non-zero
+  unsigned char* head_state = head_conv + H;  // [H] a state column of the head is non-zero
+  unsigned char* chan = head_state + H;  // [C] the channel's conv state held a non-zero
+  unsigned char* col = chan + C;  // [H * Dk] the state column holds a non-zero
+  std::vector<float> hi = m.normed(x, W, k);
+  m.w_in.scatter(hi.data(), w.in);
+  const float* proj = w.in.y.data();
+  for (int r : w.in.touched)
+    if (r < C && proj[r] != 0.0f) {
+      chan[r] = 1;
+      head_conv[r < 2 * H * Dk ? (r % (H * Dk)) / Dk : (r - 2 * H * Dk) / Dv] = 1;
+    }
+  const float* z = proj + C;
+  const float* beta_in = z + H * Dv;
+  const float* a = beta_in + H;
+  float* prev = conv + m.conv_off;
+  clock.mark(MIX_IN);
+
+  std::vector<float> q(Dk), kk(Dk), cv(2 * Dk + Dv), y(Dv), o(H * Dv, 0.0f);
+  std::vector<int> act(Dk);
+  for (int h = 0; h < H; h++) {
+    if (!head_conv[h] && !head_state[h]) continue;
+    conv_channels(m, prev, proj, chan, h * Dk, Dk, cv.data());
+    conv_channels(m, prev, proj, chan, H * Dk + h * Dk, Dk, cv.data() + Dk);
+    conv_channels(m, prev, proj, chan, 2 * H * Dk + h * Dv, Dv, cv.data() + 2 * Dk);
+    bool keyed = false;
+    for (int d = 0; d < Dk; d++) keyed |= cv[Dk + d] != 0.0f;
+    if (!keyed && !head_state[h]) continue;
+    rms_norm(cv.data(), Dk, k.qk_eps, nullptr, q.data());
+    rms_norm(cv.data() + Dk, Dk, k.qk_eps, nullptr, kk.data());
+    for (int d = 0; d < Dk; d++) {
+      q[d] = k.q_scale * q[d];
+      kk[d] = k.k_scale * kk[d];
+    }
+    float g = exp_mlx(-exp_mlx(m.A_log[h]) * softplus(a[h] + m.dt_bias[h]));
+    unsigned char* hc = col + (size_t)h * Dk;
+    int n = 0;
+    for (int d = 0; d < Dk; d++)
+      if (hc[d] || kk[d] != 0.0f) {
+        hc[d] = 1;
+        act[n++] = d;
+      }
+    head_state[h] |= n > 0;
+    float* st = state + m.state_off + (size_t)h * Dv * Dk;
+    if (n == Dk)
+      head_step(st, st, q.data(), kk.data(), cv.data() + 2 * Dk, g, sigmoid(beta_in[h]), Dk, Dv, y.data());
+    else
+      head_step_active(st, q.data(), kk.data(), cv.data() + 2 * Dk, g, sigmoid(beta_in[h]), Dk, Dv, act.data(), n,
+                       y.data());
+    rms_norm(y.data(), Dv, k.eps, m.gnorm, o.data() + h * Dv);
+    for (int e = 0; e < Dv; e++) o[h * Dv + e] = silu(z[h * Dv + e]) * o[h * Dv + e];
+  }
+  w.in.clear();
+  clock.mark(MIX_HEADS);
+  m.o_proj.scatter_into(o.data(), x, w.out);
+  clock.mark(MIX_OUT);
+}
+
+// An MLP's record in the program (native_step.py writes it).
+struct MlpRec {
+  const float* nw;
+  const int* inputs;
+  int n_in;
+  int paired;
+  Product gate;
   int one_col = -1;
   const float* bias = nullptr;
-  if (paired) {
-    one_col = c.next();
-    bias = b.f + c.next();
-  }
-  int up_single = c.next();
+  int up_single;
   int up_col = -1;
   const float* up_val = nullptr;
-  Product up;
-  if (up_single) {
-    up_col = c.next();
-    up_val = b.f + c.next();
-  } else {
-    up = Product::read(c, b);
+  Product up, down;
+  int U;
+  static MlpRec read(Cursor& c, const Blobs& b) {
+    MlpRec m;
+    m.nw = b.f + c.next();
+    m.inputs = b.i + c.next();
+    m.n_in = c.next();
+    m.paired = c.next();
+    m.gate = Product::read(c, b);
+    if (m.paired) {
+      m.one_col = c.next();
+      m.bias = b.f + c.next();
+    }
+    m.up_single = c.next();
+    if (m.up_single) {
+      m.up_col = c.next();
+      m.up_val = b.f + c.next();
+    } else {
+      m.up = Product::read(c, b);
+    }
+    m.down = Product::read(c, b);
+    m.U = c.next();
+    return m;
   }
-  Product down = Product::read(c, b);
-  int U = c.next();
+};
 
-  float r = rms_factor(x, W, k.inv_hidden, k.eps);
-  std::vector<float> hi(n_in), g(U), u(U);
-  for (int i = 0; i < n_in; i++) hi[i] = (x[inputs[i]] * r) * nw[inputs[i]];
-  if (paired) {  // g = repeat(shared(x), 2) + x[ONE] * bias
-    std::vector<float> s(gate.out);
-    gate.apply(hi.data(), s.data());
-    float one = hi[one_col];
-    for (int j = 0; j < U; j++) g[j] = s[j / 2] + one * bias[j];
-  } else {
-    gate.apply(hi.data(), g.data());
-  }
+// The smallest margin over the first unit of each clamp pair: g1 = A r (s - theta + 1/2) + D r / 2.
+float gate_margin(const float* g, int U, const float* x, const float* nw, float r, int one_pos, const Consts& k) {
   float margin = std::numeric_limits<float>::infinity();
-  if (track) {  // first unit of each clamp pair: g1 = A r (s - theta + 1/2) + D r / 2
-    float rr = ((x[one_pos] * r) * nw[one_pos]) / k.K;
-    for (int j = 0; j < U; j += 2) margin = std::fmin(margin, std::fabs((g[j] - k.delta * rr / 2) / (k.gain * rr)));
+  float rr = ((x[one_pos] * r) * nw[one_pos]) / k.K;
+  for (int j = 0; j < U; j += 2) margin = std::fmin(margin, std::fabs((g[j] - k.delta * rr / 2) / (k.gain * rr)));
+  return margin;
+}
+
+// A SwiGLU MLP added into the residual x; returns its smallest gate margin (or +inf).
+// `sparse`: the gate over its non-zero inputs, the activation only where the gate is
+// above -88 (elsewhere SiLU is -0), the down product over the non-zero units.
+float mlp(const MlpRec& m, const Consts& k, Clock& clock, Work& w, float* x, int W, int one_pos, bool track,
+          bool sparse) {
+  sparse = sparse && m.paired && m.up_single;
+  float r = rms_factor(x, W, k.inv_hidden, k.eps);
+  int U = m.U;
+  std::vector<float> hi(m.n_in), g(U), u(U);
+  for (int i = 0; i < m.n_in; i++) hi[i] = (x[m.inputs[i]] * r) * m.nw[m.inputs[i]];
+  if (m.paired) {  // g = repeat(shared(x), 2) + x[ONE] * bias
+    const float* s;
+    std::vector<float> dense;
+    if (sparse) {
+      m.gate.scatter(hi.data(), w.in);
+      s = w.in.y.data();
+    } else {
+      dense.resize(m.gate.out);
+      m.gate.apply(hi.data(), dense.data());
+      s = dense.data();
+    }
+    float one = hi[m.one_col];
+    for (int j = 0; j < U; j++) g[j] = s[j / 2] + one * m.bias[j];
+    if (sparse) w.in.clear();
+  } else {
+    m.gate.apply(hi.data(), g.data());
   }
+  float margin = track ? gate_margin(g.data(), U, x, m.nw, r, one_pos, k) : std::numeric_limits<float>::infinity();
   clock.mark(MLP_GATE);
-  if (up_single) {
-    float uv = hi[up_col] * up_val[0];
+  if (sparse) {
+    float uv = hi[m.up_col] * m.up_val[0];
+    for (int j = 0; j < U; j++) g[j] = g[j] < -88.0f ? 0.0f : silu(g[j]) * uv;
+    clock.mark(MLP_ACT);
+    m.down.scatter_into(g.data(), x, w.out);
+    clock.mark(MLP_DOWN);
+    return margin;
+  }
+  if (m.up_single) {
+    float uv = hi[m.up_col] * m.up_val[0];
     for (int j = 0; j < U; j++) u[j] = uv;
   } else {
-    up.apply(hi.data(), u.data());
+    m.up.apply(hi.data(), u.data());
   }
   for (int j = 0; j < U; j++) g[j] = silu(g[j]) * u[j];
   clock.mark(MLP_ACT);
-  down.add_into(g.data(), x);
+  m.down.add_into(g.data(), x);
   clock.mark(MLP_DOWN);
   return margin;
 }
@@ -321,26 +588,43 @@ void run(const Plan& plan, const std::vector<mx::array>& in, std::vector<mx::arr
   if (plan.blocks >= 0) n_blocks = plan.blocks;
 
   std::vector<float> x(in[X].data<float>(), in[X].data<float>() + W);
-  const float* conv_in = in[CONV].data<float>();
-  const float* state_in = in[STATE].data<float>();
   float* conv_out = out[1].data<float>();
   float* state_out = out[2].data<float>();
+  unsigned char* aux = out[5].data<unsigned char>();
+  // the sparse step updates conv, state and aux in place: an output that could not take
+  // its input's buffer starts as a copy of it (the dense step writes all of conv and state)
+  for (int i : {CONV, STATE, AUX}) {
+    int o = i == AUX ? 5 : i;
+    bool copy = i == AUX || plan.sparse;
+    if (copy && out[o].data<char>() != in[i].data<char>())
+      std::memcpy(out[o].data<char>(), in[i].data<char>(), in[i].nbytes());
+  }
   float margin = std::numeric_limits<float>::infinity();
   Clock clock{plan};
+  static thread_local Work work;
   for (int blk = 0; blk < n_blocks; blk++) {
     int op = c.next();
-    if (op == MIXER)
-      mixer(c, b, k, clock, x.data(), W, conv_in, conv_out, state_in, state_out);
-    else if (op == MLP)
-      margin = std::fmin(margin, mlp(c, b, k, clock, x.data(), W, one_pos, track != 0));
-    else
+    if (op == MIXER) {
+      MixerRec m = MixerRec::read(c, b);
+      if (plan.sparse)
+        mixer_sparse(m, k, clock, work, x.data(), W, conv_out, state_out, aux);
+      else
+        mixer(m, k, clock, x.data(), W, in[CONV].data<float>(), conv_out, in[STATE].data<float>(), state_out);
+    } else if (op == MLP) {
+      MlpRec m = MlpRec::read(c, b);
+      margin = std::fmin(margin, mlp(m, k, clock, work, x.data(), W, one_pos, track != 0, plan.sparse));
+    } else {
       throw std::runtime_error("circuit_step: unknown layer record");
+    }
   }
   float r = rms_factor(x.data(), W, k.inv_hidden, k.eps);
   float* logits = out[0].data<float>();
   std::vector<float> hn(n_out);
   for (int i = 0; i < n_out; i++) hn[i] = (x[out_pos[i]] * r) * final_norm[i];
-  logits_of.apply(hn.data(), logits);
+  if (plan.sparse)
+    logits_of.apply_sparse(hn.data(), logits);
+  else
+    logits_of.apply(hn.data(), logits);
   clock.mark(LOGITS);
   plan.tokens += 1;
   out[3].data<float>()[0] = margin;
@@ -358,10 +642,14 @@ class CircuitStep : public mx::Primitive {
     // buffer, the new state is written over the old one (the caller gives it up: see
     // native_step.NativeStep.__call__). MLX's own donation test cannot pass here, since
     // every output of a primitive holds its inputs.
-    bool in_place = in[STATE].data_shared_ptr().use_count() == 1 && in[STATE].nbytes() == out[2].nbytes();
+    // The recurrent state (by far the largest array), the conv state and the activity
+    // bytes are written over the old ones when no other array shares their buffers (the
+    // caller gives them up: see native_step.NativeStep.__call__). MLX's own donation test
+    // cannot pass here, since every output of a primitive holds its inputs.
     for (size_t i = 0; i < out.size(); i++) {
-      if (i == 2 && in_place)
-        out[i].copy_shared_buffer(in[STATE]);
+      int src = i == 1 ? CONV : i == 2 ? STATE : i == 5 ? AUX : -1;
+      if (src >= 0 && in[src].data_shared_ptr().use_count() == 1 && in[src].nbytes() == out[i].nbytes())
+        out[i].copy_shared_buffer(in[src]);
       else
         out[i].set_data(mx::allocator::malloc(out[i].nbytes()));
     }
@@ -380,7 +668,8 @@ class CircuitStep : public mx::Primitive {
   std::shared_ptr<const Plan> plan_;
 };
 
-std::shared_ptr<Plan> make_plan(std::vector<int> program, std::vector<float> consts, int blocks, bool profile) {
+std::shared_ptr<Plan> make_plan(std::vector<int> program, std::vector<float> consts, int blocks, bool profile,
+                                bool sparse) {
   if (consts.size() != 8) throw std::invalid_argument("circuit_step: a plan takes 8 constants");
   if (program.size() < 2) throw std::invalid_argument("circuit_step: a program starts with W and V");
   auto p = std::make_shared<Plan>();
@@ -389,19 +678,23 @@ std::shared_ptr<Plan> make_plan(std::vector<int> program, std::vector<float> con
   p->consts = std::move(consts);
   p->blocks = blocks;
   p->profile = profile;
+  p->sparse = sparse;
   return p;
 }
 
 std::vector<mx::array> step(const std::shared_ptr<Plan>& plan, const std::vector<mx::array>& inputs) {
-  if (inputs.size() != 5) throw std::invalid_argument("circuit_step: inputs are x, conv, state, floats, ints");
+  if (inputs.size() != 6)
+    throw std::invalid_argument("circuit_step: inputs are x, conv, state, floats, ints, activity");
   std::vector<mx::array> ins;
   for (size_t i = 0; i < inputs.size(); i++) {
-    auto want = i == INTS ? mx::int32 : mx::float32;
+    auto want = i == INTS ? mx::int32 : i == AUX ? mx::uint8 : mx::float32;
     if (inputs[i].dtype() != want) throw std::invalid_argument("circuit_step: an input has the wrong dtype");
     ins.push_back(inputs[i]);  // no per-token copy: eval_cpu checks they are contiguous
   }
-  std::vector<mx::Shape> shapes{{1, plan->V}, ins[CONV].shape(), ins[STATE].shape(), {1}, ins[X].shape()};
+  std::vector<mx::Shape> shapes{{1, plan->V}, ins[CONV].shape(), ins[STATE].shape(), {1}, ins[X].shape(),
+                                ins[AUX].shape()};
   std::vector<mx::Dtype> dtypes(shapes.size(), mx::float32);
+  dtypes[5] = mx::uint8;
   auto prim = std::make_shared<CircuitStep>(mx::default_stream(mx::Device::cpu), plan);
   return mx::array::make_arrays(shapes, dtypes, prim, ins);
 }
@@ -426,7 +719,7 @@ NB_MODULE(_circuit_step, m) {
   m.doc() = "One decode token of a compiled circuit as one MLX CPU primitive";
   nb::class_<Plan>(m, "Plan");
   m.def("plan", &make_plan, nb::arg("program"), nb::arg("consts"), nb::arg("blocks") = -1,
-        nb::arg("profile") = false);
+        nb::arg("profile") = false, nb::arg("sparse") = true);
   // seconds per stage (the Stage order) and tokens run, of a profiling plan
   m.def("profile", [](const std::shared_ptr<Plan>& p) { return std::make_pair(p->seconds, p->tokens); });
   m.attr("STAGES") = std::vector<std::string>{"mixer: norm+projection", "mixer: conv", "mixer: normalize+gates+recurrence+gated norm",

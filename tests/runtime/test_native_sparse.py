@@ -1,0 +1,70 @@
+"""The sparse native step (the default) against the dense one, bit for bit, on both machines.
+
+The sparse step skips every product term, channel, head and state column that a token
+leaves at zero; ``circuit_step.cpp`` argues why each skipped term cannot change a float.
+The dense step (``plan(sparse=False)``: every row, channel and head) is the one
+``test_native_step.py`` compares with the MLX-ops path; here both run the same tokens in
+lockstep and must give the same logits (every bit, signed zeros included), the same
+gate margins and the same conv and recurrent states, and the launch must be exact
+against the kernel's oracle.
+"""
+
+import json
+from pathlib import Path
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE, LARGE_MACHINE
+from qwengpu_mlx.runtime import native
+from qwengpu_mlx.runtime.circuit_runner import CircuitRunner
+from qwengpu_mlx.runtime.native_step import NativeStep
+from qwengpu_mlx.runtime.prompt import prompt_tokens
+from tests.support.launching import bound_program, on_runner
+from tests.support.oracles import ORACLES
+
+KERNELS = Path(__file__).resolve().parents[2] / "examples" / "kernels"
+# divergence and a shuffle on the published machine; a 32-thread block reduction and
+# division on the large one (their launch files name it)
+CASES = [("published", "early_return"), ("published", "shfl_broadcast"), ("large", "dot"),
+         ("large", "block32_reduce")]
+MACHINES = {"published": DEFAULT_MACHINE, "large": LARGE_MACHINE}
+
+
+@pytest.fixture(scope="module")
+def module():
+    found = native.load()
+    assert found.module is not None, f"the native step did not build here: {found.reason}"
+    return found.module
+
+
+def _program(name, machine):
+    spec = json.loads((KERNELS / f"{name}.json").read_text())
+    return spec, bound_program(KERNELS / f"{name}.cu", spec["kernel"], args=spec["args"], block=spec["block"],
+                               grid=spec["grid"], machine=machine)
+
+
+def _bits(a: mx.array) -> np.ndarray:
+    return np.array(a).view(np.uint32)  # float32 -> its bit patterns: -0 and +0 differ
+
+
+@pytest.mark.parametrize("machine_name,name", CASES)
+def test_the_sparse_step_equals_the_dense_one_bit_for_bit(store, module, machine_name, name):
+    machine = MACHINES[machine_name]
+    cc = store.compact(machine)
+    sparse = CircuitRunner(cc, machine, native=module)
+    dense = CircuitRunner(cc, machine)
+    dense.native = NativeStep(dense.narrow, module, sparse=False)
+    spec, prog = _program(name, machine)
+    launch = on_runner(prog, sparse)
+    assert launch.outputs == ORACLES[name](spec)
+    for r in (sparse, dense):
+        r.reset()
+        r.track_margins = True
+    fed = [prompt_tokens(prog, machine)] + [[t] for t in launch.tokens[:-1]]
+    for i, tokens in enumerate(fed):
+        assert np.array_equal(_bits(sparse.step(tokens)), _bits(dense.step(tokens))), f"logits of token {i}"
+    assert sparse.min_margin == dense.min_margin
+    for got, want in zip(sparse._packed[:2], dense._packed[:2]):
+        assert np.array_equal(_bits(got), _bits(want))
