@@ -138,3 +138,8 @@ def outputs_json(program, outputs: dict[str, list[int]]) -> dict[str, list]:
     (NaN and the infinities as strings), any other's as integers."""
     floats = _float_names(program)
     return {name: [float32_json(w) for w in words] if name in floats else words for name, words in outputs.items()}
+
+
+def float_words(program) -> set[int]:
+    """The memory words of the program's ``float*`` arrays (shown as floats, not integers)."""
+    return {a.base + i for a in program.arrays if isinstance(a, FloatArray) for i in range(a.length)}

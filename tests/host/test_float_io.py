@@ -12,11 +12,14 @@ import json
 
 import numpy as np
 import pytest
+from rich.console import Console
 
 from qwengpu_mlx.core.errors import UnsupportedError
 from qwengpu_mlx.host.launch import compile_kernel
+from qwengpu_mlx.tui.decode import MachineState
+from qwengpu_mlx.tui.widgets.machine_pane import memory_table
 from tests.support.cli import cli, cu, needs_clang
-from tests.support.launching import reference
+from tests.support.launching import bound_program, reference
 
 MOVES = """\
 __global__ void moves(const float* in, float* out, const int* x, float k) {
@@ -132,3 +135,15 @@ def test_a_ptx_file_knows_its_floats_from_the_mangled_name(tmp_path):
             "--arg", "param_2=0,0", "--arg", "param_3=0,1", "--block", "2")
     assert r.returncode == 0, r.stderr
     assert "  param_2 = [1.5, 0.25]" in r.stdout.splitlines()
+
+
+@needs_clang
+def test_the_dashboard_shows_a_float_arrays_words_as_floats(tmp_path):
+    """The machine pane's memory table: ``float*`` words as decimals, ``int*`` words as integers."""
+    prog = bound_program(cu(tmp_path, SAXPY_MOVE, "pick.cu"), block=2,
+                         args={"a": 0.1, "x": [2.5, "-inf"], "y": [0, 0], "use": [7, 1]})
+    console = Console(width=80, record=True)
+    console.print(memory_table(MachineState(prog)))
+    text = console.export_text()
+    assert "2.5" in text and "-inf" in text and "7" in text
+    assert str(bits(2.5)[0]) not in text

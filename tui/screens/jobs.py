@@ -23,6 +23,7 @@ from textual import work
 from textual.worker import Worker
 
 from qwengpu_mlx.chat.session import ReasoningPiece, TextPiece, ToolCallDone, ToolCallStarted, TurnSummary
+from qwengpu_mlx.core.float32 import outputs_text
 from qwengpu_mlx.core.machine import MACHINES
 from qwengpu_mlx.core.vocab import RECORD_KINDS
 from qwengpu_mlx.runtime import LaunchCancelled
@@ -278,7 +279,7 @@ class JobsMixin:
         if out.problems is not None:
             summary += "; check: " + ("exact" if not out.problems else f"MISMATCH ({len(out.problems)})")
         t.say(summary, "result")
-        t.say("  ".join(f"{k} = {v}" for k, v in out.outputs.items()), "result")
+        t.say("  ".join(f"{k} = {outputs_text(out.program, k, v)}" for k, v in out.outputs.items()), "result")
         for p in (out.problems or [])[:8]:
             t.say(f"check: {p}", "error")
 

@@ -14,6 +14,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Static
 
+from qwengpu_mlx.core.float32 import float32_text, float_words
 from qwengpu_mlx.core.machine import to_signed
 
 from qwengpu_mlx.tui.decode import MachineState, lane_list, mask_bits
@@ -75,6 +76,11 @@ class _Null:
 
 def _val(v: int) -> str:
     return str(to_signed(v))
+
+
+def _word(w: int, v: int, floats: set[int]) -> str:
+    """A memory word as its array declares it: a ``float*`` element as a float, else an int."""
+    return float32_text(v) if w in floats else _val(v)
 
 
 def step_text(st: MachineState | None) -> Text:
@@ -170,15 +176,16 @@ def memory_table(st: MachineState | None) -> Table:
     if st is None:
         return table
     initial = st.program.memory
+    floats = float_words(st.program)
     for w, name, v in memory_rows(st):
         style = ""
         if w in st.changed_words:
             style = CHANGED_MEM
         elif w < len(initial) and v != initial[w]:
             style = "bold #5fafff"
-        value = Text(_val(v), style=style)
+        value = Text(_word(w, v, floats), style=style)
         if st.stream_memory is not None and st.stream_memory[w] != v:
-            value.append(f" (MEM said {_val(st.stream_memory[w])})", style="bold #ff5f5f")
+            value.append(f" (MEM said {_word(w, st.stream_memory[w], floats)})", style="bold #ff5f5f")
         table.add_row(str(w), name, value)
     return table
 
