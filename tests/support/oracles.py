@@ -8,7 +8,7 @@ its own ``ORACLES``. ``tests/host/test_conformance.py`` pairs this dict with
 
 from __future__ import annotations
 
-from tests.support import oracles_atomics, oracles_base, oracles_launch, oracles_narrow, oracles_warps
+from tests.support import oracles_atomics, oracles_base, oracles_float, oracles_launch, oracles_narrow, oracles_warps
 from tests.support.oracles_base import TEST_ORACLES, Oracle, machine_of
 
 __all__ = ["ORACLES", "TEST_ORACLES", "Oracle", "machine_of"]
@@ -24,4 +24,5 @@ def _merged(*modules) -> dict[str, Oracle]:
     return merged
 
 
-ORACLES: dict[str, Oracle] = _merged(oracles_base, oracles_warps, oracles_narrow, oracles_atomics, oracles_launch)
+ORACLES: dict[str, Oracle] = _merged(oracles_base, oracles_warps, oracles_narrow, oracles_atomics, oracles_launch,
+                                     oracles_float)

@@ -122,3 +122,85 @@ def fma(a: int, b: int, c: int) -> int:
 def words(values) -> list[int]:
     """Float patterns as the signed 32-bit integers a launch's outputs hold."""
     return [wrap(v) for v in values]
+
+
+# ----------------------------------------------------------------------------- oracles
+
+
+def float_arg(spec: dict, name: str):
+    """A float parameter's launch value(s) as binary32 patterns: the nearest float to each
+    number of the launch file (integers there; exact Fractions, one rounding)."""
+    value = spec["args"][name]
+    if isinstance(value, list):
+        return [to_binary32(Fraction(v)) for v in value]
+    return to_binary32(Fraction(value))
+
+
+def less(a: int, b: int) -> bool:
+    """binary32 ``a < b`` (false with a NaN; -0 equals +0)."""
+    return not (is_nan(a) or is_nan(b)) and _extended(a) < _extended(b)
+
+
+def _extended(b: int) -> float:
+    """A non-NaN pattern's value with infinities (for comparisons only)."""
+    return (float("-inf") if b >> 31 else float("inf")) if is_inf(b) else exact(b)
+
+
+def ptx_max(a: int, b: int) -> int:
+    """PTX ``max.f32``: a NaN operand gives the other, two NaNs the canonical NaN, +0 above -0."""
+    if is_nan(a) or is_nan(b):
+        return CANONICAL_NAN if is_nan(a) and is_nan(b) else (b if is_nan(a) else a)
+    if _extended(a) == _extended(b):
+        return a & b            # equal values: +0 unless both are -0 (other equal patterns are equal)
+    return a if _extended(a) > _extended(b) else b
+
+
+def ptx_min(a: int, b: int) -> int:
+    """PTX ``min.f32``: as :func:`ptx_max`, -0 below +0."""
+    if is_nan(a) or is_nan(b):
+        return CANONICAL_NAN if is_nan(a) and is_nan(b) else (b if is_nan(a) else a)
+    if _extended(a) == _extended(b):
+        return a | b
+    return a if _extended(a) < _extended(b) else b
+
+
+@oracle
+def float_saxpy(spec: dict):
+    a, x, y, n = float_arg(spec, "a"), float_arg(spec, "x"), float_arg(spec, "y"), spec["args"]["n"]
+    out = [fma(a, x[i], y[i]) if i < n else y[i] for i in range(len(y))]
+    return {"x": words(x), "y": words(out)}
+
+
+@oracle
+def float_sum(spec: dict):
+    x, n = float_arg(spec, "x"), spec["args"]["n"]
+    s = 0
+    for k in range(n):
+        s = add(s, x[k])
+    return {"x": words(x), "out": words([s])}
+
+
+@oracle
+def float_clamp(spec: dict):
+    x, lo, hi = float_arg(spec, "x"), float_arg(spec, "lo"), float_arg(spec, "hi")
+    scale = to_binary32(Fraction("0.37"))
+    return {"x": words(x), "y": words(ptx_min(ptx_max(mul(v, scale), lo), hi) for v in x)}
+
+
+@oracle
+def float_tiny(spec: dict):
+    x = float_arg(spec, "x")
+    tiny, tenth = to_binary32(Fraction("1e-42")), to_binary32(Fraction("0.1"))
+    return {"x": words(x), "small": words(mul(v, tiny) for v in x),
+            "diff": words(add(add(v, tenth), v ^ SIGN) for v in x)}
+
+
+@oracle
+def float_specials(spec: dict):
+    x = float_arg(spec, "x")
+    v = [mul(e, INF) for e in x]
+    y = [add(e, INF | SIGN) for e in v]
+    two_and_half = to_binary32(Fraction(5, 2))
+    flags = [int(less(e, two_and_half)) + 2 * int(is_nan(w)) + 4 * int(not is_nan(r) and not less(r, 0))
+             for e, w, r in zip(x, v, y)]
+    return {"x": words(x), "y": words(y), "flags": flags}
