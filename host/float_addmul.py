@@ -16,8 +16,10 @@ subtract, then normalise (left only: the sum of two floats is on the grid of the
 smaller). Exact cancellation gives +0 (-0 only for -0 + -0). A NaN operand, or inf - inf
 (``Y + 1 > inf`` after the subtraction's ``max``: one comparison for both), gives the
 canonical NaN; an infinite operand gives infinity with the larger operand's sign.
-50 instructions (17-18 machine blocks), 10 + k steps where k is the cancellation's
-shift count (k = 1 for most same-sign adds, 0 on a carry).
+52 instructions (``sub`` 53) in 20 machine blocks, 20 + k steps where k is the
+normalising shift (1 for most adds, 0 on a carry, up to 24 on cancellation: one
+3-instruction block each, where a binary search of shifts would cost 15 instructions
+of ROM and 5 steps every time); 11 registers at most (``bench/float_cost.py``).
 
 **mul**: the significands' 48-bit product from 12-bit halves (four products and two
 multiply-adds whose sums stay below 2^32, as ``division.mul_hi`` does with 16-bit
@@ -25,8 +27,11 @@ halves, which would need two more shifts here), its bits 47..17 with bits 16..0 
 sticky bit (``(mx << 15) * my`` is zero exactly when they are), then the tail with the
 right shift for subnormal results. Zero times infinity and NaN operands give the
 canonical NaN (``max(|a|, |b|) - (min != 0) > 0x7F7FFFFF``: one comparison); a zero
-operand skips the normalising loop. 66 instructions (23 machine blocks), 13 + k steps
-(k = 0 or 1 for normal operands; up to 23 more with a subnormal operand).
+operand skips the normalising loop. A subnormal operand is first shifted up to a
+leading one at bit 23 (one block per bit, none for normal operands), so the product
+keeps its significant bits above the 17 folded into sticky. 70 instructions in 28
+machine blocks, 27 steps for normal operands (+1 per bit a subnormal operand lacks),
+12 registers at most.
 """
 
 from __future__ import annotations

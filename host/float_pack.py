@@ -23,7 +23,7 @@ Every arithmetic routine (``float_addmul``, ``float_fma``) reduces its operands 
   exponent by itself, a subnormal that rounds up to the smallest normal too; an
   overflow passes ``0x7F800000`` and one unsigned ``min`` makes it infinity.
 
-Costs (instructions): normalise 7 (+2 to apply the count), denormalise 7, round and
+Costs (instructions): normalise 7 (+1 to apply the count), denormalise 7, round and
 pack 7 (+1 for the sign). Registers live at once: ``S``, ``n``, ``T`` and the count.
 """
 

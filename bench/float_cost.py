@@ -1,0 +1,83 @@
+"""What a float32 operation costs: ROM blocks, steps and launch tokens, against an integer add.
+
+The machine has no float unit: ``add``/``sub``/``mul``/``fma``/``setp``/``min``/``max``
+``.f32`` are routines of integer instructions (``host/float_*.py``). This prints, for one
+kernel that stores ``OP(a[i], b[i], c[i])`` on 4 lanes (the operands' bit patterns in
+``int`` arrays), the ROM blocks the kernel needs, the steps and the launch tokens the
+model writes (the expected launch, which an exact model launch equals token for token),
+beside the same kernel with an integer ``+``: ratios measured in one run. No model is
+needed: the counts are the reference's. Large machine (the fma needs more than 32 blocks).
+
+    .venv/bin/python -m bench.float_cost
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from qwengpu_mlx.core.machine import LARGE_MACHINE
+from qwengpu_mlx.runtime.check import reference_run
+from qwengpu_mlx.runtime.expect import expected_segments
+from tests.support.launching import bound_program
+
+KERNEL = """
+__global__ void k(const int* a, const int* b, int* c) {{
+    int i = threadIdx.x;
+    float x = __int_as_float(a[i]), y = __int_as_float(b[i]), z = __int_as_float(c[i]);
+    c[i] = {expr};
+}}
+"""
+
+
+def bits(xs) -> list[int]:
+    return [int(v) for v in np.asarray(xs, dtype=np.float32).view(np.int32)]
+
+
+_X, _Y = np.float32([1.5, 3.0, -0.75, 1e10]), np.float32([2.5, -1.25, 0.1, 3e-5])
+NORMAL = (bits(_X), bits(_Y), bits([1.0, 0.5, -7.0, 2e5]))
+
+CASES = [  # (label, expression, operands)
+    ("a + b (int, no float)", "a[i] + b[i]", NORMAL),
+    ("x + y", "__float_as_int(x + y)", NORMAL),
+    ("x - y", "__float_as_int(x - y)", NORMAL),
+    ("x + y, cancelling to 2^-23", "__float_as_int(x + y)",
+     (bits([1.0] * 4), bits([-(1 - 2 ** -24)] * 4), bits([0.0] * 4))),
+    ("x * y", "__float_as_int(x * y)", NORMAL),
+    ("x * y, y subnormal (1e-40)", "__float_as_int(x * y)", (NORMAL[0], bits([1e-40] * 4), NORMAL[2])),
+    ("fmaf(x, y, z)", "__float_as_int(__builtin_fmaf(x, y, z))", NORMAL),
+    ("fmaf(x, y, -x*y) (cancels)", "__float_as_int(__builtin_fmaf(x, y, z))",
+     (NORMAL[0], NORMAL[1], bits(-_X * _Y))),
+    ("x < y (setp)", "x < y", NORMAL),
+    ("fminf(x, y)", "__float_as_int(__builtin_fminf(x, y))", NORMAL),
+    ("fmaxf(x, y)", "__float_as_int(__builtin_fmaxf(x, y))", NORMAL),
+]
+
+
+def launch_cost(source: Path, a: list[int], b: list[int], c: list[int]) -> tuple[int, int, int]:
+    """(ROM blocks, EXEC steps, generated launch tokens) of the launch."""
+    m = LARGE_MACHINE
+    prog = bound_program(source, args={"a": a, "b": b, "c": c}, block=4, grid=1, machine=m)
+    ref = reference_run(prog, m, budget=m.step_budget)
+    segs = expected_segments(prog, m, ref.trace, fault=ref.fault, inside_step=ref.inside_step)
+    return len(prog.blocks), len(ref.trace), sum(len(s.tokens) for s in segs)
+
+
+def main() -> None:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n, (label, expr, (a, b, c)) in enumerate(CASES):
+            path = Path(tmp) / f"k{n}.cu"
+            path.write_text(KERNEL.format(expr=expr))
+            rows.append((label, *launch_cost(path, a, b, c)))
+    _, base_steps, base_tokens = rows[0][1:]
+    print(f"{'kernel (4 lanes, one result each)':32} {'blocks':>6} {'steps':>6} {'tokens':>7} {'x steps':>8} "
+          f"{'x tokens':>9}")
+    for label, blocks, steps, tokens in rows:
+        print(f"{label:32} {blocks:>6} {steps:>6} {tokens:>7} {steps / base_steps:>8.1f} {tokens / base_tokens:>9.1f}")
+
+
+if __name__ == "__main__":
+    main()
