@@ -37,6 +37,9 @@ RUNTIME_DIR = Path(__file__).with_name("cuda_runtime")
 
 RUNTIME_SOURCE = RUNTIME_DIR / "qwengpu_cuda_runtime.cpp"
 
+RUNTIME_HEADER = RUNTIME_DIR / "cuda_runtime.h"
+"""Force-included on both sides, as nvcc includes NVIDIA's: a program need not include it."""
+
 CUDA_SDK_VERSION = "11.0"
 _NO_CUDA_PATH = "/nonexistent-qwengpu-cuda"
 _BUILD_TIMEOUT_S = 180
@@ -90,7 +93,8 @@ def compile_device(path: str | Path) -> DeviceCode:
     path = Path(path)
     cuda = read_source(path)
     cmd = clang_command(find_clang(), path)
-    extra = ["-I", str(RUNTIME_DIR), "-Xclang", f"-target-sdk-version={CUDA_SDK_VERSION}"]
+    extra = ["-I", str(RUNTIME_DIR), "-include", str(RUNTIME_HEADER),
+             "-Xclang", f"-target-sdk-version={CUDA_SDK_VERSION}"]
     cmd = cmd[:-1] + extra + cmd[-1:]
     ptx, variables = split_initializers(_run(cmd, "the device code", path).decode("utf-8", "replace"))
     return DeviceCode(path, ptx, parse_ptx(ptx), variables, cuda)
@@ -111,7 +115,7 @@ def host_command(clang: str, source: Path, workdir: Path, runtime: Path, executa
         "-x", "cuda", "--cuda-host-only", "-nocudainc", "-nocudalib", f"--cuda-path={_NO_CUDA_PATH}",
         "-Xclang", f"-target-sdk-version={CUDA_SDK_VERSION}",
         "-Xclang", "-fcuda-include-gpubinary", "-Xclang", str(stand_in),
-        "-include", str(PRELUDE), "-I", str(RUNTIME_DIR),
+        "-include", str(PRELUDE), "-include", str(RUNTIME_HEADER), "-I", str(RUNTIME_DIR),
         "-O1", "-fno-color-diagnostics", "-Wno-unknown-cuda-version",
         str(source),
         "-x", "none", str(runtime),

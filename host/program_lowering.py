@@ -67,20 +67,25 @@ def _pointer_arrays(params: list[KernelParam], values: dict[str, int], memory: D
     """Each pointer argument as the words from its address to its allocation's end (for
     the readout and the fault messages); a ``char``/``short`` array is refused (the machine
     keeps those one element per word, and the host code copied them as packed bytes)."""
+    _refuse_narrow_pointers(params, kernel)
     arrays = []
     for p in params:
         if not p.pointer:
             continue
-        if p.bits < 32:
-            raise located(UnsupportedError, kernel,
-                          f"parameter `{p.name}` ({p.ctype.strip()}) is a {p.bits}-bit array: in a program the host "
-                          f"copies packed bytes, which this machine's narrow arrays (one element per word) do not "
-                          f"hold; use an int array", name=None)
         address = values[p.name]
         held = memory.allocation_at(address)
         length = (held[0] + (held[1] + 3) // 4 * 4 - address) // 4 if held else 0
         arrays.append(ArrayBinding(p.name, address // 4, length))
     return arrays
+
+
+def _refuse_narrow_pointers(params: list[KernelParam], kernel: PtxKernel) -> None:
+    for p in params:
+        if p.pointer and p.bits < 32:
+            raise located(UnsupportedError, kernel,
+                          f"parameter `{p.name}` ({p.ctype.strip()}) is a {p.bits}-bit array: in a program the host "
+                          f"copies packed bytes, which this machine's narrow arrays (one element per word) do not "
+                          f"hold; use an int array")
 
 
 def _symbol_bindings(symbols: dict[str, tuple[int, int]]) -> list[SharedBinding]:
@@ -108,7 +113,19 @@ def _shared_layout(device: DeviceCode, kernel: PtxKernel, shared_bytes: int, mem
 def lower_launch(device: DeviceCode, kernel: PtxKernel, values: dict[str, int], block: Dims, grid: Dims,
                  shared_bytes: int, memory: DeviceMemory, symbols: dict[str, tuple[int, int]],
                  few_tokens: bool = True) -> BoundLaunch:
-    """The launch's machine program, its memory image the device memory as it is now."""
+    """The launch's machine program, its memory image the device memory as it is now; a
+    refusal about the whole kernel names its ``.cu`` line, as ``lowering.lower`` does."""
+    try:
+        return _lower_launch(device, kernel, values, block, grid, shared_bytes, memory, symbols, few_tokens)
+    except (ResourceError, UnsupportedError) as e:
+        if getattr(e, "source", None) is not None:
+            raise
+        raise located(type(e), kernel, str(e)) from None
+
+
+def _lower_launch(device: DeviceCode, kernel: PtxKernel, values: dict[str, int], block: Dims, grid: Dims,
+                  shared_bytes: int, memory: DeviceMemory, symbols: dict[str, tuple[int, int]],
+                  few_tokens: bool) -> BoundLaunch:
     machine, kname = memory.machine, demangle_kernel_name(kernel.name)
     params = device.params(kernel)
     binding.check_launch_shape(kernel, params, block, grid, machine, kname)
@@ -143,6 +160,26 @@ def lower_launch(device: DeviceCode, kernel: PtxKernel, values: dict[str, int], 
                       block_dim=block_dim, grid_dim=grid_dim)
     check_program(program, machine)
     return BoundLaunch(program, shared_base)
+
+
+def check_kernels(device: DeviceCode, symbols: set[str]) -> None:
+    """Every kernel of the program translated once before the program starts, as nvcc
+    compiles them all before the program runs: what the machine cannot do is refused now,
+    at the user's line, not halfway through the program's output."""
+    shared_names = {v.name for v in device.module.variables if v.space == "shared"}
+    for kernel in device.module.kernels:
+        if not kernel.body:
+            continue
+        params = device.params(kernel)
+        try:
+            validate_kernel(device.module, kernel)
+            _refuse_narrow_pointers(params, kernel)
+            names = shared_names | {v.name for v in kernel.shared} | symbols
+            Translator(kernel, names, binding.param_kinds(kernel, params)).run()
+        except (ResourceError, UnsupportedError) as e:
+            if getattr(e, "source", None) is not None:
+                raise
+            raise located(type(e), kernel, str(e)) from None
 
 
 def misaligned_pointer(device: DeviceCode, kernel: PtxKernel, values: dict[str, int]) -> str | None:

@@ -152,7 +152,17 @@ cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitc
 
 #ifdef __cplusplus
 }
+#endif
 
+#if defined(__CUDA__) && defined(__cplusplus)
+/* printf in a kernel: clang lowers it to vprintf over a per-thread stack buffer, which
+   this machine (registers and one shared memory, no local memory) does not have. */
+extern "C" __device__ int printf(const char *format, ...) QWENGPU_UNAVAILABLE(
+    "printf in a kernel is not supported by qwengpu-mlx: store the values in a device array "
+    "(cudaMalloc) and print them from the host after cudaMemcpy");
+#endif
+
+#ifdef __cplusplus
 /* CUDA's C++ forms: a symbol is the __device__/__constant__ variable itself */
 template <class T>
 static inline cudaError_t cudaMemcpyToSymbol(const T &symbol, const void *src, size_t count, size_t offset = 0,

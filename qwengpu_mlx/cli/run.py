@@ -70,6 +70,12 @@ def run_program(ns) -> int:
     if ns.check and ns.backend == "reference":
         raise LaunchError("--check replays each launch of the model backend on the reference interpreter; with "
                           "--backend reference there is nothing to check (drop --check, or use --backend model)")
+    given = [flag for flag, value in (("--arg", ns.arg), ("--args", ns.args_file), ("--block", ns.block),
+                                      ("--grid", ns.grid), ("--shared", ns.shared), ("--kernel", ns.kernel),
+                                      ("--json", ns.json), ("--trace", ns.trace)) if value]
+    if given or ns.frontend != "clang":
+        raise LaunchError(f"{ns.source} is a program (it has main()): its launches come from its own code, so "
+                          f"{', '.join(given) or '--frontend nvcc'} has nothing to set; its arguments follow --")
     memo = ModelMemo()
     machine = machine_for(ns, memo) if getattr(ns, "model", None) else named_machine(ns)
     runner = launch_model(ns, memo, runner=True).runner if ns.backend == "model" and ns.model else None

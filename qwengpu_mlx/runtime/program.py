@@ -104,6 +104,7 @@ class ProgramDevice:
                 raise ProgramRefused(f"the program's __device__ variables do not fit the machine's memory: {e}")
             self.memory.write(address, var.initial)
             self.symbols[var.name] = (address, var.size)
+        pl.check_kernels(self.code, set(self.symbols))
 
     # ---- requests -------------------------------------------------------------------
 
