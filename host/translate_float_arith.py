@@ -1,11 +1,11 @@
-"""``.f32`` arithmetic and comparison (``add``, ``sub``, ``mul``, ``fma``, ``neg``, ``abs``,
-``min``, ``max``, ``setp``) -> IR routines of integer instructions.
+"""``.f32`` arithmetic and comparison (``add``, ``sub``, ``mul``, ``fma``, ``div``, ``rcp``,
+``neg``, ``abs``, ``min``, ``max``, ``setp``) -> IR routines of integer instructions.
 
 Each handler checks the instruction's modifiers against what the routines compute
 (round to nearest even, subnormals kept: clang's code without fast-math) and refuses
 the rest at the user's line: a rounding mode other than ``.rn`` (``__fadd_rz`` and
 friends), ``.ftz`` (flush subnormals: fast-math) and ``.sat`` (clamp to [0, 1]). The
-routines live in ``float_addmul``, ``float_fma`` and ``float_compare``; a guarded
+routines live in ``float_addmul``, ``float_fma``, ``float_divide`` and ``float_compare``; a guarded
 instruction runs its routine on every lane and writes its destination under the guard
 (the routines have no side effects).
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from qwengpu_mlx.core.isa import Op
 
-from qwengpu_mlx.host import float_addmul, float_compare, float_fma
+from qwengpu_mlx.host import float_addmul, float_compare, float_divide, float_fma
 from qwengpu_mlx.host.float_pack import FloatEmitter
 from qwengpu_mlx.host.ir import LInstr, VPred, VReg
 from qwengpu_mlx.host.ptx_ast import PairRef
@@ -82,6 +82,30 @@ def op_fma(tr, ins):
     return _routine(tr, ins, 3, float_fma.fma)
 
 
+def _check_rounded(ins, what: str) -> None:
+    """``div``/``rcp``/``sqrt`` are computed correctly rounded (``.rn``); the approximate
+    forms (fast-math's ``.approx``, ``div.full``) are refused rather than given other bits."""
+    if "approx" in ins.mods or "full" in ins.mods:
+        raise unsupported(ins, f"`{ins.opcode}{''.join('.' + m for m in ins.mods)}`: the approximate {what} "
+                               f"(fast-math, __fdividef, __frcp/__fsqrt approximations) is not supported; "
+                               f"{FAST_MATH_HINT}, which makes it the correctly rounded .rn form")
+    if "rn" not in ins.mods:
+        raise unsupported(ins, f"`{ins.opcode}{''.join('.' + m for m in ins.mods)}`: only the correctly "
+                               f"rounded .rn form of {what} is supported")
+
+
+def op_div(tr, ins):
+    _check_rounded(ins, "division")
+    _check_mods(ins, {"rn"})
+    return _routine(tr, ins, 2, float_divide.divide)
+
+
+def op_rcp(tr, ins):
+    _check_rounded(ins, "reciprocal")
+    _check_mods(ins, {"rn"})
+    return _routine(tr, ins, 1, float_divide.reciprocal)
+
+
 def op_neg(tr, ins):
     _check_mods(ins, set())
     return _routine(tr, ins, 1, float_compare.neg)
@@ -113,7 +137,7 @@ def op_setp(tr, ins):
 
 
 ARITH_OPS: dict = {
-    "add": op_add, "sub": op_sub, "mul": op_mul, "fma": op_fma,
+    "add": op_add, "sub": op_sub, "mul": op_mul, "fma": op_fma, "div": op_div, "rcp": op_rcp,
     "neg": op_neg, "abs": op_abs, "min": op_min, "max": op_max, "setp": op_setp,
 }
 """PTX opcode -> handler ``(tr, ins) -> IR items``."""

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from qwengpu_mlx.core.machine import LARGE_MACHINE
-from qwengpu_mlx.host import float_addmul, float_compare
+from qwengpu_mlx.host import float_addmul, float_compare, float_divide
 from tests.support.cli import cu, needs_clang
 from tests.support.float_routines import binary, predicate
 from tests.support.launching import reference
@@ -171,3 +171,12 @@ def test_kernel_through_the_lowering(tmp_path):
     assert mask(out["p"]) == [hardware(np.multiply, x, y) for x, y in zip(a, b)]
     want_m = [ptx_min_max(x, y, True) if value(x) < value(y) else (x & 0x7FFFFFFF) ^ 0x80000000 for x, y in zip(a, b)]
     assert mask(out["m"]) == want_m
+
+
+def test_div_and_rcp_match_float32():
+    bad = [(hex(a), hex(b)) for a, b in operand_pairs(43, n_random=150)
+           if binary(float_divide.divide, a, b) != hardware(np.divide, a, b)]
+    assert not bad, f"div: {len(bad)} wrong, e.g. {bad[:5]}"
+    rcp = lambda em, d, _, b: float_divide.reciprocal(em, d, b)  # noqa: E731
+    bad = [hex(b) for _, b in operand_pairs(44, n_random=50) if binary(rcp, 0, b) != hardware(np.divide, bits(1.0), b)]
+    assert not bad, f"rcp: {len(bad)} wrong, e.g. {bad[:5]}"
