@@ -155,6 +155,13 @@ cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitc
 #endif
 
 #if defined(__CUDA__) && defined(__cplusplus)
+/* The device malloc/free clang's <new> wrapper calls (its operator new for device code),
+   declared as NVIDIA's headers declare them; a kernel that calls them is refused when
+   its PTX is translated (the machine has no heap). */
+#include <stdlib.h>
+extern "C" __device__ void *malloc(size_t size);
+extern "C" __device__ void free(void *ptr);
+
 /* printf in a kernel: clang lowers it to vprintf over a per-thread stack buffer, which
    this machine (registers and one shared memory, no local memory) does not have. */
 extern "C" __device__ int printf(const char *format, ...) QWENGPU_UNAVAILABLE(
