@@ -1,20 +1,21 @@
 """``.f32`` arithmetic and comparison (``add``, ``sub``, ``mul``, ``fma``, ``div``, ``rcp``,
-``neg``, ``abs``, ``min``, ``max``, ``setp``) -> IR routines of integer instructions.
+``sqrt``, ``neg``, ``abs``, ``min``, ``max``, ``setp``) -> IR routines of integer instructions.
 
 Each handler checks the instruction's modifiers against what the routines compute
 (round to nearest even, subnormals kept: clang's code without fast-math) and refuses
 the rest at the user's line: a rounding mode other than ``.rn`` (``__fadd_rz`` and
-friends), ``.ftz`` (flush subnormals: fast-math) and ``.sat`` (clamp to [0, 1]). The
-routines live in ``float_addmul``, ``float_fma``, ``float_divide`` and ``float_compare``; a guarded
-instruction runs its routine on every lane and writes its destination under the guard
-(the routines have no side effects).
+friends), ``.ftz`` (flush subnormals: fast-math), ``.sat`` (clamp to [0, 1]) and the
+approximate ``div``/``rcp``/``sqrt``. The routines live in ``float_addmul``, ``float_fma``,
+``float_divide``, ``float_sqrt`` and ``float_compare``; a guarded instruction runs its
+routine on every lane and writes its destination under the guard (the routines have no
+side effects).
 """
 
 from __future__ import annotations
 
 from qwengpu_mlx.core.isa import Op
 
-from qwengpu_mlx.host import float_addmul, float_compare, float_divide, float_fma
+from qwengpu_mlx.host import float_addmul, float_compare, float_divide, float_fma, float_sqrt
 from qwengpu_mlx.host.float_pack import FloatEmitter
 from qwengpu_mlx.host.ir import LInstr, VPred, VReg
 from qwengpu_mlx.host.ptx_ast import PairRef
@@ -106,6 +107,12 @@ def op_rcp(tr, ins):
     return _routine(tr, ins, 1, float_divide.reciprocal)
 
 
+def op_sqrt(tr, ins):
+    _check_rounded(ins, "square root")
+    _check_mods(ins, {"rn"})
+    return _routine(tr, ins, 1, float_sqrt.square_root)
+
+
 def op_neg(tr, ins):
     _check_mods(ins, set())
     return _routine(tr, ins, 1, float_compare.neg)
@@ -137,7 +144,7 @@ def op_setp(tr, ins):
 
 
 ARITH_OPS: dict = {
-    "add": op_add, "sub": op_sub, "mul": op_mul, "fma": op_fma, "div": op_div, "rcp": op_rcp,
+    "add": op_add, "sub": op_sub, "mul": op_mul, "fma": op_fma, "div": op_div, "rcp": op_rcp, "sqrt": op_sqrt,
     "neg": op_neg, "abs": op_abs, "min": op_min, "max": op_max, "setp": op_setp,
 }
 """PTX opcode -> handler ``(tr, ins) -> IR items``."""

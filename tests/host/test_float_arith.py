@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from qwengpu_mlx.core.machine import LARGE_MACHINE
-from qwengpu_mlx.host import float_addmul, float_compare, float_divide
+from qwengpu_mlx.host import float_addmul, float_compare, float_divide, float_sqrt
 from tests.support.cli import cu, needs_clang
 from tests.support.float_routines import binary, predicate
 from tests.support.launching import reference
@@ -180,3 +180,15 @@ def test_div_and_rcp_match_float32():
     rcp = lambda em, d, _, b: float_divide.reciprocal(em, d, b)  # noqa: E731
     bad = [hex(b) for _, b in operand_pairs(44, n_random=50) if binary(rcp, 0, b) != hardware(np.divide, bits(1.0), b)]
     assert not bad, f"rcp: {len(bad)} wrong, e.g. {bad[:5]}"
+
+
+def test_sqrt_matches_float32():
+    rng = random.Random(45)
+    operands = EDGES + [rng.getrandbits(32) for _ in range(150)] + [rng.getrandbits(31) for _ in range(150)]
+    root = lambda em, d, a, _: float_sqrt.square_root(em, d, a)  # noqa: E731
+    with np.errstate(all="ignore"):
+        want = {a: np.sqrt(value(a)) for a in operands}
+    bad = [hex(a) for a in operands
+           if binary(root, a, 0) != (NAN if np.isnan(want[a]) else int(want[a].view(np.uint32)))]
+    assert not bad, f"{len(bad)} wrong, e.g. {bad[:5]}"
+    assert binary(root, 0x80000000, 0) == 0x80000000 and binary(root, bits(-1.0), 0) == NAN
