@@ -1,7 +1,7 @@
 """What a float32 operation costs: ROM blocks, steps and launch tokens, against an integer add.
 
-The machine has no float unit: ``add``/``sub``/``mul``/``fma``/``setp``/``min``/``max``
-``.f32`` are routines of integer instructions (``host/float_*.py``). This prints, for one
+The machine has no float unit: ``add``, ``sub``, ``mul``, ``fma``, ``div``, ``rcp``, ``sqrt``,
+``setp``, ``min`` and ``max`` ``.f32`` are routines of integer instructions (``host/float_*.py``). This prints, for one
 kernel that stores ``OP(a[i], b[i], c[i])`` on 4 lanes (the operands' bit patterns in
 ``int`` arrays), the ROM blocks the kernel needs, the steps and the launch tokens the
 model writes (the expected launch, which an exact model launch equals token for token),
@@ -50,6 +50,9 @@ CASES = [  # (label, expression, operands)
     ("fmaf(x, y, z)", "__float_as_int(__builtin_fmaf(x, y, z))", NORMAL),
     ("fmaf(x, y, -x*y) (cancels)", "__float_as_int(__builtin_fmaf(x, y, z))",
      (NORMAL[0], NORMAL[1], bits(-_X * _Y))),
+    ("x / y", "__float_as_int(x / y)", NORMAL),
+    ("1 / y (rcp)", "__float_as_int(1.0f / y)", NORMAL),
+    ("sqrtf(x)", "__float_as_int(__builtin_sqrtf(__builtin_fabsf(x)))", NORMAL),
     ("x < y (setp)", "x < y", NORMAL),
     ("fminf(x, y)", "__float_as_int(__builtin_fminf(x, y))", NORMAL),
     ("fmaxf(x, y)", "__float_as_int(__builtin_fmaxf(x, y))", NORMAL),
