@@ -14,6 +14,14 @@ import struct
 from dataclasses import dataclass
 from enum import IntEnum
 
+DEVICE_BASE = 0x2_0000_0000
+"""A device pointer in the program is ``DEVICE_BASE`` + the machine's byte address (the
+runtime's constant of the same name): a multiple of 2^32, so its low 32 bits, the only
+ones the machine's address arithmetic keeps, are the byte address; a range no process
+uses otherwise, where managed memory is mapped at the same addresses on both sides.
+The requests and replies carry machine byte addresses; only kernel arguments carry the
+program's pointers (:func:`machine_address`)."""
+
 FDS_VARIABLE = "QWENGPU_CUDA_FDS"
 """The environment variable naming the program's two pipe ends: ``READ_FD,WRITE_FD``."""
 
@@ -42,6 +50,7 @@ class CudaError(IntEnum):
     INVALID_CONFIGURATION = 9
     INVALID_SYMBOL = 13
     INVALID_DEVICE_FUNCTION = 98
+    ILLEGAL_ADDRESS = 700
     LAUNCH_OUT_OF_RESOURCES = 701
     LAUNCH_TIMEOUT = 702
     MISALIGNED_ADDRESS = 716
@@ -101,6 +110,16 @@ def read_launch(payload: bytes) -> LaunchMessage:
     dims = struct.unpack_from("<6I", payload, at)
     (shared,) = struct.unpack_from("<Q", payload, at + 24)
     return LaunchMessage(kernel, tuple(dims[:3]), tuple(dims[3:]), shared, payload[at + 32:])
+
+
+def machine_address(pointer: int, total_bytes: int) -> int | None:
+    """The machine byte address of a program's device pointer; 0 for NULL; None for a
+    pointer that is not a device address (a host pointer passed to a kernel)."""
+    if pointer == 0:
+        return 0
+    if DEVICE_BASE <= pointer < DEVICE_BASE + total_bytes:
+        return pointer - DEVICE_BASE
+    return None
 
 
 def properties_payload(name: str, fields: list[int]) -> bytes:

@@ -4,8 +4,8 @@
  * NVIDIA's (there is no CUDA SDK here). Its functions are defined in
  * qwengpu_cuda_runtime.cpp, linked into the program: each one that touches the
  * device asks the qwengpu-mlx process over a pipe, which holds the machine's memory
- * and runs every launch on the model. Device pointers are the machine's own byte
- * addresses (NULL stays 0). clang lowers `kernel<<<grid, block, shared>>>(...)` to
+ * and runs every launch on the model. A device pointer is 0x200000000 + the machine's
+ * byte address (NULL stays 0; host/program_protocol.py, DEVICE_BASE). clang lowers `kernel<<<grid, block, shared>>>(...)` to
  * __cudaPushCallConfiguration and a stub calling cudaLaunchKernel, as for nvcc.
  *
  * What a GPU program can do that this machine cannot is declared `unavailable`, so
@@ -54,6 +54,10 @@ enum cudaError {
   cudaErrorUnknown = 999,
 };
 typedef enum cudaError cudaError_t;
+
+#define cudaMemAttachGlobal 0x01
+#define cudaMemAttachHost 0x02
+#define cudaCpuDeviceId (-1)
 
 enum cudaMemcpyKind {
   cudaMemcpyHostToHost = 0,
@@ -143,9 +147,9 @@ unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedM
 cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
                              cudaStream_t stream);
 
-cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags = 1) QWENGPU_UNAVAILABLE(
-    "cudaMallocManaged is not supported by qwengpu-mlx: the host cannot read the machine's memory in place; "
-    "use cudaMalloc and copy with cudaMemcpy");
+cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags = 1);
+cudaError_t cudaMemPrefetchAsync(const void *devPtr, size_t count, int dstDevice, cudaStream_t stream = 0);
+cudaError_t cudaMemAdvise(const void *devPtr, size_t count, int advice, int device);
 cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
                          enum cudaMemcpyKind kind) QWENGPU_UNAVAILABLE(
     "cudaMemcpy2D is not supported by qwengpu-mlx: copy row by row with cudaMemcpy");
@@ -192,6 +196,10 @@ static inline cudaError_t cudaGetSymbolSize(size_t *size, const T &symbol) {
 template <class T>
 static inline cudaError_t cudaMalloc(T **devPtr, size_t size) {
   return cudaMalloc((void **)devPtr, size);
+}
+template <class T>
+static inline cudaError_t cudaMallocManaged(T **devPtr, size_t size, unsigned int flags = 1) {
+  return cudaMallocManaged((void **)devPtr, size, flags);
 }
 template <class T>
 static inline cudaError_t cudaMallocHost(T **ptr, size_t size) {

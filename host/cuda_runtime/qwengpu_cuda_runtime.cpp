@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,6 +33,12 @@ enum Op : uint32_t {
   OP_MALLOC = 1, OP_FREE = 2, OP_WRITE = 3, OP_READ = 4, OP_COPY = 5, OP_MEMSET = 6,
   OP_SYMBOL = 7, OP_PARAMS = 8, OP_LAUNCH = 9, OP_PROPS = 10, OP_SYNC = 11, OP_MEMINFO = 12,
 };
+
+/* A device pointer is DEVICE_BASE + the machine's byte address (program_protocol.py's
+   DEVICE_BASE): a multiple of 2^32, so its low 32 bits, which the machine's addresses
+   are, are the byte address itself. The range is free in a process's address space, and
+   managed memory is mapped there, at the same addresses on both sides. */
+const uint64_t DEVICE_BASE = 0x200000000ull;
 
 int g_read_fd = -1, g_write_fd = -1;
 cudaError_t g_last_error = cudaSuccess;
@@ -111,19 +118,70 @@ cudaError_t call(Op op, const Message &m, std::vector<char> *reply = nullptr) {
 
 cudaError_t record(cudaError_t e) {
   if (e != cudaSuccess) g_last_error = e;
-  if (e == cudaErrorLaunchFailure || e == cudaErrorIllegalAddress || e == cudaErrorLaunchTimeout)
+  if (e == cudaErrorLaunchFailure || e == cudaErrorIllegalAddress || e == cudaErrorLaunchTimeout ||
+      e == cudaErrorMisalignedAddress)
     g_sticky_error = e;
   return e;
 }
 
-bool is_device(const void *p) {
-  static uint64_t limit = 0;
-  if (!limit) {
+uint64_t device_bytes() {
+  static uint64_t total = 0;
+  if (!total) {
     cudaDeviceProp prop;
     cudaGetDeviceProperties(&prop, 0);
-    limit = prop.totalGlobalMem;
+    total = prop.totalGlobalMem;
   }
-  return (uintptr_t)p < limit;
+  return total;
+}
+
+bool is_device(const void *p) {
+  return (uintptr_t)p >= DEVICE_BASE && (uintptr_t)p < DEVICE_BASE + device_bytes();
+}
+
+/* The machine address of a device pointer (anything else becomes an address no allocation
+   holds, which the qwengpu-mlx process refuses with cudaErrorInvalidValue). */
+uint64_t machine_address(const void *p) { return (uint64_t)(uintptr_t)p - DEVICE_BASE; }
+void *device_pointer(uint64_t address) { return (void *)(uintptr_t)(DEVICE_BASE + address); }
+
+/* ---- managed memory: one copy the host reads and writes in place (mapped at the device
+   addresses), mirrored to the device around every call that reads or changes it there ---- */
+struct ManagedBlock { uint64_t address; size_t size; };
+std::vector<ManagedBlock> &managed() {
+  static auto *v = new std::vector<ManagedBlock>;
+  return *v;
+}
+
+bool map_managed_range() {
+  static int state = 0;  // 0 not tried, 1 mapped, -1 failed
+  if (state == 0) {
+    void *want = (void *)(uintptr_t)DEVICE_BASE;
+    void *got = mmap(want, device_bytes(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+                     -1, 0);
+    state = got == want ? 1 : -1;
+  }
+  return state == 1;
+}
+
+void push_managed() {
+  for (const ManagedBlock &b : managed())
+    call(OP_WRITE, Message().put<uint64_t>(b.address).put_bytes(device_pointer(b.address), b.size));
+}
+
+void pull_managed() {
+  std::vector<char> reply;
+  for (const ManagedBlock &b : managed())
+    if (call(OP_READ, Message().put<uint64_t>(b.address).put<uint64_t>(b.size), &reply) == cudaSuccess)
+      memcpy(device_pointer(b.address), reply.data(), b.size);
+}
+
+/* A call that reads device memory (the managed blocks pushed first) and, with `changes`,
+   writes it (the managed blocks read back after). */
+cudaError_t device_call(Op op, const Message &m, std::vector<char> *reply, bool changes) {
+  if (managed().empty()) return call(op, m, reply);
+  push_managed();
+  cudaError_t e = call(op, m, reply);
+  if (changes) pull_managed();
+  return e;
 }
 
 cudaError_t memcpy_direction(void *dst, const void *src, size_t n, cudaMemcpyKind kind) {
@@ -136,14 +194,16 @@ cudaError_t memcpy_direction(void *dst, const void *src, size_t n, cudaMemcpyKin
       memmove(dst, src, n);
       return cudaSuccess;
     case cudaMemcpyHostToDevice:
-      return call(OP_WRITE, Message().put<uint64_t>((uintptr_t)dst).put_bytes(src, n));
+      return device_call(OP_WRITE, Message().put<uint64_t>(machine_address(dst)).put_bytes(src, n), nullptr, true);
     case cudaMemcpyDeviceToHost: {
-      cudaError_t e = call(OP_READ, Message().put<uint64_t>((uintptr_t)src).put<uint64_t>(n), &reply);
+      cudaError_t e = device_call(OP_READ, Message().put<uint64_t>(machine_address(src)).put<uint64_t>(n), &reply,
+                                  false);
       if (e == cudaSuccess) memcpy(dst, reply.data(), n);
       return e;
     }
     case cudaMemcpyDeviceToDevice:
-      return call(OP_COPY, Message().put<uint64_t>((uintptr_t)dst).put<uint64_t>((uintptr_t)src).put<uint64_t>(n));
+      return device_call(OP_COPY, Message().put<uint64_t>(machine_address(dst)).put<uint64_t>(machine_address(src))
+                                      .put<uint64_t>(n), nullptr, true);
     default:
       return cudaErrorInvalidMemcpyDirection;
   }
@@ -222,7 +282,7 @@ cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **arg
   for (unsigned v : {grid.x, grid.y, grid.z, block.x, block.y, block.z}) m.put<uint32_t>(v);
   m.put<uint64_t>(shared);
   for (size_t i = 0; i < sizes->size(); i++) m.put_bytes(args[i], (*sizes)[i]);
-  return record(call(OP_LAUNCH, m));
+  return record(device_call(OP_LAUNCH, m, nullptr, true));
 }
 
 /* ---- memory ---- */
@@ -233,13 +293,29 @@ cudaError_t cudaMalloc(void **ptr, size_t size) {
   cudaError_t e = call(OP_MALLOC, Message().put<uint64_t>(size), &reply);
   uint64_t address = 0;
   if (e == cudaSuccess) memcpy(&address, reply.data(), 8);
-  *ptr = (void *)(uintptr_t)address;
+  *ptr = e == cudaSuccess && size > 0 ? device_pointer(address) : nullptr;
   return record(e);
 }
+cudaError_t cudaMallocManaged(void **ptr, size_t size, unsigned int) {
+  GUARD();
+  if (!ptr) return record(cudaErrorInvalidValue);
+  if (!map_managed_range()) return record(cudaErrorNotSupported);
+  cudaError_t e = cudaMalloc(ptr, size);
+  if (e == cudaSuccess && size > 0) {
+    memset(*ptr, 0, size);
+    managed().push_back({machine_address(*ptr), size});
+  }
+  return e;
+}
+cudaError_t cudaMemPrefetchAsync(const void *, size_t, int, cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaMemAdvise(const void *, size_t, int, int) { return cudaSuccess; }
 cudaError_t cudaFree(void *ptr) {
   GUARD();
   if (!ptr) return cudaSuccess;
-  return record(call(OP_FREE, Message().put<uint64_t>((uintptr_t)ptr)));
+  std::vector<ManagedBlock> &blocks = managed();
+  for (size_t i = 0; i < blocks.size(); i++)
+    if (blocks[i].address == machine_address(ptr)) blocks.erase(blocks.begin() + i);
+  return record(call(OP_FREE, Message().put<uint64_t>(machine_address(ptr))));
 }
 cudaError_t cudaMallocHost(void **ptr, size_t size) {
   *ptr = malloc(size ? size : 1);
@@ -256,7 +332,8 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind
 }
 cudaError_t cudaMemset(void *ptr, int value, size_t n) {
   GUARD();
-  return record(call(OP_MEMSET, Message().put<uint64_t>((uintptr_t)ptr).put<int32_t>(value).put<uint64_t>(n)));
+  return record(device_call(OP_MEMSET, Message().put<uint64_t>(machine_address(ptr)).put<int32_t>(value)
+                                           .put<uint64_t>(n), nullptr, true));
 }
 cudaError_t cudaMemsetAsync(void *ptr, int value, size_t n, cudaStream_t) { return cudaMemset(ptr, value, n); }
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total) {
@@ -280,7 +357,7 @@ cudaError_t cudaMemcpyToSymbol__qwengpu(const void *symbol, const void *src, siz
   if (offset + n > size) return record(cudaErrorInvalidValue);
   if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
     return record(cudaErrorInvalidMemcpyDirection);
-  return record(memcpy_direction((void *)(uintptr_t)(address + offset), src, n,
+  return record(memcpy_direction(device_pointer(address + offset), src, n,
                                  kind == cudaMemcpyDefault ? cudaMemcpyDefault : kind));
 }
 cudaError_t cudaMemcpyFromSymbol__qwengpu(void *dst, const void *symbol, size_t n, size_t offset,
@@ -292,13 +369,13 @@ cudaError_t cudaMemcpyFromSymbol__qwengpu(void *dst, const void *symbol, size_t 
   if (offset + n > size) return record(cudaErrorInvalidValue);
   if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
     return record(cudaErrorInvalidMemcpyDirection);
-  return record(memcpy_direction(dst, (const void *)(uintptr_t)(address + offset), n, kind));
+  return record(memcpy_direction(dst, device_pointer(address + offset), n, kind));
 }
 cudaError_t cudaGetSymbolAddress__qwengpu(void **ptr, const void *symbol) {
   GUARD();
   uint64_t address, size;
   cudaError_t e = symbol_address(symbol, &address, &size);
-  if (e == cudaSuccess) *ptr = (void *)(uintptr_t)address;
+  if (e == cudaSuccess) *ptr = device_pointer(address);
   return record(e);
 }
 cudaError_t cudaGetSymbolSize__qwengpu(size_t *out, const void *symbol) {

@@ -31,7 +31,8 @@ from qwengpu_mlx.host import program_lowering as pl
 from qwengpu_mlx.host.frontend import demangle_kernel_name
 from qwengpu_mlx.host.program_build import DeviceCode
 from qwengpu_mlx.host.program_memory import DeviceMemory, DeviceMemoryError
-from qwengpu_mlx.host.program_protocol import CudaError, Op, properties_payload, read_launch, read_text
+from qwengpu_mlx.host.program_protocol import (CudaError, Op, machine_address, properties_payload, read_launch,
+                                               read_text)
 from qwengpu_mlx.runtime.generate import Launch
 from qwengpu_mlx.runtime.launch import LaunchRequest, launch
 
@@ -193,11 +194,19 @@ class ProgramDevice:
             return CudaError.INVALID_DEVICE_FUNCTION, b""
         if self._bad_configuration(msg.grid, msg.block):
             return CudaError.INVALID_CONFIGURATION, b""
-        values = pl.unpack_params(kernel, self.code.params(kernel), msg.params)
-        misaligned = pl.misaligned_pointer(self.code, kernel, values)
-        record = LaunchRecord(len(self.launches) + 1, demangle_kernel_name(kernel.name), msg.grid, msg.block, msg.shared,
-                              self.backend)
+        params = self.code.params(kernel)
+        values = pl.unpack_params(kernel, params, msg.params)
+        record = LaunchRecord(len(self.launches) + 1, demangle_kernel_name(kernel.name), msg.grid, msg.block,
+                              msg.shared, self.backend)
         self.launches.append(record)
+        host_pointer = self._to_machine_addresses(params, values)
+        if host_pointer is not None:
+            record.failure = f"argument `{host_pointer}` is not a device address"
+            print(f"error: kernel `{record.kernel}`: {record.failure} (a host pointer? copy the data to memory "
+                  f"from cudaMalloc and pass that); an illegal memory access on a GPU", file=sys.stderr)
+            self.on_launch(record)
+            return CudaError.ILLEGAL_ADDRESS, b""
+        misaligned = pl.misaligned_pointer(self.code, kernel, values)
         if misaligned is not None:
             record.failure = f"pointer `{misaligned}` is not a multiple of 4 bytes"
             print(f"error: kernel `{record.kernel}`: {record.failure} (misaligned address)", file=sys.stderr)
@@ -213,6 +222,16 @@ class ProgramDevice:
         except QwenGpuError as e:  # refused: the kernel cannot run as it would on a GPU
             raise ProgramRefused(str(e)) from None
         return self._run(bound.program, record)
+
+    def _to_machine_addresses(self, params, values: dict[str, int]) -> str | None:
+        """Pointer arguments as machine byte addresses, in place; the first that is no device address."""
+        for p in params:
+            if p.pointer:
+                address = machine_address(values[p.name], self.memory.total_bytes)
+                if address is None:
+                    return p.name
+                values[p.name] = address
+        return None
 
     def _run(self, program, record: LaunchRecord):
         req = LaunchRequest(program=program, machine=self.machine, backend=self.backend, check=self.check,

@@ -76,3 +76,24 @@ def test_program_arguments_need_a_program(capfd, tmp_path):
     status = main(["run", str(path), "--backend", "reference", "--arg", "a=0", "--", "x"])
     out, err = capfd.readouterr()
     assert status == 2 and "has no main()" in err
+
+
+def test_a_host_pointer_passed_to_a_kernel_is_an_illegal_address(capfd, tmp_path):
+    code = ("#include <cstdio>\n__global__ void k(int *a) { a[threadIdx.x] = 1; }\n"
+            "int main() { int h[4]; k<<<1, 4>>>(h);\n"
+            '  printf("%s\\n", cudaGetErrorString(cudaDeviceSynchronize())); return 0; }\n')
+    status, out, err = _run(capfd, tmp_path, code)
+    assert status == 0 and out == "an illegal memory access was encountered\n"
+    assert "argument `a` is not a device address" in err
+
+
+def test_managed_memory_is_one_copy_for_host_and_device(capfd, tmp_path):
+    code = ("#include <cstdio>\n__global__ void twice(int *a) { a[threadIdx.x] *= 2; }\n"
+            "int main() { int *m; cudaMallocManaged(&m, 4 * sizeof(int));\n"
+            "  for (int i = 0; i < 4; i++) m[i] = i + 1;\n"
+            "  int h[2] = {10, 20}; cudaMemcpy(m + 2, h, sizeof h, cudaMemcpyHostToDevice);\n"
+            "  twice<<<1, 4>>>(m); cudaDeviceSynchronize();\n"
+            "  int back[4]; cudaMemcpy(back, m, sizeof back, cudaMemcpyDeviceToHost);\n"
+            '  printf("%d %d %d %d / %d %d\\n", m[0], m[1], m[2], m[3], back[0], back[3]); return 0; }\n')
+    status, out, err = _run(capfd, tmp_path, code)
+    assert (status, out) == (0, "2 4 20 40 / 2 40\n"), err

@@ -94,6 +94,7 @@ CASES = [
     ("symbols.cu", [], symbols(), 0),
     ("bad_launch.cu", [], bad_launch(16), 0),
     ("device_query.cu", [], device_query(126, 16, "default"), 0),
+    ("managed_memory.cu", [], _lines("Max error: 0"), 0),
     ("events.cu", [], _lines("elapsed time: measured", " ".join(str(i + 1) for i in range(8)) + " "), 0),
 ]
 
