@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from qwengpu_mlx.core.errors import ExecutionError, LaunchTimeout, QwenGpuError
-from qwengpu_mlx.core.launch_spec import dims_text
 from qwengpu_mlx.core.machine import MACHINES, MachineConfig
 from qwengpu_mlx.host import program_lowering as pl
 from qwengpu_mlx.host.frontend import demangle_kernel_name
@@ -68,7 +67,7 @@ class LaunchRecord:
     failure: str | None = None  # the machine stopped it
 
     def summary(self) -> str:
-        shape = f"<<<{dims_text(self.grid)}, {dims_text(self.block)}" + (f", {self.shared}" if self.shared else "")
+        shape = f"<<<{_dims_text(self.grid)}, {_dims_text(self.block)}" + (f", {self.shared}" if self.shared else "")
         head = f"[launch {self.index}] {self.kernel}{shape}>>> on the {self.backend}"
         if self.failure:
             return f"{head}: stopped ({self.failure})"
@@ -254,6 +253,14 @@ class ProgramDevice:
     @property
     def mismatches(self) -> int:
         return sum(1 for r in self.launches if r.exact is False)
+
+
+def _dims_text(d: tuple) -> str:
+    """``4`` for a 1-D shape, ``(2, 2)`` or ``(2, 2, 3)`` otherwise: a ``dim3`` as the program wrote it."""
+    d = tuple(d)
+    while len(d) > 1 and d[-1] == 1:
+        d = d[:-1]
+    return str(d[0]) if len(d) == 1 else "(" + ", ".join(map(str, d)) + ")"
 
 
 def _dims(d: tuple) -> tuple[int, int, int]:

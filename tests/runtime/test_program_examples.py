@@ -53,6 +53,12 @@ def histogram() -> str:
     return _lines(*(f"bin {b}: {c}" for b, c in enumerate(counts)))
 
 
+def matrix_transpose() -> str:
+    i = np.arange(24)
+    t = (i * i - 10 * i).reshape(6, 4).T
+    return _lines(*("".join(f"{v:5d}" for v in row) for row in t))
+
+
 def argv_scale(n: int, factor: int) -> str:
     return _lines(" ".join(str(i * factor) for i in range(n)))
 
@@ -94,6 +100,7 @@ CASES = [
     ("symbols.cu", [], symbols(), 0),
     ("bad_launch.cu", [], bad_launch(16), 0),
     ("device_query.cu", [], device_query(126, 16, "default"), 0),
+    ("matrix_transpose.cu", [], matrix_transpose(), 0),
     ("managed_memory.cu", [], _lines("Max error: 0"), 0),
     ("events.cu", [], _lines("elapsed time: measured", " ".join(str(i + 1) for i in range(8)) + " "), 0),
 ]
