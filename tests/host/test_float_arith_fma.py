@@ -43,6 +43,8 @@ def test_the_oracle_rounding_agrees_with_numpy():
             a, b = rng.getrandbits(32), rng.getrandbits(32)
             assert f32.add(a, b) == numpy_word(value(a) + value(b)), (hex(a), hex(b))
             assert f32.mul(a, b) == numpy_word(value(a) * value(b)), (hex(a), hex(b))
+            assert f32.div(a, b) == numpy_word(value(a) / value(b)), (hex(a), hex(b))
+            assert f32.sqrt(a) == numpy_word(np.sqrt(value(a))), hex(a)
     assert f32.fma(bits(1 + 2 ** -23), bits(1 - 2 ** -23), bits(-1.0)) == bits(-(2.0 ** -46))  # one rounding
 
 

@@ -13,6 +13,7 @@ as ``oracles_base`` says (a float array holds its bit patterns).
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 from tests.support.oracles_base import Oracle, wrap
@@ -204,3 +205,81 @@ def float_specials(spec: dict):
     flags = [int(less(e, two_and_half)) + 2 * int(is_nan(w)) + 4 * int(not is_nan(r) and not less(r, 0))
              for e, w, r in zip(x, v, y)]
     return {"x": words(x), "y": words(y), "flags": flags}
+
+
+def div(a: int, b: int) -> int:
+    """binary32 ``a / b``, correctly rounded."""
+    sign = (a ^ b) & SIGN
+    if is_nan(a) or is_nan(b) or (is_inf(a) and is_inf(b)):
+        return CANONICAL_NAN
+    if is_inf(a):
+        return sign | INF
+    if is_inf(b):
+        return sign
+    if exact(b) == 0:
+        return CANONICAL_NAN if exact(a) == 0 else sign | INF
+    return to_binary32(exact(a) / exact(b), zero_sign=sign)
+
+
+def sqrt(a: int) -> int:
+    """binary32 ``sqrt(a)``, correctly rounded: the integer root of the value scaled by
+    4^200, one more half-unit where it is inexact (the root lies strictly between)."""
+    if is_nan(a) or (a >> 31 and a & 0x7FFFFFFF):
+        return CANONICAL_NAN
+    if is_inf(a) or exact(a) == 0:
+        return a
+    scaled = exact(a) * 4 ** 200
+    n = scaled.numerator // scaled.denominator               # exact: the value's denominator is 2^149 at most
+    s = math.isqrt(n)
+    return to_binary32(Fraction(2 * s + (s * s != n), 2 ** 201))
+
+
+@oracle
+def float_dot(spec: dict):
+    x, y, n = float_arg(spec, "x"), float_arg(spec, "y"), spec["args"]["n"]
+    s = 0
+    for k in range(n):
+        s = fma(x[k], y[k], s)
+    return {"x": words(x), "y": words(y), "out": words([s])}
+
+
+@oracle
+def float_horner(spec: dict):
+    c, x, degree = float_arg(spec, "c"), float_arg(spec, "x"), spec["args"]["degree"]
+    p = []
+    for v in x:
+        acc = c[0]
+        for k in range(1, degree + 1):
+            acc = fma(acc, v, c[k])
+        p.append(acc)
+    return {"c": words(c), "x": words(x), "p": words(p)}
+
+
+@oracle
+def float_divide(spec: dict):
+    a, b = float_arg(spec, "a"), float_arg(spec, "b")
+    scale = to_binary32(Fraction("1e-38"))
+    return {"a": words(a), "b": words(b), "q": words(div(x, y) for x, y in zip(a, b)),
+            "r": words(div(scale, y) for y in b)}
+
+
+@oracle
+def float_norm(spec: dict):
+    x, n = float_arg(spec, "x"), spec["args"]["n"]
+    s = 0
+    for k in range(n):
+        s = fma(x[k], x[k], s)
+    return {"x": words(x), "out": words([sqrt(s)])}
+
+
+@oracle
+def float_newton(spec: dict):
+    a = float_arg(spec, "a")
+    half = to_binary32(Fraction(1, 2))
+    roots = []
+    for v in a:
+        x = v
+        for _ in range(6):
+            x = mul(add(x, div(v, x)), half)
+        roots.append(x)
+    return {"a": words(a), "root": words(roots)}
