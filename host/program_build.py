@@ -20,8 +20,10 @@ Nothing of the host code is interpreted: it is the user's C++ compiled by clang.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -123,12 +125,28 @@ def host_command(clang: str, source: Path, workdir: Path, runtime: Path, executa
     ]  # fmt: skip
 
 
+_RUNTIME_OBJECTS: dict[tuple[str, bytes], Path] = {}
+_RUNTIME_DIR: list[tempfile.TemporaryDirectory] = []  # removed when the process ends
+
+
+def runtime_object(clang: str) -> Path:
+    """The runtime compiled once per process (and per clang and source): each program
+    links the same object, in a directory removed when the process exits."""
+    key = (clang, hashlib.sha256(RUNTIME_SOURCE.read_bytes() + RUNTIME_HEADER.read_bytes()).digest())
+    if key not in _RUNTIME_OBJECTS:
+        if not _RUNTIME_DIR:
+            _RUNTIME_DIR.append(tempfile.TemporaryDirectory(prefix="qwengpu-cuda-runtime-"))
+        obj = Path(_RUNTIME_DIR[0].name) / f"qwengpu_cuda_runtime.{len(_RUNTIME_OBJECTS)}.o"
+        _run(runtime_command(clang, obj), "the CUDA runtime", RUNTIME_SOURCE)
+        _RUNTIME_OBJECTS[key] = obj
+    return _RUNTIME_OBJECTS[key]
+
+
 def build_host(path: str | Path, workdir: Path) -> Path:
     """The program's host side, a native executable in ``workdir``."""
     path = Path(path)
     clang = find_clang()
-    runtime = workdir / "qwengpu_cuda_runtime.o"
-    _run(runtime_command(clang, runtime), "the CUDA runtime", RUNTIME_SOURCE)
+    runtime = runtime_object(clang)
     executable = workdir / (path.stem or "program")
     _run(host_command(clang, path, workdir, runtime, executable), "the host code", path)
     return executable
