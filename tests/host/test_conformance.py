@@ -43,6 +43,11 @@ def test_enough_examples_and_every_one_has_an_oracle():
     assert "dot" in stems
 
 
+def _is_argument(v) -> bool:
+    """A 32-bit integer, or a float parameter's value: a decimal, or "nan", "inf", "-inf"."""
+    return (isinstance(v, int) and -(2**31) <= v < 2**31) or isinstance(v, float) or v in ("nan", "inf", "-inf")
+
+
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_launch_spec_is_well_formed(path: Path):
     spec = _spec(path)
@@ -56,10 +61,10 @@ def test_launch_spec_is_well_formed(path: Path):
     for name, value in spec["args"].items():
         if isinstance(value, list):
             assert value, f"{name}: empty array"
-            assert all(isinstance(v, int) and -(2**31) <= v < 2**31 for v in value), name
+            assert all(_is_argument(v) for v in value), name
             words += len(value)
         else:
-            assert isinstance(value, int) and -(2**31) <= value < 2**31, name
+            assert _is_argument(value), name
     assert words <= m.mem_words
     # the oracle returns every pointer parameter, in parameter order
     expected = ORACLES[path.stem](spec)
