@@ -429,6 +429,33 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
   prop->maxBlocksPerMultiProcessor = 1;
   prop->memPitch = prop->totalGlobalMem;
   prop->unifiedAddressing = 0;
+  prop->managedMemory = 1;
+  prop->sharedMemPerBlockOptin = prop->sharedMemPerBlock;
+  prop->regsPerMultiprocessor = prop->regsPerBlock;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device) {
+  cudaDeviceProp p;
+  cudaError_t e = cudaGetDeviceProperties(&p, device);
+  if (e != cudaSuccess) return e;
+  switch (attr) {
+    case cudaDevAttrMaxThreadsPerBlock: *value = p.maxThreadsPerBlock; break;
+    case cudaDevAttrMaxBlockDimX: case cudaDevAttrMaxBlockDimY: case cudaDevAttrMaxBlockDimZ:
+      *value = p.maxThreadsDim[attr - cudaDevAttrMaxBlockDimX]; break;
+    case cudaDevAttrMaxGridDimX: case cudaDevAttrMaxGridDimY: case cudaDevAttrMaxGridDimZ:
+      *value = p.maxGridSize[attr - cudaDevAttrMaxGridDimX]; break;
+    case cudaDevAttrMaxSharedMemoryPerBlock: *value = (int)p.sharedMemPerBlock; break;
+    case cudaDevAttrTotalConstantMemory: *value = (int)p.totalConstMem; break;
+    case cudaDevAttrWarpSize: *value = p.warpSize; break;
+    case cudaDevAttrMaxRegistersPerBlock: *value = p.regsPerBlock; break;
+    case cudaDevAttrClockRate: *value = p.clockRate; break;
+    case cudaDevAttrMultiProcessorCount: *value = p.multiProcessorCount; break;
+    case cudaDevAttrComputeCapabilityMajor: *value = p.major; break;
+    case cudaDevAttrComputeCapabilityMinor: *value = p.minor; break;
+    case cudaDevAttrManagedMemory: *value = p.managedMemory; break;
+    default: return record(cudaErrorInvalidValue);
+  }
   return cudaSuccess;
 }
 

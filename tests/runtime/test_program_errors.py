@@ -97,3 +97,15 @@ def test_managed_memory_is_one_copy_for_host_and_device(capfd, tmp_path):
             '  printf("%d %d %d %d / %d %d\\n", m[0], m[1], m[2], m[3], back[0], back[3]); return 0; }\n')
     status, out, err = _run(capfd, tmp_path, code)
     assert (status, out) == (0, "2 4 20 40 / 2 40\n"), err
+
+
+def test_the_samples_helpers_report_as_the_samples_do(capfd, tmp_path):
+    code = ("#include <helper_cuda.h>\n__global__ void k(int *a) { a[threadIdx.x] = 1; }\n"
+            "int main(int argc, char **argv) {\n  findCudaDevice(argc, (const char **)argv);\n"
+            "  int v; checkCudaErrors(cudaDeviceGetAttribute(&v, cudaDevAttrWarpSize, 0));\n"
+            '  printf("warp %d\\n", v);\n  int *d; checkCudaErrors(cudaMalloc(&d, 16));\n'
+            '  k<<<1, 4000>>>(d);\n  getLastCudaError("k failed");\n  return 0;\n}\n')
+    status, out, err = _run(capfd, tmp_path, code)
+    assert out == 'GPU Device 0: "qwengpu-mlx default machine" with compute capability 7.5\n\nwarp 32\n'
+    assert status == 1
+    assert "prog.cu(9) : getLastCudaError() CUDA error : k failed : (9) invalid configuration argument." in err
