@@ -192,3 +192,24 @@ def test_sqrt_matches_float32():
            if binary(root, a, 0) != (NAN if np.isnan(want[a]) else int(want[a].view(np.uint32)))]
     assert not bad, f"{len(bad)} wrong, e.g. {bad[:5]}"
     assert binary(root, 0x80000000, 0) == 0x80000000 and binary(root, bits(-1.0), 0) == NAN
+
+
+GUARDED_KERNEL = r"""
+__global__ void k(const float* a, float* b) {
+    int i = threadIdx.x;
+    float r = 7.0f, x = a[i];
+    asm("{\n\t.reg .pred %%q;\n\tsetp.gt.f32 %%q, %1, 0f40000000;\n\t@%%q add.f32 %0, %1, %1;\n"
+        "\t@%%q setp.lt.f32 %%q, %1, 0f40800000;\n\t@!%%q mul.f32 %0, %0, %1;\n}" : "+f"(r) : "f"(x));
+    b[i] = r;
+}
+"""
+"""Predicated float instructions (PTX guards): the routine runs on every lane, the result
+(a register or a predicate) is written only where the guard holds."""
+
+
+@needs_clang
+def test_guarded_float_instructions_write_only_where_the_guard_holds(tmp_path):
+    out = reference(cu(tmp_path, GUARDED_KERNEL), args={"a": [1.0, 3.0, 5.0, -2.0], "b": [0.0] * 4},
+                    block=4, machine=LARGE_MACHINE).outputs
+    # x > 2: r = 2x, and where x < 4 no more; elsewhere r = r * x
+    assert [x & 0xFFFFFFFF for x in out["b"]] == [bits(v) for v in (7.0, 6.0, 50.0, -14.0)]
