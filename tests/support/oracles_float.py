@@ -283,3 +283,46 @@ def float_newton(spec: dict):
             x = mul(add(x, div(v, x)), half)
         roots.append(x)
     return {"a": words(a), "root": words(roots)}
+
+
+def _ordered(x: int, y: int):
+    """(less, equal) of two binary32 patterns, or None if either is a NaN."""
+    if is_nan(x) or is_nan(y):
+        return None
+    return _extended(x) < _extended(y), _extended(x) == _extended(y)
+
+
+@oracle
+def float_compare(spec: dict):
+    a, b = float_arg(spec, "a"), float_arg(spec, "b")
+    flags = []
+    for i, (x, y) in enumerate(zip(a, b)):
+        if i >= 6:
+            y = 0x7FC00000
+        order = _ordered(x, y)
+        lt, eq = order if order else (False, False)
+        gt = order is not None and not lt and not eq
+        bits_ = [lt, lt or eq, eq, not eq, gt or eq, gt, not lt, is_nan(y)]   # C's != is true for NaN
+        flags.append(sum(int(v) << k for k, v in enumerate(bits_)))
+    return {"a": words(a), "b": words(b), "flags": flags}
+
+
+@oracle
+def float_minmax(spec: dict):
+    a, b = float_arg(spec, "a"), float_arg(spec, "b")
+    lo, hi = [], []
+    for i, (x, y) in enumerate(zip(a, b)):
+        x = 0x7FC00000 if i == 6 else x
+        y = 0x7FC00000 if 4 <= i <= 6 else y
+        x = x ^ SIGN if i == 7 else x
+        lo.append(ptx_min(x, y))
+        hi.append(ptx_max(x, y))
+    return {"a": words(a), "b": words(b), "lo": words(lo), "hi": words(hi)}
+
+
+@oracle
+def float_overflow(spec: dict):
+    x = float_arg(spec, "x")
+    e30, e8 = to_binary32(Fraction(10) ** 30), to_binary32(Fraction(10) ** 8)
+    big = [mul(mul(v, e30), e8) for v in x]
+    return {"x": words(x), "big": words(big), "back": words(add(v, v) for v in big)}
