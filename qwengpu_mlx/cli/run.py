@@ -18,6 +18,7 @@ from qwengpu_mlx.cli.common import ModelMemo, launch_model, machine_for, named_m
 from qwengpu_mlx.core.errors import ExecutionError, LaunchError
 from qwengpu_mlx.core.float32 import outputs_json, outputs_text
 from qwengpu_mlx.core.launch_spec import dims_text
+from qwengpu_mlx.core.machine import MACHINES
 from qwengpu_mlx.core.reference import format_step
 from qwengpu_mlx.host.program_build import has_main
 from qwengpu_mlx.runtime import CircuitStore, launch
@@ -77,7 +78,10 @@ def run_program(ns) -> int:
         raise LaunchError(f"{ns.source} is a program (it has main()): its launches come from its own code, so "
                           f"{', '.join(given) or '--frontend nvcc'} has nothing to set; its arguments follow --")
     memo = ModelMemo()
-    machine = machine_for(ns, memo) if getattr(ns, "model", None) else named_machine(ns)
+    # a program runs on the large machine unless told otherwise: a tutorial's arrays and
+    # 32-thread blocks need its 4 KB and 32 threads (the default machine has 504 bytes, 16)
+    machine = machine_for(ns, memo) if getattr(ns, "model", None) else \
+        named_machine(ns) if ns.machine else MACHINES["large"]
     runner = launch_model(ns, memo, runner=True).runner if ns.backend == "model" and ns.model else None
     options = ProgramOptions(machine=machine, backend=ns.backend, check=ns.check, quiet=ns.quiet,
                              step_budget=ns.step_budget, timeout=ns.timeout)

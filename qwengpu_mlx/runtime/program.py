@@ -33,7 +33,7 @@ from qwengpu_mlx.host.program_memory import DeviceMemory, DeviceMemoryError
 from qwengpu_mlx.host.program_protocol import (CudaError, Op, machine_address, properties_payload, read_launch,
                                                read_text)
 from qwengpu_mlx.runtime.generate import Launch
-from qwengpu_mlx.runtime.launch import LaunchRequest, launch
+from qwengpu_mlx.runtime.launch import LaunchEvents, LaunchRequest, launch
 
 CUDA_WARP_SIZE = 32
 """The warp a kernel sees (``host/prelude.h``: warpSize is 32, the machine's 4-lane warps
@@ -91,6 +91,7 @@ class ProgramDevice:
     step_budget: int | None = None
     timeout: float | None = None
     on_launch: Callable[[LaunchRecord], None] = lambda record: None
+    events: LaunchEvents | None = None  # the launch entry's progress (the circuit's first load)
     memory: DeviceMemory = None
     symbols: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> (address, size)
     launches: list[LaunchRecord] = field(default_factory=list)
@@ -236,7 +237,7 @@ class ProgramDevice:
         req = LaunchRequest(program=program, machine=self.machine, backend=self.backend, check=self.check,
                             step_budget=self.step_budget, timeout=self.timeout)
         try:
-            result = launch(req, store=self.store, runner=self.runner)
+            result = launch(req, store=self.store, runner=self.runner, events=self.events)
         except ExecutionError as e:
             record.failure = type(e).__name__
             print(f"error: {e}", file=sys.stderr)

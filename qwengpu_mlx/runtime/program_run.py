@@ -18,6 +18,7 @@ from pathlib import Path
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
 from qwengpu_mlx.host.program_build import build_host, compile_device
 from qwengpu_mlx.runtime.program import LaunchRecord, ProgramDevice
+from qwengpu_mlx.runtime.launch import LaunchEvents
 from qwengpu_mlx.runtime.program_process import run_program
 
 
@@ -37,13 +38,22 @@ def _summary_sink(quiet: bool):
     return (lambda record: None) if quiet else show
 
 
+class CircuitLoading(LaunchEvents):
+    """Says on stderr when the first launch waits for the circuit (built once, then read
+    from the cache): seconds in which the program would otherwise seem to hang."""
+
+    def phase(self, text: str) -> None:
+        if text.startswith("loading the circuit"):
+            print(f"[{text}]", file=sys.stderr, flush=True)
+
+
 def run_cuda_program(source: str | Path, args: list[str], options: ProgramOptions, *, store=None,
                      runner=None) -> int:
     """Compile and run the program; its exit status."""
     code = compile_device(source)
     device = ProgramDevice(code, options.machine, backend=options.backend, check=options.check, store=store,
                            runner=runner, step_budget=options.step_budget, timeout=options.timeout,
-                           on_launch=_summary_sink(options.quiet))
+                           on_launch=_summary_sink(options.quiet), events=None if options.quiet else CircuitLoading())
     with tempfile.TemporaryDirectory(prefix="qwengpu-program-") as tmp:
         executable = build_host(source, Path(tmp))
         status = run_program(executable, args, device)

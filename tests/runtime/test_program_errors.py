@@ -106,6 +106,6 @@ def test_the_samples_helpers_report_as_the_samples_do(capfd, tmp_path):
             '  printf("warp %d\\n", v);\n  int *d; checkCudaErrors(cudaMalloc(&d, 16));\n'
             '  k<<<1, 4000>>>(d);\n  getLastCudaError("k failed");\n  return 0;\n}\n')
     status, out, err = _run(capfd, tmp_path, code)
-    assert out == 'GPU Device 0: "qwengpu-mlx default machine" with compute capability 7.5\n\nwarp 32\n'
+    assert out == 'GPU Device 0: "qwengpu-mlx large machine" with compute capability 7.5\n\nwarp 32\n'
     assert status == 1
     assert "prog.cu(9) : getLastCudaError() CUDA error : k failed : (9) invalid configuration argument." in err

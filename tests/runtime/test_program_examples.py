@@ -98,8 +98,8 @@ CASES = [
     ("argv_scale.cu", ["5", "-7"], argv_scale(5, -7), 0),
     ("self_check.cu", [], self_check(), 0),
     ("symbols.cu", [], symbols(), 0),
-    ("bad_launch.cu", [], bad_launch(16), 0),
-    ("device_query.cu", [], device_query(126, 16, "default"), 0),
+    ("bad_launch.cu", [], bad_launch(32), 0),
+    ("device_query.cu", [], device_query(1024, 32, "large"), 0),  # a program's machine unless --machine
     ("matrix_transpose.cu", [], matrix_transpose(), 0),
     ("managed_memory.cu", [], _lines("Max error: 0"), 0),
     ("events.cu", [], _lines("elapsed time: measured", " ".join(str(i + 1) for i in range(8)) + " "), 0),
@@ -143,9 +143,9 @@ def test_argv_usage_exit_status(capfd):
     assert status == 2 and out == "" and "usage:" in err
 
 
-def test_large_machine_limits(capfd):
-    status, out, err = run_program(capfd, "device_query.cu", [], "--backend", "reference", "--machine", "large")
-    assert status == 0 and out == device_query(1024, 32, "large")
+def test_default_machine_limits(capfd):
+    status, out, err = run_program(capfd, "device_query.cu", [], "--backend", "reference", "--machine", "default")
+    assert status == 0 and out == device_query(126, 16, "default")
 
 
 def test_vector_add_on_the_model_checked(capfd, store):
