@@ -103,6 +103,24 @@ __qwengpu_float_fn bool isinf(float x) { return __builtin_isinf(x); }
 __qwengpu_float_fn bool isfinite(float x) { return __builtin_isfinite(x); }
 __qwengpu_float_fn bool signbit(float x) { return __float_as_int(x) < 0; }
 
+/* float warp shuffles: the float's 32 bits through the int shuffle (prelude_warps.h), under
+   the same rules (the constant full mask, a power-of-two width) */
+#define __qwengpu_float_shfl(name, mode)                                                          \
+  __qwengpu_float_fn float name(unsigned mask, float var, int b, int width = QWENGPU_WARP_SIZE)   \
+      __attribute__((diagnose_if(!__builtin_constant_p(mask) || mask != 0xffffffffu,              \
+                                 "warp operations here need the member mask to be the constant "   \
+                                 "0xffffffff (the warp is the whole thread block): call it where " \
+                                 "every thread of the block does, with 0xffffffff", "error")))     \
+      __attribute__((diagnose_if(width < 1 || width > 32 || (width & (width - 1)) != 0,          \
+                                 "the shuffle width must be a power of two from 1 to 32", "error"))) { \
+    return __int_as_float(__qwengpu_shuffle(mode, __float_as_int(var), (unsigned)b, width));       \
+  }
+__qwengpu_float_shfl(__shfl_sync, 0)
+__qwengpu_float_shfl(__shfl_up_sync, 1)
+__qwengpu_float_shfl(__shfl_down_sync, 2)
+__qwengpu_float_shfl(__shfl_xor_sync, 3)
+#undef __qwengpu_float_shfl
+
 /* libdevice's functions: no PTX instruction computes them, so a call is refused here */
 #define __qwengpu_no_libdevice(name)                                                              \
   __attribute__((diagnose_if(1, #name " is not supported: it comes from libdevice, which this "     \

@@ -15,6 +15,7 @@ import pytest
 from rich.console import Console
 
 from qwengpu_mlx.core.errors import UnsupportedError
+from qwengpu_mlx.core.machine import LARGE_MACHINE
 from qwengpu_mlx.host.launch import compile_kernel
 from qwengpu_mlx.tui.decode import MachineState
 from qwengpu_mlx.tui.widgets.machine_pane import memory_table
@@ -147,3 +148,23 @@ def test_the_dashboard_shows_a_float_arrays_words_as_floats(tmp_path):
     text = console.export_text()
     assert "2.5" in text and "-inf" in text and "7" in text
     assert str(bits(2.5)[0]) not in text
+
+
+SHUFFLES = """\
+__global__ void spread(const float* x, float* out) {
+    int i = threadIdx.x;
+    out[2 * i] = __shfl_sync(0xffffffff, x[i], 0);
+    out[2 * i + 1] = __shfl_down_sync(0xffffffff, x[i], 1);
+}
+"""
+
+
+@needs_clang
+def test_a_float_shuffles_as_its_bits(tmp_path):
+    """``__shfl_sync`` of a float moves its 32 bits (CUDA's float overload), not ``(int)x``."""
+    values = [1.5, -0.0, float("nan"), 1e-45, -2.25, 3.0, float("-inf"), 0.1]
+    r = reference(cu(tmp_path, SHUFFLES, "spread.cu"), block=8, machine=LARGE_MACHINE,
+                  args={"x": values, "out": [0] * 16})
+    words = bits(*values)
+    down = [words[i + 1] if i + 1 < 8 else 0 for i in range(8)]  # lane 8 was never launched: it reads 0
+    assert as_unsigned(r.outputs["out"]) == [w for i in range(8) for w in (words[0], down[i])]
