@@ -28,7 +28,12 @@ DELIVERIES_PER_S = 10  # the screen redraws what the MLX thread did at most this
 
 
 class FeedReady(Message):
-    """Events are waiting in the screen's feed (posted from the MLX thread)."""
+    """Events are waiting in the screen's feed (posted from the MLX thread); ``now``: one of them
+    ends a job, to be shown at once (the user waits for it; the next batch may be a while away)."""
+
+    def __init__(self, now: bool = False):
+        super().__init__()
+        self.now = now
 
 
 @dataclass(frozen=True)
@@ -78,19 +83,23 @@ class JobDone:
 
 class Feed:
     """Events from any thread, taken in order by the screen; ``wake`` is called (from the
-    putting thread) when an event arrives and no wake-up is pending."""
+    putting thread) when an event arrives and no wake-up is pending, ``wake_now`` (default
+    ``wake``) for every event put with ``now``."""
 
-    def __init__(self, wake: Callable[[], object]):
+    def __init__(self, wake: Callable[[], object], wake_now: Callable[[], object] | None = None):
         self._wake = wake
+        self._wake_now = wake_now or wake
         self._lock = threading.Lock()
         self._events: list = []
         self._pending = False
 
-    def put(self, event) -> None:
+    def put(self, event, now: bool = False) -> None:
         with self._lock:
             self._events.append(event)
             wake, self._pending = not self._pending, True
-        if wake:
+        if now:
+            self._wake_now()
+        elif wake:
             self._wake()
 
     def take(self) -> list:
@@ -140,4 +149,4 @@ class FeedSink(LaunchEvents):
         self.feed.put(ChatEvent(self.job, event))
 
     def done(self, outcome=None, *, error: str | None = None, cancelled: bool = False) -> None:
-        self.feed.put(JobDone(self.job, outcome, error, cancelled))
+        self.feed.put(JobDone(self.job, outcome, error, cancelled), now=True)

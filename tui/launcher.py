@@ -16,7 +16,9 @@ process can abort at exit, and Textual's thread workers run in a reused pool. So
 piece of the dashboard's MLX work, launches and chat turns alike, runs on one long-lived
 thread (:class:`MlxThread`): a Textual thread worker hands it the work and waits (the UI
 thread never does), and the thread clears its streams when the dashboard closes it, or
-when the interpreter shuts down without that.
+when the interpreter shuts down without that. A /run's launch itself runs in the launch
+process (``launch_process``: the screen and the launch never share a GIL), driven from this
+thread; a chat turn's launches run on it.
 
 Cancelling: the caller sets a :class:`threading.Event`; the runtime stops at the next
 token and raises ``LaunchCancelled``, caught here.

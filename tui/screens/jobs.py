@@ -32,7 +32,8 @@ from qwengpu_mlx.tui import feed as fd
 from qwengpu_mlx.tui.activity import Activity
 from qwengpu_mlx.tui.commands import RunRequest
 from qwengpu_mlx.tui.decode import LaunchDecoder
-from qwengpu_mlx.tui.launcher import LaunchOutcome, execute_launch
+from qwengpu_mlx.tui.launch_process import LaunchProcess
+from qwengpu_mlx.tui.launcher import LaunchOutcome
 
 MACHINE_REFRESH_S = 0.5  # the machine pane's tables redraw at most this often mid-launch
 _job_ids = itertools.count(1)
@@ -55,7 +56,9 @@ class JobsMixin:
     ``status_bar``, ``transcript``, ``live_reply``)."""
 
     def _init_jobs(self) -> None:
-        self.feed = fd.Feed(lambda: self.post_message(fd.FeedReady()))
+        self.feed = fd.Feed(lambda: self.post_message(fd.FeedReady()),
+                            lambda: self.post_message(fd.FeedReady(now=True)))
+        self.launches = LaunchProcess()  # where /run launches run (see launch_process.py: the GIL)
         self.job: Job | None = None  # the job on the screen; None when idle
         self.job_workers: list[Worker] = []
         self.activity = Activity(self.show_timing)
@@ -109,13 +112,13 @@ class JobsMixin:
     # ------------------------------------------------------------------ workers (threads)
     @work(thread=True, group="launch", exit_on_error=False, description="model launch")
     def _launch_worker(self, job: Job, check: bool) -> None:
-        """Thread worker: the launch runs on the dashboard's MLX thread, this worker waits for it."""
+        """Thread worker: the launch runs in the launch process, driven from the dashboard's MLX
+        thread (one job at a time there, chat turns included); this worker waits for it."""
         sink = fd.FeedSink(self.feed, job.id, job.cancel)
         req = job.request
         try:
-            outcome = self.mlx.call(execute_launch, req, sink, job.cancel, check=check, store=self.store,
-                                    machine=MACHINES[req.machine])
-        except Exception as e:  # the MLX thread closed (the app is ending); execute_launch catches the rest
+            outcome = self.mlx.call(self.launches.run, req, sink, job.cancel, job.id, check=check)
+        except Exception as e:  # the MLX thread closed (the app is ending); the launch process reports the rest
             outcome = LaunchOutcome(req, error=f"{type(e).__name__}: {e}")
         sink.done(outcome)
 
@@ -146,9 +149,9 @@ class JobsMixin:
             sink.done(error=f"chat failed: {type(e).__name__}: {e}")
 
     # ------------------------------------------------------------------ delivery (UI thread)
-    def on_feed_ready(self, _message: fd.FeedReady) -> None:
+    def on_feed_ready(self, message: fd.FeedReady) -> None:
         wait = self._delivered_at + 1 / fd.DELIVERIES_PER_S - time.monotonic()
-        if wait > 0:
+        if wait > 0 and not message.now:
             self.set_timer(wait, self._deliver)
         else:
             self._deliver()

@@ -11,8 +11,6 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
-from qwengpu_mlx.runtime import CircuitStore
-
 from qwengpu_mlx.tui import commands
 from qwengpu_mlx.tui.chat import ChatBackend
 from qwengpu_mlx.tui.launcher import MlxThread
@@ -42,11 +40,9 @@ class MainScreen(JobsMixin, Screen):
     ]
 
     def __init__(self, *, chat: ChatBackend, model: str | None = None, check: bool = True,
-                 show_timing: bool = True, kernels_dir=None, initial: str | None = None,
-                 store: CircuitStore | None = None):
+                 show_timing: bool = True, kernels_dir=None, initial: str | None = None):
         super().__init__()
-        self.store = store or CircuitStore()  # the circuits this dashboard's launches run on
-        self.mlx = MlxThread()  # where every launch and chat turn runs (see launcher.py: MLX streams)
+        self.mlx = MlxThread()  # where every job runs or is driven from (see launcher.py: MLX streams)
         self.chat = chat
         self.model = model
         self.model_label = MODEL_LABEL
@@ -192,3 +188,4 @@ class MainScreen(JobsMixin, Screen):
         # then the MLX thread clears its streams and ends: at once when idle; a piece of work
         # still running (cancelled above) is not waited for long, the interpreter joins it at exit
         self.mlx.close(timeout=2.0)
+        self.launches.close()  # the launch process (a cancelled launch there has stopped or is dropped)

@@ -1,0 +1,240 @@
+"""The dashboard's /run launches in a process of their own: the screen and the launch never share a GIL.
+
+Why a process: a launch's loop is Python between MLX steps (the logits read back, the token
+chosen, the sink told), a few calls that each take the GIL back after a step. In the
+dashboard's one process the UI thread holds the GIL for every frame it draws (Textual's
+compositor: tens of milliseconds a frame, about 3 s of CPU over a 701-token launch), so each
+return from MLX waited for the frame, up to the interpreter's switch interval each time: the
+dashboard ran a launch 1.6-1.8x slower than ``run --check`` though its UI took the launch's
+events in batches (``feed``). In a process of its own the launch waits for nobody; the
+screen still draws at most ``feed.DELIVERIES_PER_S`` times a second.
+Measured by ``bench.dashboard_launch --repeat 3`` (both sides in one run, a loaded 2-core
+machine): ``collatz_steps`` 1.67x -> see ``bench/README.md``.
+
+:class:`LaunchProcess` is one persistent worker process (``python -m
+qwengpu_mlx.tui.launch_process``, started on the first /run and kept for the dashboard's life:
+the circuit it loaded stays loaded), serving one launch at a time: ``execute_launch`` there,
+its events sent back through a pipe as compact tuples (a token is its id; the screen's side
+rebuilds the token from the machine's vocabulary). The caller (the dashboard's MLX thread,
+which serialises every job) reads the pipe and hands each event to the job's sink, so the
+screen sees exactly what an in-process launch shows. A plain subprocess, not
+``multiprocessing``'s spawn: spawn runs the parent's main module again in the child, so a
+script that opens the dashboard without a ``__main__`` guard would open another in there.
+
+Cancelling: the caller sends ``("cancel", job)`` as soon as the job's event is set (it
+polls the pipe at least every :data:`POLL_S`); a thread of the worker takes it in and the
+launch stops at its next token (``runtime.launch`` checks its ``cancel`` there); the caller
+then drains the pipe up to the cancelled job's outcome.
+
+Chat turns' launches stay on the MLX thread: they run on the chat model's own spliced circuit.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import subprocess
+import sys
+import threading
+from multiprocessing.connection import Connection
+
+from qwengpu_mlx.core.machine import MACHINES
+from qwengpu_mlx.core.vocab import vocab_for
+from qwengpu_mlx.runtime import CircuitStore, LaunchCancelled, LaunchEvents
+
+from qwengpu_mlx.tui.commands import RunRequest
+from qwengpu_mlx.tui.launcher import LaunchOutcome, execute_launch
+
+POLL_S = 0.05  # the caller checks the job's cancel event at least this often
+CLOSE_WAIT_S = 2.0  # how long close() waits for the process to end before killing it
+
+
+# ---------------------------------------------------------------------------- the worker process
+class _Outbox:
+    """The worker's pipe to the dashboard; any of its threads may send (a print, a launch event)."""
+
+    def __init__(self, conn: Connection):
+        self.conn, self._lock = conn, threading.Lock()
+
+    def send(self, message) -> None:
+        with self._lock:
+            self.conn.send(message)
+
+
+class _Cancels:
+    """The highest job id cancelled so far, set by the worker's inbox thread."""
+
+    def __init__(self):
+        self.up_to = 0
+
+
+class _JobCancel:
+    """A job's cancel event as ``runtime.launch`` reads it (``is_set``)."""
+
+    def __init__(self, cancels: _Cancels, job: int):
+        self.cancels, self.job = cancels, job
+
+    def is_set(self) -> bool:
+        return self.cancels.up_to >= self.job
+
+
+class _PipeEvents(LaunchEvents):
+    """The launch's events, in the worker process, as tuples sent to the dashboard."""
+
+    def __init__(self, outbox: _Outbox):
+        self.outbox = outbox
+
+    def phase(self, text: str) -> None:
+        self.outbox.send(("phase", text))
+
+    def begin(self, program, prompt: list[int]) -> None:
+        self.outbox.send(("begin", program, prompt))
+
+    def token(self, token_id: int, tok) -> None:
+        self.outbox.send(("token", token_id))
+
+
+class _PipeText:
+    """``sys.stdout``/``sys.stderr`` of the worker: a line printed there (a native build's notice)
+    reaches the status bar as a note instead of the dashboard's terminal, where it would tear the screen."""
+
+    def __init__(self, outbox: _Outbox):
+        self.outbox = outbox
+
+    def write(self, text: str) -> int:
+        if text.strip():
+            try:
+                self.outbox.send(("note", text.strip()))
+            except (OSError, ValueError):  # the dashboard is gone
+                pass
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def _take_in(inbox: Connection, jobs: queue.SimpleQueue, cancels: _Cancels) -> None:
+    """The worker's inbox thread: cancels take effect at once, launches queue for the main thread."""
+    while True:
+        try:
+            message = inbox.recv()
+        except (EOFError, OSError):
+            message = None
+        if message is None:
+            jobs.put(None)
+            return
+        if message[0] == "cancel":
+            cancels.up_to = max(cancels.up_to, message[1])
+        else:
+            jobs.put(message[1:])
+
+
+def serve(inbox: Connection, outbox: _Outbox) -> None:
+    """The worker: launches as they come, until ``None`` or the dashboard's end of the pipe closes."""
+    sys.stdout = sys.stderr = _PipeText(outbox)
+    store, jobs, cancels = CircuitStore(), queue.SimpleQueue(), _Cancels()
+    threading.Thread(target=_take_in, args=(inbox, jobs, cancels), name="inbox", daemon=True).start()
+    while (job := jobs.get()) is not None:
+        job_id, req, check, machine = job
+        outcome = execute_launch(req, _PipeEvents(outbox), _JobCancel(cancels, job_id), check=check,
+                                 store=store, machine=MACHINES[machine])
+        outbox.send(("done", outcome))
+
+
+# ---------------------------------------------------------------------------- the dashboard's side
+def _forward(message: tuple, sink, vocab) -> None:
+    """One event from the process, to the job's sink."""
+    kind = message[0]
+    if kind == "token":
+        sink.token(message[1], vocab[message[1]])
+    elif kind == "begin":
+        sink.begin(message[1], message[2])
+    elif kind == "phase":
+        sink.phase(message[1])
+    elif kind == "note":
+        sink.note(message[1])
+
+
+class LaunchProcess:
+    """The worker process, started on the first :meth:`run`; call from one thread at a time."""
+
+    def __init__(self):
+        self._proc: subprocess.Popen | None = None
+        self._to: Connection | None = None
+        self._from: Connection | None = None
+
+    @property
+    def pid(self) -> int | None:
+        """The worker's process id while it runs (tests check where launches ran)."""
+        return self._proc.pid if self._proc is not None else None
+
+    def _start(self) -> None:
+        to_r, to_w = os.pipe()
+        from_r, from_w = os.pipe()
+        try:
+            self._proc = subprocess.Popen([sys.executable, "-m", __spec__.name, str(to_r), str(from_w)],
+                                          pass_fds=(to_r, from_w), stdin=subprocess.DEVNULL,
+                                          stdout=subprocess.DEVNULL)
+        finally:
+            os.close(to_r)
+            os.close(from_w)
+        self._to, self._from = Connection(to_w, readable=False), Connection(from_r, writable=False)
+
+    def run(self, req: RunRequest, sink, cancel: threading.Event, job: int, *, check: bool) -> LaunchOutcome:
+        """Job ``job``'s launch in the process; its events go to ``sink`` (a ``LaunchEvents``
+        with ``note``), until the outcome comes back (cancelled when ``cancel`` was set)."""
+        if self._proc is None or self._proc.poll() is not None:
+            self._start()
+        proc, to, from_ = self._proc, self._to, self._from  # close() may drop them meanwhile
+        vocab = vocab_for(MACHINES[req.machine])
+        try:
+            to.send(("launch", job, req, check, req.machine))
+            while self._wait(proc, to, from_, cancel, job):
+                message = from_.recv()
+                if message[0] == "done":
+                    return message[1]
+                if not cancel.is_set():  # once cancelled, nothing more is shown: the outcome to come says so
+                    try:
+                        _forward(message, sink, vocab)
+                    except LaunchCancelled:  # the sink saw the cancel first; the pipe is drained all the same
+                        pass
+        except (EOFError, OSError):
+            pass
+        if self._proc is proc:
+            self._proc = None
+        return LaunchOutcome(req, error=f"the launch process ended (exit code {proc.poll()})")
+
+    @staticmethod
+    def _wait(proc, to: Connection, from_: Connection, cancel: threading.Event, job: int) -> bool:
+        """Until a message is waiting (True) or the process has ended (False); a set ``cancel``
+        reaches the process meanwhile, once."""
+        told = False
+        while True:
+            if cancel.is_set() and not told:
+                to.send(("cancel", job))
+                told = True
+            if from_.poll(POLL_S):
+                return True
+            if proc.poll() is not None:
+                return from_.poll(0)
+
+    def close(self) -> None:
+        """End the process (it finishes the launch it runs first: cancel that before)."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            self._to.send(None)
+        except (OSError, ValueError):
+            pass
+        try:
+            proc.wait(CLOSE_WAIT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(CLOSE_WAIT_S)
+        self._to.close()
+        self._from.close()
+
+
+if __name__ == "__main__":  # the worker: python -m qwengpu_mlx.tui.launch_process INBOX_FD OUTBOX_FD
+    serve(Connection(int(sys.argv[1]), writable=False), _Outbox(Connection(int(sys.argv[2]), readable=False)))
