@@ -1,18 +1,19 @@
-"""The circuit runner's token step as one MLX CPU primitive (``native/circuit_step.cpp``).
+"""The circuit runner's token step as one native call (``native/circuit_step.cpp``).
 
 MLX's CPU back end costs about 10 us per operation and a token of the circuit is about a
 thousand of them (``bench/profile_step.py``), which keeps the MLX-ops runner near 20
 tokens/s however its products are stored. :class:`NativeStep` hands the same arithmetic,
-over the same weights and the same narrow residual, to one primitive: every product by
-output row with its non-zeros in input order (the MLX path's sparse sum order), MLX's
-own CPU elementwise functions. The MLX-ops runner stays the reference: the runtime uses
-this step only after a probe launch matched it (``native_trust``), and
+over the same weights and the same narrow residual, to one call on the caller's thread:
+every product by output row with its non-zeros in input order (the MLX path's sparse
+sum order), MLX's own CPU elementwise functions, over NumPy buffers. By default it runs
+only what a token uses (the sparse step, bit for bit the dense one:
+``tests/runtime/test_native_sparse.py``). The MLX-ops runner stays the reference: the
+runtime uses this step only after a probe launch matched it (``native_trust``), and
 ``tests/runtime/test_native_step.py`` compares the two on the representative kernels.
 """
 
 from __future__ import annotations
 
-import mlx.core as mx
 import numpy as np
 
 from qwengpu_mlx.runtime.circuit_layers import NarrowCircuit, PairedGate
@@ -70,13 +71,13 @@ class _Blobs:
         return [p.out, p.inp, self.i(rowptr), self.i(cols), self.f(vals), -1 if targets is None else self.i(targets),
                 self.i(colptr), self.i(rows[order]), self.f(vals[order])]
 
-    def arrays(self) -> tuple[mx.array, mx.array]:
-        cat = lambda parts, dt: mx.array(np.concatenate(parts) if parts else np.zeros(0, dt))  # noqa: E731
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        cat = lambda parts, dt: np.concatenate(parts) if parts else np.zeros(0, dt)  # noqa: E731
         return cat(self.floats, np.float32), cat(self.ints, np.int32)
 
 
 class NativeStep:
-    """One token of a :class:`~qwengpu_mlx.runtime.circuit_runner.CircuitRunner` in one primitive.
+    """One token of a :class:`~qwengpu_mlx.runtime.circuit_runner.CircuitRunner` in one call.
 
     ``weights``: the runner's :class:`NarrowCircuit` (``runner.narrow``: all this step reads of it);
     ``module``: the built extension (``native.load``). Holds its own copy of the weights,
@@ -116,7 +117,7 @@ class NativeStep:
         consts = [1.0 / weights.hidden, weights.eps, weights.K, weights.gain, weights.delta, inv ** 2, inv,
                   1e-6 * inv ** 2]
         self.floats, self.ints = blobs.arrays()
-        mx.eval(self.floats, self.ints)
+        self.width = weights.width
         program = {track: header[:3] + [int(track)] + header[4:] + body for track in (False, True)}
         self._plans = {track: module.plan(p, consts, sparse=sparse) for track, p in program.items()}
         self._program, self._consts, self.sparse = program[False], consts, sparse
@@ -136,44 +137,41 @@ class NativeStep:
             rec += [0, *blobs.product(ml.up)]
         return rec + [*blobs.product(ml.down), units]
 
-    def zeros(self) -> tuple[mx.array, mx.array, mx.array]:
+    def zeros(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Packed conv and recurrent states and activity bytes of a fresh sequence (the MLX
-        path's ``None``): a step takes and returns these three as one tuple."""
-        # materialized (a broadcast zero is not contiguous, and the step updates them in place)
-        return (mx.array(np.zeros(self.conv_size, np.float32)), mx.array(np.zeros(self.state_size, np.float32)),
-                mx.array(np.zeros(self.aux_size, np.uint8)))
+        path's ``None``): a step takes these three as one tuple and updates them in place."""
+        return (np.zeros(self.conv_size, np.float32), np.zeros(self.state_size, np.float32),
+                np.zeros(self.aux_size, np.uint8))
 
-    def _inputs(self, x: mx.array, packed) -> list[mx.array]:
-        conv, state, aux = packed
-        return [x, conv, state, self.floats, self.ints, aux]
+    def _run(self, plan, x, packed) -> tuple[np.ndarray, np.ndarray, float]:
+        x = np.ascontiguousarray(np.asarray(x, np.float32).reshape(-1))
+        logits, residual = np.empty(self.V, np.float32), np.empty(self.width, np.float32)
+        margin = self.module.run(plan, x, *packed, self.floats, self.ints, logits, residual)
+        return logits, residual, margin
 
-    def __call__(self, x: mx.array, packed, track: bool):
-        """``(logits [1, V], packed states, smallest gate margin [1])`` after token ``x`` [1, W].
+    def __call__(self, x, packed, track: bool) -> tuple[np.ndarray, float]:
+        """``(logits [V], smallest gate margin)`` after token ``x`` ([W] or [1, W]); the
+        states ``packed`` (:meth:`zeros`) are updated in place."""
+        logits, _, margin = self._run(self._plans[track], x, packed)
+        return logits, margin
 
-        ``packed`` (:meth:`zeros`) is given up: when no other array shares their buffers,
-        the new states are written over them (the recurrent state is the largest array of
-        a token; nothing then copies it)."""
-        lg, conv, state, margin, _, aux = self.module.step(self._plans[track], self._inputs(x, packed))
-        return lg, (conv, state, aux), margin
-
-    def profiled(self, x: mx.array, packed, tokens: int) -> dict[str, float]:
+    def profiled(self, x, packed, tokens: int) -> dict[str, float]:
         """Seconds per token in each stage of the step, over ``tokens`` decode tokens of ``x``."""
         plan = self.module.plan(self._program, self._consts, profile=True, sparse=self.sparse)
         for _ in range(tokens):
-            _, conv, state, _, _, aux = self.module.step(plan, self._inputs(x, packed))
-            packed = (conv, state, aux)
-            mx.eval(*packed)
+            self._run(plan, x, packed)
         seconds, ran = self.module.profile(plan)
         return {stage: t / ran for stage, t in zip(self.module.STAGES, seconds)}
 
-    def residual(self, x: mx.array, packed, blocks: int) -> mx.array:
-        """The residual after the first ``blocks`` layer blocks (mixers and MLPs), for tests
-        (``packed`` is given up, as in :meth:`__call__`)."""
+    def residual(self, x, packed, blocks: int) -> np.ndarray:
+        """The residual [1, W] after the first ``blocks`` layer blocks (mixers and MLPs), for
+        tests (``packed`` is updated in place, as in :meth:`__call__`)."""
         plan = self.module.plan(self._program, self._consts, blocks, sparse=self.sparse)
-        return self.module.step(plan, self._inputs(x, packed))[4]
+        return self._run(plan, x, packed)[1].reshape(1, -1)
 
-    def layer_states(self, packed, layer: int) -> tuple[mx.array, mx.array]:
-        """Mixer ``layer``'s conv state [3, C] and recurrent state [1, H, Dv, Dk], of packed states."""
+    def layer_states(self, packed, layer: int) -> tuple[np.ndarray, np.ndarray]:
+        """Mixer ``layer``'s conv state [3, C] and recurrent state [1, H, Dv, Dk], of packed
+        states (views: the next step changes them)."""
         conv, state, _ = packed
         cs, co, ss, so = self.layout[layer]
         return conv[co:co + int(np.prod(cs))].reshape(cs), state[so:so + int(np.prod(ss))].reshape(ss)

@@ -1,4 +1,4 @@
-// One decode token of a compiled circuit as a single MLX primitive on the CPU.
+// One decode token of a compiled circuit in one call, on the CPU.
 //
 // The same Qwen3.5 layer arithmetic as qwengpu_mlx/runner.py (the MLX-ops path, the
 // tested reference), in float32, over the runner's own narrow residual: RMSNorm, the
@@ -11,11 +11,13 @@
 // with their non-zeros in input order (the order the MLX path's sparse products sum
 // in); the state's dot products over a head's key dims use eight partial sums. Where
 // MLX sums in another order a result can differ in the last bit: the circuit's margins
-// absorb that, and the runtime uses this primitive only after a probe launch matched
-// the MLX-ops path (qwengpu_mlx/native_trust.py).
+// absorb that, and the runtime uses this step only after a probe launch matched the
+// MLX-ops path (qwengpu_mlx/native_trust.py).
 //
-// Why one primitive: MLX's CPU back end costs about 10 us per operation, and a token
-// of the circuit is about a thousand of them; here it is one.
+// Why one call: MLX's CPU back end costs about 10 us per operation, and a token of the
+// circuit is about a thousand of them; here it is one. It runs on the caller's thread
+// over NumPy buffers (not as an MLX primitive): handing each token to MLX's stream
+// thread and back cost more than the token itself on a loaded machine.
 //
 // Why sparse: a token uses a sliver of the circuit (on the large machine about 150 of
 // 10,400 residual values, 94 of 31,000 state columns and 460 of 93,000 MLP units are
@@ -27,10 +29,10 @@
 //
 // Interface (qwengpu_mlx/native_step.py builds it): a Plan holds the program (an int
 // stream of layer records naming offsets into the weight blobs) and float constants.
-// step(plan, [x, conv, state, floats, ints, activity]) -> [logits [1, V], conv, state,
-// smallest gate margin [1], residual after the last block [1, W], activity]: conv and
-// state are every mixer's conv and recurrent states packed in one float32 array each,
-// activity their uint8 activity bytes (zeros for a fresh sequence).
+// run(plan, x [W], conv, state, activity, floats, ints, logits [V], residual [W]) ->
+// smallest gate margin: conv and state are every mixer's conv and recurrent states
+// packed in one float32 array each, activity their uint8 activity bytes (zeros for a
+// fresh sequence); all three are updated in place.
 
 #include <chrono>
 #include <cmath>
@@ -41,16 +43,14 @@
 #include <vector>
 
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include "mlx/backend/cpu/binary_ops.h"
-#include "mlx/backend/cpu/encoder.h"
 #include "mlx/backend/cpu/unary_ops.h"
-#include "mlx/mlx.h"
-#include "mlx/primitives.h"
 #include "mlx_math.h"
 
 namespace nb = nanobind;
@@ -59,7 +59,6 @@ namespace mx = mlx::core;
 namespace {
 
 enum Op : int { MIXER = 1, MLP = 2 };
-enum Input : int { X = 0, CONV = 1, STATE = 2, FLOATS = 3, INTS = 4, AUX = 5 };
 
 inline float sigmoid(float v) { return sigmoid_lane(v); }
 inline float silu(float v) { return v * sigmoid_lane(v); }
@@ -73,7 +72,7 @@ enum Stage : int { MIX_IN, MIX_CONV, MIX_HEADS, MIX_OUT, MLP_GATE, MLP_ACT, MLP_
 struct Plan {
   std::vector<int> program;
   std::vector<float> consts;
-  int V = 0;  // logits: program[1]
+  int W = 0, V = 0;  // residual and logits widths: program[0], program[1]
   int blocks = 0;  // how many layer blocks to run (all of them but in tests)
   bool profile = false;
   bool sparse = true;  // only what a token uses (false: every row, channel and head, for tests)
@@ -304,10 +303,10 @@ void head_step_active(float* s, const float* __restrict q, const float* __restri
 // and the result v * 0 (-0), the same bits silu() gives.
 inline float silu_skip(float v) { return v < -88.0f ? v * 0.0f : silu(v); }
 
-// The scratch rows of the two products a layer runs, per thread (MLX runs a stream's
-// tasks on one thread; the buffers are all zeros between uses).
+// The scratch rows of the products that add into the residual, per thread (MLX runs a
+// stream's tasks on one thread; the buffers are all zeros between uses).
 struct Work {
-  Scratch in, out;
+  Scratch out;
 };
 
 // A mixer's record in the program (native_step.py writes it).
@@ -424,15 +423,14 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
   unsigned char* head_state = head_conv + H;  // [H] a state column of the head is non-zero
   unsigned char* chan = head_state + H;  // [C] the channel's conv state held a non-zero
   unsigned char* col = chan + C;  // [H * Dk] the state column holds a non-zero
-  std::vector<float> hi = m.normed(x, W, k);
-  m.w_in.scatter(hi.data(), w.in);
-  const float* proj = w.in.y.data();
-  for (int r : w.in.touched)
-    if (r < C && proj[r] != 0.0f) {
+  std::vector<float> hi = m.normed(x, W, k), proj(m.w_in.out);
+  m.w_in.apply_sparse(hi.data(), proj.data());
+  for (int r = 0; r < C; r++)
+    if (proj[r] != 0.0f && !chan[r]) {
       chan[r] = 1;
       head_conv[r < 2 * H * Dk ? (r % (H * Dk)) / Dk : (r - 2 * H * Dk) / Dv] = 1;
     }
-  const float* z = proj + C;
+  const float* z = proj.data() + C;
   const float* beta_in = z + H * Dv;
   const float* a = beta_in + H;
   float* prev = conv + m.conv_off;
@@ -442,9 +440,9 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
   std::vector<int> act(Dk);
   for (int h = 0; h < H; h++) {
     if (!head_conv[h] && !head_state[h]) continue;
-    conv_channels(m, prev, proj, chan, h * Dk, Dk, cv.data());
-    conv_channels(m, prev, proj, chan, H * Dk + h * Dk, Dk, cv.data() + Dk);
-    conv_channels(m, prev, proj, chan, 2 * H * Dk + h * Dv, Dv, cv.data() + 2 * Dk);
+    conv_channels(m, prev, proj.data(), chan, h * Dk, Dk, cv.data());
+    conv_channels(m, prev, proj.data(), chan, H * Dk + h * Dk, Dk, cv.data() + Dk);
+    conv_channels(m, prev, proj.data(), chan, 2 * H * Dk + h * Dv, Dv, cv.data() + 2 * Dk);
     bool keyed = false;
     for (int d = 0; d < Dk; d++) keyed |= cv[Dk + d] != 0.0f;
     if (!keyed && !head_state[h]) continue;
@@ -472,7 +470,6 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
     rms_norm(y.data(), Dv, k.eps, m.gnorm, o.data() + h * Dv);
     for (int e = 0; e < Dv; e++) o[h * Dv + e] = silu(z[h * Dv + e]) * o[h * Dv + e];
   }
-  w.in.clear();
   clock.mark(MIX_HEADS);
   m.o_proj.scatter_into(o.data(), x, w.out);
   clock.mark(MIX_OUT);
@@ -535,19 +532,13 @@ float mlp(const MlpRec& m, const Consts& k, Clock& clock, Work& w, float* x, int
   std::vector<float> hi(m.n_in), g(U), u(U);
   for (int i = 0; i < m.n_in; i++) hi[i] = (x[m.inputs[i]] * r) * m.nw[m.inputs[i]];
   if (m.paired) {  // g = repeat(shared(x), 2) + x[ONE] * bias
-    const float* s;
-    std::vector<float> dense;
-    if (sparse) {
-      m.gate.scatter(hi.data(), w.in);
-      s = w.in.y.data();
-    } else {
-      dense.resize(m.gate.out);
-      m.gate.apply(hi.data(), dense.data());
-      s = dense.data();
-    }
+    std::vector<float> s(m.gate.out);
+    if (sparse)
+      m.gate.apply_sparse(hi.data(), s.data());
+    else
+      m.gate.apply(hi.data(), s.data());
     float one = hi[m.one_col];
     for (int j = 0; j < U; j++) g[j] = s[j / 2] + one * m.bias[j];
-    if (sparse) w.in.clear();
   } else {
     m.gate.apply(hi.data(), g.data());
   }
@@ -574,11 +565,25 @@ float mlp(const MlpRec& m, const Consts& k, Clock& clock, Work& w, float* x, int
   return margin;
 }
 
-// The token itself, run as a task on the CPU stream after the tasks that compute its inputs.
-void run(const Plan& plan, const std::vector<mx::array>& in, std::vector<mx::array>& out) {
+// The buffers of one token: the input residual, the states it updates in place, the
+// weight blobs, and where the logits and the residual after the last block go.
+struct Buffers {
+  const float* x;
+  float* conv;
+  float* state;
+  unsigned char* aux;
+  const float* floats;
+  const int* ints;
+  float* logits;
+  float* residual;
+};
+
+// One token: returns the smallest gate margin (+inf unless the plan tracks margins).
+float run(const Plan& plan, const Buffers& io) {
   Cursor c{plan.program};
-  Blobs b{in[FLOATS].data<float>(), in[INTS].data<int>()};
+  Blobs b{io.floats, io.ints};
   int W = c.next(), V = c.next(), n_blocks = c.next(), track = c.next(), one_pos = c.next();
+  (void)V;
   int n_out = c.next();
   const int* out_pos = b.i + c.next();
   const float* final_norm = b.f + c.next();
@@ -587,18 +592,7 @@ void run(const Plan& plan, const std::vector<mx::array>& in, std::vector<mx::arr
   Consts k{kc[0], kc[1], kc[2], kc[3], kc[4], kc[5], kc[6], kc[7]};
   if (plan.blocks >= 0) n_blocks = plan.blocks;
 
-  std::vector<float> x(in[X].data<float>(), in[X].data<float>() + W);
-  float* conv_out = out[1].data<float>();
-  float* state_out = out[2].data<float>();
-  unsigned char* aux = out[5].data<unsigned char>();
-  // the sparse step updates conv, state and aux in place: an output that could not take
-  // its input's buffer starts as a copy of it (the dense step writes all of conv and state)
-  for (int i : {CONV, STATE, AUX}) {
-    int o = i == AUX ? 5 : i;
-    bool copy = i == AUX || plan.sparse;
-    if (copy && out[o].data<char>() != in[i].data<char>())
-      std::memcpy(out[o].data<char>(), in[i].data<char>(), in[i].nbytes());
-  }
+  std::vector<float> x(io.x, io.x + W);
   float margin = std::numeric_limits<float>::infinity();
   Clock clock{plan};
   static thread_local Work work;
@@ -607,9 +601,9 @@ void run(const Plan& plan, const std::vector<mx::array>& in, std::vector<mx::arr
     if (op == MIXER) {
       MixerRec m = MixerRec::read(c, b);
       if (plan.sparse)
-        mixer_sparse(m, k, clock, work, x.data(), W, conv_out, state_out, aux);
-      else
-        mixer(m, k, clock, x.data(), W, in[CONV].data<float>(), conv_out, in[STATE].data<float>(), state_out);
+        mixer_sparse(m, k, clock, work, x.data(), W, io.conv, io.state, io.aux);
+      else  // in place: each conv channel and state row is read before it is written
+        mixer(m, k, clock, x.data(), W, io.conv, io.conv, io.state, io.state);
     } else if (op == MLP) {
       MlpRec m = MlpRec::read(c, b);
       margin = std::fmin(margin, mlp(m, k, clock, work, x.data(), W, one_pos, track != 0, plan.sparse));
@@ -618,62 +612,25 @@ void run(const Plan& plan, const std::vector<mx::array>& in, std::vector<mx::arr
     }
   }
   float r = rms_factor(x.data(), W, k.inv_hidden, k.eps);
-  float* logits = out[0].data<float>();
   std::vector<float> hn(n_out);
   for (int i = 0; i < n_out; i++) hn[i] = (x[out_pos[i]] * r) * final_norm[i];
   if (plan.sparse)
-    logits_of.apply_sparse(hn.data(), logits);
+    logits_of.apply_sparse(hn.data(), io.logits);
   else
-    logits_of.apply(hn.data(), logits);
+    logits_of.apply(hn.data(), io.logits);
   clock.mark(LOGITS);
   plan.tokens += 1;
-  out[3].data<float>()[0] = margin;
-  std::copy(x.begin(), x.end(), out[4].data<float>());
+  std::copy(x.begin(), x.end(), io.residual);
+  return margin;
 }
-
-class CircuitStep : public mx::Primitive {
- public:
-  CircuitStep(mx::Stream s, std::shared_ptr<const Plan> plan) : mx::Primitive(s), plan_(std::move(plan)) {}
-
-  void eval_cpu(const std::vector<mx::array>& in, std::vector<mx::array>& out) override {
-    for (auto& a : in)
-      if (!a.flags().row_contiguous) throw std::invalid_argument("circuit_step: inputs must be contiguous");
-    // The recurrent state is by far the largest array: when no other array shares its
-    // buffer, the new state is written over the old one (the caller gives it up: see
-    // native_step.NativeStep.__call__). MLX's own donation test cannot pass here, since
-    // every output of a primitive holds its inputs.
-    // The recurrent state (by far the largest array), the conv state and the activity
-    // bytes are written over the old ones when no other array shares their buffers (the
-    // caller gives them up: see native_step.NativeStep.__call__). MLX's own donation test
-    // cannot pass here, since every output of a primitive holds its inputs.
-    for (size_t i = 0; i < out.size(); i++) {
-      int src = i == 1 ? CONV : i == 2 ? STATE : i == 5 ? AUX : -1;
-      if (src >= 0 && in[src].data_shared_ptr().use_count() == 1 && in[src].nbytes() == out[i].nbytes())
-        out[i].copy_shared_buffer(in[src]);
-      else
-        out[i].set_data(mx::allocator::malloc(out[i].nbytes()));
-    }
-    auto& encoder = mx::cpu::get_command_encoder(stream());
-    for (auto& a : in) encoder.set_input_array(a);
-    for (auto& o : out) encoder.set_output_array(o);
-    // MLX's CPU back end computes asynchronously: the inputs are ready only in stream order
-    encoder.dispatch([plan = plan_, ins = in, outs = out]() mutable { run(*plan, ins, outs); });
-  }
-  void eval_gpu(const std::vector<mx::array>&, std::vector<mx::array>&) override {
-    throw std::runtime_error("circuit_step runs on the CPU stream only");
-  }
-  const char* name() const override { return "CircuitStep"; }
-
- private:
-  std::shared_ptr<const Plan> plan_;
-};
 
 std::shared_ptr<Plan> make_plan(std::vector<int> program, std::vector<float> consts, int blocks, bool profile,
                                 bool sparse) {
   if (consts.size() != 8) throw std::invalid_argument("circuit_step: a plan takes 8 constants");
   if (program.size() < 2) throw std::invalid_argument("circuit_step: a program starts with W and V");
   auto p = std::make_shared<Plan>();
-  p->V = program[1];  // the program's header: W, V, ...
+  p->W = program[0];  // the program's header: W, V, ...
+  p->V = program[1];
   p->program = std::move(program);
   p->consts = std::move(consts);
   p->blocks = blocks;
@@ -682,21 +639,21 @@ std::shared_ptr<Plan> make_plan(std::vector<int> program, std::vector<float> con
   return p;
 }
 
-std::vector<mx::array> step(const std::shared_ptr<Plan>& plan, const std::vector<mx::array>& inputs) {
-  if (inputs.size() != 6)
-    throw std::invalid_argument("circuit_step: inputs are x, conv, state, floats, ints, activity");
-  std::vector<mx::array> ins;
-  for (size_t i = 0; i < inputs.size(); i++) {
-    auto want = i == INTS ? mx::int32 : i == AUX ? mx::uint8 : mx::float32;
-    if (inputs[i].dtype() != want) throw std::invalid_argument("circuit_step: an input has the wrong dtype");
-    ins.push_back(inputs[i]);  // no per-token copy: eval_cpu checks they are contiguous
-  }
-  std::vector<mx::Shape> shapes{{1, plan->V}, ins[CONV].shape(), ins[STATE].shape(), {1}, ins[X].shape(),
-                                ins[AUX].shape()};
-  std::vector<mx::Dtype> dtypes(shapes.size(), mx::float32);
-  dtypes[5] = mx::uint8;
-  auto prim = std::make_shared<CircuitStep>(mx::default_stream(mx::Device::cpu), plan);
-  return mx::array::make_arrays(shapes, dtypes, prim, ins);
+template <typename T>
+using Vec = nb::ndarray<T, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+// The token on the caller's thread, the GIL released: conv, state and aux are updated in
+// place, logits [V] and residual [W] written. Sizes are checked against the plan; the
+// state arrays' sizes are the caller's (native_step.NativeStep makes them).
+float run_token(const std::shared_ptr<Plan>& plan, Vec<const float> x, Vec<float> conv, Vec<float> state,
+                Vec<uint8_t> aux, Vec<const float> floats, Vec<const int32_t> ints, Vec<float> logits,
+                Vec<float> residual) {
+  if ((int)x.shape(0) != plan->W || (int)residual.shape(0) != plan->W || (int)logits.shape(0) != plan->V)
+    throw std::invalid_argument("circuit_step: x and residual take W values, logits V");
+  Buffers io{x.data(), conv.data(), state.data(), aux.data(), floats.data(), ints.data(), logits.data(),
+             residual.data()};
+  nb::gil_scoped_release quiet;
+  return run(*plan, io);
 }
 
 // How many of the floats with bit patterns 0, stride, 2 stride, ... (all 2^32 for stride
@@ -716,7 +673,7 @@ long math_mismatches(long stride) {
 }  // namespace
 
 NB_MODULE(_circuit_step, m) {
-  m.doc() = "One decode token of a compiled circuit as one MLX CPU primitive";
+  m.doc() = "One decode token of a compiled circuit, in one call";
   nb::class_<Plan>(m, "Plan");
   m.def("plan", &make_plan, nb::arg("program"), nb::arg("consts"), nb::arg("blocks") = -1,
         nb::arg("profile") = false, nb::arg("sparse") = true);
@@ -724,6 +681,7 @@ NB_MODULE(_circuit_step, m) {
   m.def("profile", [](const std::shared_ptr<Plan>& p) { return std::make_pair(p->seconds, p->tokens); });
   m.attr("STAGES") = std::vector<std::string>{"mixer: norm+projection", "mixer: conv", "mixer: normalize+gates+recurrence+gated norm",
                                               "mixer: out", "mlp: norm+gate", "mlp: activation", "mlp: down", "final norm+logits"};
-  m.def("step", &step, nb::arg("plan"), nb::arg("inputs"));
+  m.def("run", &run_token, nb::arg("plan"), nb::arg("x"), nb::arg("conv"), nb::arg("state"), nb::arg("aux"),
+        nb::arg("floats"), nb::arg("ints"), nb::arg("logits"), nb::arg("residual"));
   m.def("math_mismatches", &math_mismatches, nb::arg("stride"));
 }
