@@ -42,8 +42,6 @@ __qwengpu_float_fn int __isnanf(float x) { return __builtin_isnan(x); }
 __qwengpu_float_fn int __isinff(float x) { return __builtin_isinf(x); }
 __qwengpu_float_fn int __finitef(float x) { return __builtin_isfinite(x); }
 __qwengpu_float_fn int __signbitf(float x) { return __float_as_int(x) < 0; }
-__qwengpu_float_fn long lrintf(float x) { return __nvvm_f2i_rn(x); }
-__qwengpu_float_fn long lroundf(float x) { return __nvvm_f2i_rz(__builtin_roundf(x)); }
 
 /* conversions with an explicit rounding: rn nearest even, rz toward zero, rd down, ru up */
 __qwengpu_float_fn int __float2int_rn(float x) { return __nvvm_f2i_rn(x); }
@@ -138,6 +136,7 @@ __qwengpu_refused1(coshf) __qwengpu_refused1(cbrtf) __qwengpu_refused1(erff) __q
 __qwengpu_refused1(__logf) __qwengpu_refused1(__sinf) __qwengpu_refused1(__cosf) __qwengpu_refused1(rsqrtf)
 __qwengpu_refused2(powf) __qwengpu_refused2(fmodf) __qwengpu_refused2(atan2f) __qwengpu_refused2(hypotf)
 __qwengpu_refused2(__powf) __qwengpu_refused2(remainderf)
+__qwengpu_refused1(lrintf) __qwengpu_refused1(lroundf) /* long is 64 bits: use __float2int_rn, (int)roundf */
 #undef __qwengpu_refused1
 #undef __qwengpu_refused2
 #undef __qwengpu_no_libdevice

@@ -159,6 +159,7 @@ def test_a_kernel_converts_as_cuda_says(tmp_path):
 @pytest.mark.parametrize("expr, says", [
     ("expf(a[i])", "expf is not supported: it comes from libdevice"),
     ("powf(a[i], 2.0f)", "powf is not supported"),
+    ("(float)lrintf(a[i])", "lrintf is not supported"),
     ("(float)(long long)a[i]", "64-bit integer"),
 ])
 def test_what_has_no_instruction_is_refused_at_the_call(tmp_path, expr, says):
@@ -166,3 +167,35 @@ def test_what_has_no_instruction_is_refused_at_the_call(tmp_path, expr, says):
     with pytest.raises((FrontendError, UnsupportedError)) as e:
         reference(cu(tmp_path, code, "k.cu"), args={"a": [1.0] * 4})
     assert "k.cu:3" in str(e.value) and says in str(e.value), str(e.value)
+
+
+CLASSIFY = """\
+__global__ void classify(const float* x, int* o) {
+    int i = threadIdx.x;
+    float v = x[i];
+    o[6 * i] = isnan(v);
+    o[6 * i + 1] = isinf(v);
+    o[6 * i + 2] = isfinite(v);
+    o[6 * i + 3] = signbit(v);
+    o[6 * i + 4] = (int)roundf(v);
+    o[6 * i + 5] = (int)nearbyintf(v);
+}
+"""
+
+
+def int_of(f: np.float32) -> int:
+    """An integral float as ``(int)`` gives it: NaN 0, below -2^31 saturated."""
+    return 0 if np.isnan(f) else -(1 << 31) if f < -2.0 ** 31 else int(f)
+
+
+@needs_clang
+def test_the_preludes_float_tests_and_roundings(tmp_path):
+    """isnan/isinf/isfinite/signbit and roundf (half away from zero) / nearbyintf (half to even)."""
+    xs = [2.5, -1.5, float("nan"), float("-inf")]
+    r = reference(cu(tmp_path, CLASSIFY, "classify.cu"), machine=LARGE_MACHINE, args={"x": xs, "o": [0] * 24})
+    want = []
+    for v in (np.float32(x) for x in xs):
+        away = np.float32(math.copysign(math.floor(abs(float(v)) + 0.5), v)) if np.isfinite(v) else v
+        want += [int(np.isnan(v)), int(np.isinf(v)), int(np.isfinite(v)), int(np.signbit(v)),
+                 int_of(away), int_of(np.rint(v))]
+    assert r.outputs["o"] == want
