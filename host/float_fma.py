@@ -22,9 +22,9 @@ The special operands are settled first into one register and one predicate (so t
 not hold registers through the body): a NaN operand, ``0 * inf`` or ``inf - inf`` give
 the canonical NaN; an infinite product or ``c`` gives that infinity; a zero product
 gives ``c`` exactly (``+0`` for ``+0 + -0``, as a sum of zeros is). 141 instructions in
-52 machine blocks, 52 steps for normal operands (more where the sum cancels: one per
-normalising shift; a subnormal operand adds one per bit it lacks), 13 registers at
-most: the large machine's ROM (a saxpy is 56 blocks of 128).
+53 machine blocks, 53 steps for normal operands (more where the sum cancels: one per
+normalising shift; a subnormal operand adds one per bit it lacks), 12 registers at
+most: the large machine's ROM (a saxpy is 57 blocks of 128).
 """
 
 from __future__ import annotations
@@ -75,10 +75,10 @@ def fma(em: FloatEmitter, dst: str, a, b, c) -> list:
             em.ins(Op.MIN, s, (VReg(s), Imm(63))),
             em.ins(Op.MAX, e, (VReg(ep), ec), signed=True),
             em.ins(Op.SELP, sign, (c, VReg(sp)), psrcs=(VPred(c_big),))]
-    wh = product_high(em, mx, my, 18, out)
     x14, wl = em.reg(), em.reg()
-    out += [em.ins(Op.SHL, x14, (mx, Imm(14))),
+    out += [em.ins(Op.SHL, x14, (mx, Imm(14))),                 # first: mx and my die in product_high
             em.ins(Op.MUL, wl, (VReg(x14), my))]                # the product's low bits, << 14
+    wh = product_high(em, mx, my, 18, out)
     bh, bl, sh, sl = (em.reg() for _ in range(4))
     out += [em.ins(Op.SELP, bh, (ch, wh), psrcs=(VPred(c_big),)),
             em.ins(Op.SELP, bl, (Imm(0), VReg(wl)), psrcs=(VPred(c_big),)),
