@@ -31,6 +31,7 @@ from qwengpu_mlx.core.errors import FrontendError
 from qwengpu_mlx.host.frontend import PRELUDE, clang_command, demangle_kernel_name, find_clang, read_source
 from qwengpu_mlx.host.ptx_ast import PtxKernel, PtxModule
 from qwengpu_mlx.host.ptx_parser import parse_ptx
+from qwengpu_mlx.host.program_printf import rewrite_printf
 from qwengpu_mlx.host.program_symbols import DeviceVariable, split_initializers
 from qwengpu_mlx.host.signature import KernelParam, cuda_kernel_params, ptx_param_name
 
@@ -98,7 +99,8 @@ def compile_device(path: str | Path) -> DeviceCode:
     extra = ["-I", str(RUNTIME_DIR), "-include", str(RUNTIME_HEADER),
              "-Xclang", f"-target-sdk-version={CUDA_SDK_VERSION}"]
     cmd = cmd[:-1] + extra + cmd[-1:]
-    ptx, variables = split_initializers(_run(cmd, "the device code", path).decode("utf-8", "replace"))
+    ptx = rewrite_printf(_run(cmd, "the device code", path).decode("utf-8", "replace"))
+    ptx, variables = split_initializers(ptx)
     return DeviceCode(path, ptx, parse_ptx(ptx), variables, cuda)
 
 

@@ -220,11 +220,9 @@ cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitc
 extern "C" __device__ void *malloc(size_t size);
 extern "C" __device__ void free(void *ptr);
 
-/* printf in a kernel: clang lowers it to vprintf over a per-thread stack buffer, which
-   this machine (registers and one shared memory, no local memory) does not have. */
-extern "C" __device__ int printf(const char *format, ...) QWENGPU_UNAVAILABLE(
-    "printf in a kernel is not supported by qwengpu-mlx: store the values in a device array "
-    "(cudaMalloc) and print them from the host after cudaMemcpy");
+/* printf in a kernel: clang lowers it to vprintf, which host/program_printf.py turns into
+   records in device memory; the runtime prints them at the next synchronizing call. */
+extern "C" __device__ int printf(const char *format, ...);
 #endif
 
 #ifdef __cplusplus

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -232,6 +233,85 @@ const std::vector<uint32_t> *param_sizes(const std::string &name, cudaError_t *e
   return &(g_param_sizes[name] = sizes);
 }
 
+/* ---- printf in kernels: the records a launch returns, printed at the next synchronizing
+   call (the next launch, a synchronize, a blocking copy, the program's exit), as CUDA
+   flushes its printf buffer ---- */
+std::string &device_output() {
+  static auto *s = new std::string;
+  return *s;
+}
+
+void flush_device_output() {
+  std::string &out = device_output();
+  if (out.empty()) return;
+  fwrite(out.data(), 1, out.size(), stdout);
+  fflush(stdout);
+  out.clear();
+}
+
+/* One printf record: the format with each conversion's argument read from the frame's
+   bytes as clang laid them out (each aligned to its size: int 4, long/pointer/double 8). */
+std::string format_record(const std::string &fmt, const std::vector<char> &frame) {
+  std::string out;
+  size_t at = 0;
+  auto take = [&](size_t size) -> const char * {
+    at = (at + size - 1) / size * size;
+    const char *p = at + size <= frame.size() ? frame.data() + at : nullptr;
+    at += size;
+    return p;
+  };
+  char buf[512];
+  for (size_t i = 0; i < fmt.size(); i++) {
+    if (fmt[i] != '%') { out += fmt[i]; continue; }
+    size_t j = i + 1;
+    if (j < fmt.size() && fmt[j] == '%') { out += '%'; i = j; continue; }
+    while (j < fmt.size() && strchr("-+ #0", fmt[j])) j++;
+    while (j < fmt.size() && fmt[j] >= '0' && fmt[j] <= '9') j++;
+    if (j < fmt.size() && fmt[j] == '.') for (j++; j < fmt.size() && fmt[j] >= '0' && fmt[j] <= '9'; j++) {}
+    int wide = 0;
+    for (; j < fmt.size() && strchr("hlLqjzt", fmt[j]); j++) wide += fmt[j] != 'h';
+    if (j >= fmt.size()) { out += fmt.substr(i); break; }
+    std::string spec = fmt.substr(i, j - i + 1);
+    char conv = fmt[j];
+    const char *p;
+    buf[0] = 0;
+    if (strchr("diouxXc", conv)) {
+      if (wide) { long long v = 0; if ((p = take(8))) memcpy(&v, p, 8); snprintf(buf, sizeof buf, spec.c_str(), v); }
+      else { int v = 0; if ((p = take(4))) memcpy(&v, p, 4); snprintf(buf, sizeof buf, spec.c_str(), v); }
+    } else if (strchr("feEgGaA", conv)) {
+      double v = 0; if ((p = take(8))) memcpy(&v, p, 8); snprintf(buf, sizeof buf, spec.c_str(), v);
+    } else if (conv == 'p') {
+      uint64_t v = 0; if ((p = take(8))) memcpy(&v, p, 8); snprintf(buf, sizeof buf, "%p", (void *)(uintptr_t)v);
+    } else if (conv == 's') {
+      take(8);
+      snprintf(buf, sizeof buf, "%s", "(string)");
+    } else {
+      snprintf(buf, sizeof buf, "%s", spec.c_str());
+    }
+    out += buf;
+    i = j;
+  }
+  return out;
+}
+
+void keep_device_output(const std::vector<char> &reply) {
+  if (reply.size() < 4) return;
+  static bool registered = false;
+  if (!registered) registered = atexit(flush_device_output) == 0;
+  size_t at = 0;
+  auto u32 = [&]() { uint32_t v = 0; if (at + 4 <= reply.size()) memcpy(&v, reply.data() + at, 4); at += 4; return v; };
+  uint32_t count = u32();
+  for (uint32_t r = 0; r < count && at < reply.size(); r++) {
+    uint32_t length = u32();
+    std::string fmt(reply.data() + at, std::min<size_t>(length, reply.size() - at));
+    at += length;
+    uint32_t words = u32();
+    std::vector<char> frame(reply.data() + at, reply.data() + std::min(reply.size(), at + 4 * (size_t)words));
+    at += 4 * (size_t)words;
+    device_output() += format_record(fmt, frame);
+  }
+}
+
 double now_ms() {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -282,7 +362,11 @@ cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **arg
   for (unsigned v : {grid.x, grid.y, grid.z, block.x, block.y, block.z}) m.put<uint32_t>(v);
   m.put<uint64_t>(shared);
   for (size_t i = 0; i < sizes->size(); i++) m.put_bytes(args[i], (*sizes)[i]);
-  return record(device_call(OP_LAUNCH, m, nullptr, true));
+  flush_device_output();
+  std::vector<char> printed;
+  cudaError_t launched = device_call(OP_LAUNCH, m, &printed, true);
+  if (launched == cudaSuccess) keep_device_output(printed);
+  return record(launched);
 }
 
 /* ---- memory ---- */
@@ -324,6 +408,7 @@ cudaError_t cudaMallocHost(void **ptr, size_t size) {
 cudaError_t cudaHostAlloc(void **ptr, size_t size, unsigned int) { return cudaMallocHost(ptr, size); }
 cudaError_t cudaFreeHost(void *ptr) { free(ptr); return cudaSuccess; }
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind kind) {
+  flush_device_output();
   GUARD();
   return record(memcpy_direction(dst, src, n, kind));
 }
@@ -387,9 +472,9 @@ cudaError_t cudaGetSymbolSize__qwengpu(size_t *out, const void *symbol) {
 }
 
 /* ---- device and errors ---- */
-cudaError_t cudaDeviceSynchronize(void) { GUARD(); return record(call(OP_SYNC, Message())); }
+cudaError_t cudaDeviceSynchronize(void) { flush_device_output(); GUARD(); return record(call(OP_SYNC, Message())); }
 cudaError_t cudaThreadSynchronize(void) { return cudaDeviceSynchronize(); }
-cudaError_t cudaDeviceReset(void) { return cudaSuccess; }
+cudaError_t cudaDeviceReset(void) { flush_device_output(); return cudaSuccess; }
 cudaError_t cudaGetLastError(void) {
   cudaError_t e = g_last_error;
   g_last_error = g_sticky_error;
@@ -508,6 +593,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
   return cudaSuccess;
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  flush_device_output();
   return event ? cudaSuccess : record(cudaErrorInvalidResourceHandle);
 }
 cudaError_t cudaEventQuery(cudaEvent_t event) { return cudaEventSynchronize(event); }
@@ -520,6 +606,6 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) 
 cudaError_t cudaEventDestroy(cudaEvent_t event) { delete event; return cudaSuccess; }
 cudaError_t cudaStreamCreate(cudaStream_t *stream) { *stream = new CUstream_st{0}; return cudaSuccess; }
 cudaError_t cudaStreamDestroy(cudaStream_t stream) { delete stream; return cudaSuccess; }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { GUARD(); return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t) { flush_device_output(); GUARD(); return cudaSuccess; }
 
 }  // extern "C"

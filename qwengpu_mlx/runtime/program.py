@@ -30,6 +30,7 @@ from qwengpu_mlx.host import program_lowering as pl
 from qwengpu_mlx.host.frontend import demangle_kernel_name
 from qwengpu_mlx.host.program_build import DeviceCode
 from qwengpu_mlx.host.program_memory import DeviceMemory, DeviceMemoryError
+from qwengpu_mlx.host.program_printf import BUFFER, COUNTER, RECORDS
 from qwengpu_mlx.host.program_protocol import (CudaError, Op, machine_address, properties_payload, read_launch,
                                                read_text)
 from qwengpu_mlx.runtime.generate import Launch
@@ -249,7 +250,33 @@ class ProgramDevice:
             for p in result.check.problems:
                 print(f"check: {p}", file=sys.stderr)
         self.on_launch(record)
-        return CudaError.SUCCESS, b""
+        return CudaError.SUCCESS, self._printed()
+
+    def _printed(self) -> bytes:
+        """The launch's printf records (``host.program_printf``) for the runtime to print, the
+        counter cleared for the next launch: ``u32 count``, then each record's format
+        (``u32 length, bytes``) and words (``u32 count, u32 words``)."""
+        if COUNTER not in self.symbols:
+            return b""
+        counter, _ = self.symbols[COUNTER]
+        buffer, size = self.symbols[BUFFER]
+        (count,) = struct.unpack("<I", self.memory.read(counter, 4))
+        self.memory.write(counter, bytes(4))
+        words = size // 4 // RECORDS
+        out = [struct.pack("<I", min(count, RECORDS))]
+        for i in range(min(count, RECORDS)):
+            rec = struct.unpack(f"<{words}I", self.memory.read(buffer + 4 * words * i, 4 * words))
+            fmt = self._c_string(rec[0])
+            out.append(struct.pack("<I", len(fmt)) + fmt + struct.pack(f"<I{words - 1}I", words - 1, *rec[1:]))
+        return b"".join(out)
+
+    def _c_string(self, address: int) -> bytes:
+        """The NUL-terminated bytes at ``address`` (a format string of the program's, in device memory)."""
+        held = self.memory.allocation_at(address)
+        if held is None:
+            return b"(format string outside device memory)"
+        data = self.memory.read(address, held[0] + held[1] - address)
+        return data.split(b"\0", 1)[0]
 
     @property
     def mismatches(self) -> int:

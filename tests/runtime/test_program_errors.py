@@ -18,11 +18,16 @@ def _run(capfd, tmp_path, code: str, *options: str) -> tuple[int, str, str]:
     return status, out, err
 
 
-def test_printf_in_a_kernel_is_refused_at_its_line(capfd, tmp_path):
-    status, out, err = _run(capfd, tmp_path, '#include <cstdio>\n__global__ void k() {\n  printf("%d", 1);\n}\n'
-                                             "int main() { k<<<1, 1>>>(); return 0; }\n")
-    assert status != 0 and out == ""
-    assert "prog.cu:3:3" in err and "printf in a kernel is not supported" in err
+def test_kernel_printf_formats_as_c_and_prints_at_synchronization(capfd, tmp_path):
+    code = ("#include <cstdio>\n__global__ void k(int v) {\n"
+            '  if (threadIdx.x == 1) printf("[%5d|%-4x|%c|%u|100%%]\\n", v, v, 65 + v, v * 3);\n'
+            '  if (threadIdx.x == 0) printf("first\\n");\n}\n'
+            'int main() { k<<<1, 2>>>(10); printf("host\\n"); k<<<1, 2>>>(-1);\n'
+            '  printf("between\\n"); cudaDeviceSynchronize(); return 0; }\n')
+    status, out, err = _run(capfd, tmp_path, code)
+    first = "first\n[   10|a   |K|30|100%]\n"
+    second = "first\n[   -1|ffffffff|@|4294967293|100%]\n"
+    assert (status, out) == (0, "host\n" + first + "between\n" + second), err
 
 
 def test_a_char_array_parameter_is_refused_before_the_program_starts(capfd, tmp_path):

@@ -59,6 +59,14 @@ def matrix_transpose() -> str:
     return _lines(*("".join(f"{v:5d}" for v in row) for row in t))
 
 
+def hello_printf() -> str:
+    """CUDA prints a kernel's printf output at the next synchronization, in thread order
+    within a warp (the blocks here run one after another)."""
+    greetings = [f"Hello from block {b}, thread {t}: id {3 * b + t}, value {100 + (3 * b + t) ** 2}"
+                 for b in range(2) for t in range(3)]
+    return _lines("launched", *greetings, "synchronized")
+
+
 def argv_scale(n: int, factor: int) -> str:
     return _lines(" ".join(str(i * factor) for i in range(n)))
 
@@ -101,6 +109,7 @@ CASES = [
     ("bad_launch.cu", [], bad_launch(32), 0),
     ("device_query.cu", [], device_query(1024, 32, "large"), 0),  # a program's machine unless --machine
     ("matrix_transpose.cu", [], matrix_transpose(), 0),
+    ("hello_printf.cu", [], hello_printf(), 0),
     ("managed_memory.cu", [], _lines("Max error: 0"), 0),
     ("events.cu", [], _lines("elapsed time: measured", " ".join(str(i + 1) for i in range(8)) + " "), 0),
 ]
