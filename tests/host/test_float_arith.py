@@ -174,11 +174,11 @@ def test_kernel_through_the_lowering(tmp_path):
 
 
 def test_div_and_rcp_match_float32():
-    bad = [(hex(a), hex(b)) for a, b in operand_pairs(43, n_random=150)
+    bad = [(hex(a), hex(b)) for a, b in operand_pairs(43, n_random=60)
            if binary(float_divide.divide, a, b) != hardware(np.divide, a, b)]
     assert not bad, f"div: {len(bad)} wrong, e.g. {bad[:5]}"
     rcp = lambda em, d, _, b: float_divide.reciprocal(em, d, b)  # noqa: E731
-    bad = [hex(b) for _, b in operand_pairs(44, n_random=50) if binary(rcp, 0, b) != hardware(np.divide, bits(1.0), b)]
+    bad = [hex(b) for _, b in operand_pairs(44, n_random=20)[::3] if binary(rcp, 0, b) != hardware(np.divide, bits(1.0), b)]
     assert not bad, f"rcp: {len(bad)} wrong, e.g. {bad[:5]}"
 
 
