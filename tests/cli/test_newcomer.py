@@ -258,8 +258,8 @@ def test_summary_lines_are_mlx_lms():
 def test_run_json_keeps_its_keys_and_adds_the_split():
     from qwengpu_mlx.cli.run import model_record
 
-    rec = model_record(SimpleNamespace(check=False), SimpleNamespace(kernel="dot"), _launch(90, 4.5, 40, 8.0),
-                       None, 0.1874)
+    prog = SimpleNamespace(kernel="dot", arrays=[])  # no float* array: outputs stay integers
+    rec = model_record(SimpleNamespace(check=False), prog, _launch(90, 4.5, 40, 8.0), None, 0.1874)
     assert rec == {"kernel": "dot", "backend": "model", "outputs": {"out": [32]}, "steps": 5, "tokens": 40,
                    "launch_tokens": [1] * 40, "tokens_per_s": 5.0, "prompt_tokens": 90, "prompt_tps": 20.0,
                    "generation_tokens": 40, "generation_tps": 5.0, "peak_memory_gb": 0.187}
