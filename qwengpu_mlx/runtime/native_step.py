@@ -82,7 +82,8 @@ class NativeStep:
     ``weights``: the runner's :class:`NarrowCircuit` (``runner.narrow``: all this step reads of it);
     ``module``: the built extension (``native.load``). Holds its own copy of the weights,
     by row (:meth:`nbytes`); conv and recurrent states are one float32 array each,
-    every mixer at its offset (:meth:`layer_states` gives one layer's)."""
+    every mixer at its offset (:meth:`layer_states` gives one layer's), and the activity
+    bytes a third (uint8)."""
 
     def __init__(self, weights: NarrowCircuit, module, sparse: bool = True):
         self.module = module
@@ -171,10 +172,12 @@ class NativeStep:
 
     def layer_states(self, packed, layer: int) -> tuple[np.ndarray, np.ndarray]:
         """Mixer ``layer``'s conv state [3, C] and recurrent state [1, H, Dv, Dk], of packed
-        states (views: the next step changes them)."""
+        states (views: the next step changes them). The step stores each head's state by
+        key dim ([Dk, Dv]: a key dim in use is contiguous); the view is transposed back."""
         conv, state, _ = packed
-        cs, co, ss, so = self.layout[layer]
-        return conv[co:co + int(np.prod(cs))].reshape(cs), state[so:so + int(np.prod(ss))].reshape(ss)
+        cs, co, (_, H, Dv, Dk), so = self.layout[layer]
+        by_key = state[so:so + H * Dv * Dk].reshape(H, Dk, Dv)
+        return conv[co:co + int(np.prod(cs))].reshape(cs), by_key.transpose(0, 2, 1)[None]
 
     def nbytes(self) -> int:
         """Bytes of the weights this step holds beyond the runner's."""

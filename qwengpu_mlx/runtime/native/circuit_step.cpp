@@ -244,64 +244,60 @@ float rms_factor(const float* x, int W, float inv_hidden, float eps) {
   return rsqrt(s * inv_hidden + eps);
 }
 
-// One head's delta-rule step over its [Dv, Dk] state; y [Dv] is read after the write.
-// Each row's two dot products use eight partial sums (dot8's order), in one pass each.
-void head_step(const float* s0, float* s, const float* __restrict q,
-               const float* __restrict k, const float* __restrict v, float g, float beta, int Dk, int Dv,
+// One head's delta-rule step over its [Dv, Dk] state, stored by key dim (column d is
+// s[d * Dv, (d + 1) * Dv): a key dim in use is a few cache lines, and the loops over the
+// value dims vectorize); y [Dv] is read after the write. Over the key dims `act`
+// (ascending): every other dim's state column is +0 and its key a zero, so its terms are
+// signed zeros (see Product::scatter) and its column stays +0. Each value dim's two dot
+// products use eight partial sums, lane l summing its dims d = l mod 8 in increasing
+// order (dot8's order, the order the dense step always used).
+void head_step(float* __restrict s, const float* __restrict q, const float* __restrict k,
+               const float* __restrict v, float g, float beta, int Dv, const int* act, int n,
                float* __restrict y) {
-  for (int e = 0; e < Dv; e++) {
-    const float* src = s0 + (size_t)e * Dk;  // the same row as `row` when updated in place
-    float* row = s + (size_t)e * Dk;
-    float p[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int d = 0; d < Dk; d += 8)
-      for (int l = 0; l < 8; l++) {
-        float t = src[d + l] * g;
-        row[d + l] = t;
-        p[l] += t * k[d + l];
-      }
-    float kv = ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
-    float delta = (v[e] - kv) * beta;
-    float w[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int d = 0; d < Dk; d += 8)
-      for (int l = 0; l < 8; l++) {
-        float t = row[d + l] + k[d + l] * delta;
-        row[d + l] = t;
-        w[l] += t * q[d + l];
-      }
-    y[e] = ((w[0] + w[1]) + (w[2] + w[3])) + ((w[4] + w[5]) + (w[6] + w[7]));
+  std::vector<float> p(8 * Dv, 0.0f), w(8 * Dv, 0.0f), delta(Dv);
+  for (int i = 0; i < n; i++) {
+    int d = act[i];
+    float* __restrict col = s + (size_t)d * Dv;
+    float* __restrict lane = p.data() + (d & 7) * Dv;
+    float kd = k[d];
+    for (int e = 0; e < Dv; e++) {
+      float t = col[e] * g;
+      col[e] = t;
+      lane[e] += t * kd;
+    }
   }
-}
-
-// head_step over the key dims `act` (ascending) only. Every other dim's state column is
-// +0 and its key is a zero, so its terms are signed zeros (see Product::scatter) and its
-// column stays +0; each lane l still sums its dims d = l mod 8 in increasing order.
-void head_step_active(float* s, const float* __restrict q, const float* __restrict k, const float* __restrict v,
-                      float g, float beta, int Dk, int Dv, const int* act, int n, float* __restrict y) {
   for (int e = 0; e < Dv; e++) {
-    float* row = s + (size_t)e * Dk;
-    float p[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int i = 0; i < n; i++) {
-      int d = act[i];
-      float t = row[d] * g;
-      row[d] = t;
-      p[d & 7] += t * k[d];
+    const float* c = p.data() + e;
+    float kv = ((c[0] + c[Dv]) + (c[2 * Dv] + c[3 * Dv])) + ((c[4 * Dv] + c[5 * Dv]) + (c[6 * Dv] + c[7 * Dv]));
+    delta[e] = (v[e] - kv) * beta;
+  }
+  for (int i = 0; i < n; i++) {
+    int d = act[i];
+    float* __restrict col = s + (size_t)d * Dv;
+    float* __restrict lane = w.data() + (d & 7) * Dv;
+    float kd = k[d], qd = q[d];
+    for (int e = 0; e < Dv; e++) {
+      float t = col[e] + kd * delta[e];
+      col[e] = t;
+      lane[e] += t * qd;
     }
-    float kv = ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
-    float delta = (v[e] - kv) * beta;
-    float w[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int i = 0; i < n; i++) {
-      int d = act[i];
-      float t = row[d] + k[d] * delta;
-      row[d] = t;
-      w[d & 7] += t * q[d];
-    }
-    y[e] = ((w[0] + w[1]) + (w[2] + w[3])) + ((w[4] + w[5]) + (w[6] + w[7]));
+  }
+  for (int e = 0; e < Dv; e++) {
+    const float* c = w.data() + e;
+    y[e] = ((c[0] + c[Dv]) + (c[2 * Dv] + c[3 * Dv])) + ((c[4 * Dv] + c[5 * Dv]) + (c[6 * Dv] + c[7 * Dv]));
   }
 }
 
 // SiLU, skipping MLX's exp where it is known: below -88 exp(-v) is +inf, the sigmoid 0
 // and the result v * 0 (-0), the same bits silu() gives.
 inline float silu_skip(float v) { return v < -88.0f ? v * 0.0f : silu(v); }
+
+// v[j] = silu(v[j]) * u where v[j] is not zero (a zero stays a zero: SiLU(0) * u is one),
+// one unit at a time: vectorized, the loop would take MLX's exp for every unit.
+__attribute__((optimize("no-tree-vectorize"))) void silu_nonzero(float* v, int n, float u) {
+  for (int j = 0; j < n; j++)
+    if (v[j] != 0.0f) v[j] = silu(v[j]) * u;
+}
 
 // The scratch rows of the products that add into the residual, per thread (MLX runs a
 // stream's tasks on one thread; the buffers are all zeros between uses).
@@ -372,6 +368,8 @@ void mixer(const MixerRec& m, const Consts& k, Clock& clock, float* x, int W, co
   clock.mark(MIX_CONV);
 
   std::vector<float> q(Dk), kk(Dk), y(Dv), o(H * Dv);
+  std::vector<int> every(Dk);
+  for (int d = 0; d < Dk; d++) every[d] = d;
   for (int h = 0; h < H; h++) {
     rms_norm(conv.data() + h * Dk, Dk, k.qk_eps, nullptr, q.data());
     rms_norm(conv.data() + H * Dk + h * Dk, Dk, k.qk_eps, nullptr, kk.data());
@@ -381,8 +379,9 @@ void mixer(const MixerRec& m, const Consts& k, Clock& clock, float* x, int W, co
     }
     float g = exp_mlx(-exp_mlx(m.A_log[h]) * softplus(a[h] + m.dt_bias[h]));
     size_t at = m.state_off + (size_t)h * Dv * Dk;
-    head_step(state_in + at, state_out + at, q.data(), kk.data(), conv.data() + 2 * H * Dk + h * Dv, g,
-              sigmoid(beta_in[h]), Dk, Dv, y.data());
+    if (state_out != state_in) std::copy(state_in + at, state_in + at + (size_t)Dv * Dk, state_out + at);
+    head_step(state_out + at, q.data(), kk.data(), conv.data() + 2 * H * Dk + h * Dv, g, sigmoid(beta_in[h]), Dv,
+              every.data(), Dk, y.data());
     rms_norm(y.data(), Dv, k.eps, m.gnorm, o.data() + h * Dv);
     for (int e = 0; e < Dv; e++) o[h * Dv + e] = silu(z[h * Dv + e]) * o[h * Dv + e];
   }
@@ -462,11 +461,7 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
       }
     head_state[h] |= n > 0;
     float* st = state + m.state_off + (size_t)h * Dv * Dk;
-    if (n == Dk)
-      head_step(st, st, q.data(), kk.data(), cv.data() + 2 * Dk, g, sigmoid(beta_in[h]), Dk, Dv, y.data());
-    else
-      head_step_active(st, q.data(), kk.data(), cv.data() + 2 * Dk, g, sigmoid(beta_in[h]), Dk, Dv, act.data(), n,
-                       y.data());
+    head_step(st, q.data(), kk.data(), cv.data() + 2 * Dk, g, sigmoid(beta_in[h]), Dv, act.data(), n, y.data());
     rms_norm(y.data(), Dv, k.eps, m.gnorm, o.data() + h * Dv);
     for (int e = 0; e < Dv; e++) o[h * Dv + e] = silu(z[h * Dv + e]) * o[h * Dv + e];
   }
@@ -546,7 +541,8 @@ float mlp(const MlpRec& m, const Consts& k, Clock& clock, Work& w, float* x, int
   clock.mark(MLP_GATE);
   if (sparse) {
     float uv = hi[m.up_col] * m.up_val[0];
-    for (int j = 0; j < U; j++) g[j] = g[j] < -88.0f ? 0.0f : silu(g[j]) * uv;
+    for (int j = 0; j < U; j++) g[j] = g[j] < -88.0f ? 0.0f : g[j];
+    silu_nonzero(g.data(), U, uv);
     clock.mark(MLP_ACT);
     m.down.scatter_into(g.data(), x, w.out);
     clock.mark(MLP_DOWN);
