@@ -1,6 +1,6 @@
 """The dashboard's launch against the command line's, the same launch, as a ratio.
 
-    .venv/bin/python -m bench.dashboard_launch [KERNEL ...] [--repeat 3]
+    .venv/bin/python -m bench.dashboard_launch [KERNEL ...] [--repeat 3] [--in-process]
 
 Both sides run in this one process, taking turns launch by launch (the machine is shared
 and noisy: both meet the same load), after one launch each to warm up (the circuit's
@@ -11,10 +11,13 @@ cache read, clang):
 * ``dashboard``: ``/run K`` typed into the dashboard (``tui.app.DashboardApp``, headless
   under Textual's pilot), timed from the key press until the screen shows the outcome:
   the launch on the dashboard's MLX thread, every token decoded into the launch and
-  machine panes, the status bar, the check.
+  machine panes, the status bar, the check. The launch runs in the dashboard's launch
+  process (``tui.launch_process``);
+* ``in-process`` (with ``--in-process``): the same dashboard with the launch on its MLX
+  thread, as before the launch process (the screen and the launch sharing one GIL).
 
-Printed per kernel: its tokens, the median wall time of each side, their ratio (the
-dashboard's target: at most 1.25), and each side's generation tokens/s.
+Printed per kernel: its tokens, the median wall time of each side, the dashboard's ratio to
+the CLI (its target: at most 1.25), and each side's generation tokens/s.
 """
 
 from __future__ import annotations
@@ -28,10 +31,12 @@ import time
 from rich.console import Console
 
 from qwengpu_mlx.cli.progress import Display
+from qwengpu_mlx.core.machine import MACHINES
 from qwengpu_mlx.runtime import CircuitStore, LaunchRequest, launch
 from qwengpu_mlx.tui.app import DashboardApp
 from qwengpu_mlx.tui.chat import NoChat
 from qwengpu_mlx.tui.commands import parse
+from qwengpu_mlx.tui.launcher import execute_launch
 
 KERNELS = ("dot", "collatz_steps")
 SIZE = (160, 48)
@@ -65,38 +70,65 @@ async def dashboard_launch(pilot, name: str) -> tuple[float, float, int]:
     return wall, out.launch.tokens_per_s, out.tokens
 
 
-async def measure(kernels, repeat: int) -> dict:
+class InProcessLaunches:
+    """The screen's ``launches`` as they were before the launch process: ``execute_launch`` on
+    the calling thread (the dashboard's MLX thread), on a store made there."""
+
+    def __init__(self):
+        self.store = None
+
+    def run(self, req, sink, cancel, job: int, *, check: bool):
+        self.store = self.store or CircuitStore()
+        return execute_launch(req, sink, cancel, check=check, store=self.store, machine=MACHINES[req.machine])
+
+    def close(self) -> None:
+        pass
+
+
+async def measure(kernels, repeat: int, in_process: bool = False) -> dict:
+    """Per kernel and side, ``repeat`` (wall s, tokens/s, tokens), the sides taking turns."""
     store = CircuitStore()
     rows = {}
     async with DashboardApp(chat=NoChat()).run_test(size=SIZE) as pilot:
+        screen = pilot.app.main
+        launchers = {"dashboard": screen.launches}
+        if in_process:
+            launchers["in-process"] = InProcessLaunches()
         for name in kernels:
             cli_launch(name, store)  # warm-up: the circuit's cache read, clang
-            await dashboard_launch(pilot, name)
-            cli, dash = [], []
-            for _ in range(repeat):  # taking turns: both sides under the same load
-                cli.append(cli_launch(name, store))
-                dash.append(await dashboard_launch(pilot, name))
-            rows[name] = (cli, dash)
+            for launcher in launchers.values():
+                screen.launches = launcher
+                await dashboard_launch(pilot, name)
+            sides = {"cli": [], **{side: [] for side in launchers}}
+            for _ in range(repeat):  # taking turns: every side under the same load
+                sides["cli"].append(cli_launch(name, store))
+                for side, launcher in launchers.items():
+                    screen.launches = launcher
+                    sides[side].append(await dashboard_launch(pilot, name))
+            rows[name] = sides
+        screen.launches = launchers["dashboard"]
     return rows
 
 
 def report(rows: dict) -> None:
-    print(f"{'kernel':<16}{'tokens':>7}{'cli s':>9}{'dashboard s':>13}{'ratio':>8}{'cli tok/s':>11}"
-          f"{'dash tok/s':>12}")
-    for name, (cli, dash) in rows.items():
-        c = statistics.median(w for w, _, _ in cli)
-        d = statistics.median(w for w, _, _ in dash)
-        ct = statistics.median(t for _, t, _ in cli)
-        dt = statistics.median(t for _, t, _ in dash)
-        print(f"{name:<16}{cli[0][2]:>7}{c:>9.2f}{d:>13.2f}{d / c:>8.2f}{ct:>11.1f}{dt:>12.1f}")
+    """One line per kernel and side: median wall s, ratio to the CLI, median tokens/s."""
+    print(f"{'kernel':<16}{'tokens':>7}  {'side':<12}{'wall s':>8}{'ratio':>8}{'tok/s':>9}")
+    for name, sides in rows.items():
+        cli = statistics.median(w for w, _, _ in sides["cli"])
+        for side, runs in sides.items():
+            wall = statistics.median(w for w, _, _ in runs)
+            tps = statistics.median(t for _, t, _ in runs)
+            print(f"{name:<16}{runs[0][2]:>7}  {side:<12}{wall:>8.2f}{wall / cli:>8.2f}{tps:>9.1f}")
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("kernels", nargs="*", default=list(KERNELS))
     p.add_argument("--repeat", type=int, default=3, help="launches per side per kernel (default 3)")
+    p.add_argument("--in-process", action="store_true",
+                   help="also time the dashboard with the launch on its MLX thread (before the launch process)")
     ns = p.parse_args(argv)
-    report(asyncio.run(measure(ns.kernels, ns.repeat)))
+    report(asyncio.run(measure(ns.kernels, ns.repeat, ns.in_process)))
     return 0
 
 

@@ -38,9 +38,13 @@ def wrap_rows(text: Text, console, width: int, indent: int = 0) -> list[Text]:
 class TokenStream(ScrollView, can_focus=True):
     """Holds Rich ``Text`` lines (each wrapped to the width); ``set_line`` rewrites one in place.
 
-    Only the visible rows are rendered (Textual's line API), so long launches stay cheap;
-    the oldest lines are dropped beyond ``max_lines``. The vertical scrollbar is always
-    there, so the wrapping width does not change when the stream grows past the pane.
+    Only the visible rows are rendered (Textual's line API), so long launches stay cheap:
+    a line is rendered to strips when it is first shown (a launch writes hundreds of lines a
+    second and most scroll past between two frames; only a line wider than the pane is cut
+    into rows when it comes, to count them), and the pane's style is read once per frame
+    (``rich_style`` walks every ancestor's background). The oldest lines are dropped beyond
+    ``max_lines``. The vertical scrollbar is always there, so the wrapping width does not
+    change when the stream grows past the pane.
     """
 
     DEFAULT_CSS = """
@@ -58,13 +62,15 @@ class TokenStream(ScrollView, can_focus=True):
         self.max_lines = max_lines
         self._lines: list[Text] = []
         self._indents: list[int] = []
-        self._rows: list[list[Strip]] = []  # per line, its wrapped rows
+        self._rows: list[list[Strip] | None] = []  # per line, its wrapped rows (None: not rendered yet)
+        self._counts: list[int] = []  # per line, how many rows it wraps to
         self._starts: list[int] = []  # per line, the row it starts at
         self._first = 0  # absolute index of self._lines[0]
         self._width = 0  # the width the rows are wrapped to (0: not laid out yet, uncut)
         self.auto_scroll = True
         self._held = 0  # inside batch(): size and scroll updates wait for its end
         self._held_scroll: bool | None = None  # what the batch changed (None: nothing)
+        self._style = None  # the pane's rich style during one frame's render_lines
 
     # ------------------------------------------------------------------ content
     @property
@@ -73,14 +79,14 @@ class TokenStream(ScrollView, can_focus=True):
 
     @property
     def row_count(self) -> int:
-        return self._starts[-1] + len(self._rows[-1]) if self._rows else 0
+        return self._starts[-1] + self._counts[-1] if self._counts else 0
 
     def plain_lines(self) -> list[str]:
         return [t.plain for t in self._lines]
 
     def plain_rows(self) -> list[str]:
         """The rows as shown (wrapped), for tests."""
-        return [strip.text.rstrip() for rows in self._rows for strip in rows]
+        return [strip.text.rstrip() for i in range(len(self._lines)) for strip in self._strips(i)]
 
     def _wrap(self, text: Text, indent: int) -> list[Strip]:
         console = self.app.console
@@ -91,15 +97,31 @@ class TokenStream(ScrollView, can_focus=True):
             strips.append(Strip(Segment.simplify(segs), row.cell_len))
         return strips
 
+    def _lay_out(self, i: int) -> None:
+        """Line ``i``'s row count; its strips now only when it wraps (else when first shown)."""
+        text = self._lines[i]
+        if self._width <= 0 or text.cell_len <= self._width:
+            self._rows[i], self._counts[i] = None, 1
+        else:
+            self._rows[i] = self._wrap(text, self._indents[i])
+            self._counts[i] = len(self._rows[i])
+
+    def _strips(self, i: int) -> list[Strip]:
+        if self._rows[i] is None:
+            self._rows[i] = self._wrap(self._lines[i], self._indents[i])
+        return self._rows[i]
+
     def append(self, text: Text, indent: int = 0) -> int:
         """Add a line; returns its absolute index (for :meth:`set_line`)."""
         self._lines.append(text.copy())
         self._indents.append(indent)
         self._starts.append(self.row_count)
-        self._rows.append(self._wrap(self._lines[-1], indent))
+        self._rows.append(None)
+        self._counts.append(1)
+        self._lay_out(len(self._lines) - 1)
         if len(self._lines) > self.max_lines:
             drop = max(1, self.max_lines // 10)  # in chunks: the row starts are recounted once per chunk
-            for seq in (self._lines, self._indents, self._rows):
+            for seq in (self._lines, self._indents, self._rows, self._counts):
                 del seq[:drop]
             self._first += drop
             self._recount(0)
@@ -111,16 +133,16 @@ class TokenStream(ScrollView, can_focus=True):
         if not 0 <= i < len(self._lines):
             return
         self._lines[i] = text.copy()
-        before = len(self._rows[i])
-        self._rows[i] = self._wrap(self._lines[i], self._indents[i])
-        if len(self._rows[i]) != before:
+        before = self._counts[i]
+        self._lay_out(i)
+        if self._counts[i] != before:
             self._recount(i)
             self._changed(scroll=True)
         else:
             self.refresh_lines(self._starts[i], before)
 
     def clear(self) -> None:
-        for seq in (self._lines, self._indents, self._rows, self._starts):
+        for seq in (self._lines, self._indents, self._rows, self._counts, self._starts):
             seq.clear()
         self._first = 0
         self._changed(scroll=False)
@@ -129,10 +151,10 @@ class TokenStream(ScrollView, can_focus=True):
     def _recount(self, start: int) -> None:
         """Row starts from line ``start`` on, after a line's row count changed."""
         del self._starts[start:]
-        row = self._starts[-1] + len(self._rows[start - 1]) if start > 0 else 0
-        for rows in self._rows[start:]:
+        row = self._starts[-1] + self._counts[start - 1] if start > 0 else 0
+        for count in self._counts[start:]:
             self._starts.append(row)
-            row += len(rows)
+            row += count
 
     @contextmanager
     def batch(self):
@@ -168,17 +190,25 @@ class TokenStream(ScrollView, can_focus=True):
         if width == self._width:
             return
         self._width = width
-        self._rows = [self._wrap(t, ind) for t, ind in zip(self._lines, self._indents)]
+        for i in range(len(self._lines)):
+            self._lay_out(i)
         self._recount(0)
         self._changed(scroll=True)
 
     # ------------------------------------------------------------------ rendering
+    def render_lines(self, crop):
+        self._style = self.rich_style  # once a frame, not twice a row
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._style = None
+
     def render_line(self, y: int) -> Strip:
-        scroll_y = self.scroll_offset.y
+        style = self._style or self.rich_style
         width = self.scrollable_content_region.width
-        row = scroll_y + y
-        if not self._rows or row >= self.row_count:
-            return Strip.blank(width, self.rich_style)
+        row = self.scroll_offset.y + y
+        if not self._lines or row >= self.row_count:
+            return Strip.blank(width, style)
         i = bisect_right(self._starts, row) - 1
-        strip = self._rows[i][row - self._starts[i]]
-        return strip.crop_extend(0, width, self.rich_style).apply_style(self.rich_style)
+        strip = self._strips(i)[row - self._starts[i]]
+        return strip.crop_extend(0, width, style).apply_style(style)
