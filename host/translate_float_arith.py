@@ -32,7 +32,8 @@ def _check_mods(ins, allowed: set[str]) -> None:
             continue
         if m in ("rz", "rm", "rp"):
             raise unsupported(ins, f"{name}: rounding mode .{m} is not supported (only round to nearest even, "
-                                   f".rn); use the ordinary operator (nearest even) instead of __fadd_r{m[1]}-style intrinsics")
+                                   f".rn); use the ordinary operator (nearest even) instead of "
+                                   f"__fadd_r{m[1]}-style intrinsics")
         if m == "ftz":
             raise unsupported(ins, f"{name}: .ftz (flush subnormals to zero) is not supported; subnormals are "
                                    f"kept as IEEE-754 says: {FAST_MATH_HINT}")

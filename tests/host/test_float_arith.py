@@ -178,7 +178,8 @@ def test_div_and_rcp_match_float32():
            if binary(float_divide.divide, a, b) != hardware(np.divide, a, b)]
     assert not bad, f"div: {len(bad)} wrong, e.g. {bad[:5]}"
     rcp = lambda em, d, _, b: float_divide.reciprocal(em, d, b)  # noqa: E731
-    bad = [hex(b) for _, b in operand_pairs(44, n_random=20)[::3] if binary(rcp, 0, b) != hardware(np.divide, bits(1.0), b)]
+    bad = [hex(b) for _, b in operand_pairs(44, n_random=20)[::3]
+           if binary(rcp, 0, b) != hardware(np.divide, bits(1.0), b)]
     assert not bad, f"rcp: {len(bad)} wrong, e.g. {bad[:5]}"
 
 
