@@ -67,6 +67,11 @@ def hello_printf() -> str:
     return _lines("launched", *greetings, "synchronized")
 
 
+def saxpy_float() -> str:
+    y = np.float32(2.0) * np.arange(20, dtype=np.float32) + np.float32(0.25) * np.arange(20, dtype=np.float32)
+    return _lines(f"y[0] = {y[0]:f}, y[19] = {y[19]:f}", "Max error: 0.000000")
+
+
 def argv_scale(n: int, factor: int) -> str:
     return _lines(" ".join(str(i * factor) for i in range(n)))
 
@@ -110,6 +115,7 @@ CASES = [
     ("device_query.cu", [], device_query(1024, 32, "large"), 0),  # a program's machine unless --machine
     ("matrix_transpose.cu", [], matrix_transpose(), 0),
     ("hello_printf.cu", [], hello_printf(), 0),
+    ("saxpy_float.cu", [], saxpy_float(), 0),
     ("managed_memory.cu", [], _lines("Max error: 0"), 0),
     ("events.cu", [], _lines("elapsed time: measured", " ".join(str(i + 1) for i in range(8)) + " "), 0),
 ]
