@@ -33,7 +33,7 @@ import numpy as np
 
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
 from qwengpu_mlx.runtime.circuit_layers import MLP, Mixer, NarrowCircuit, PairedGate, mixer_weights, mlp_weights
-from qwengpu_mlx.runtime.native_step import NativeStep
+from qwengpu_mlx.runtime.native_step import NativeStep, SparseRows
 from qwengpu_mlx.runtime.recurrent import Recurrence, gated_delta_ops, gates, normalize_qk, precise_swiglu
 from qwengpu_mlx.runtime.sparse_product import Product
 
@@ -241,13 +241,8 @@ class CircuitRunner:
         if self._packed is None:
             self._packed = self.native.zeros()
         if self._rows is None:
-            self._rows, self._row_pos = np.array(self.embedding), np.array(self.embedding_pos)
-        margin = float("inf")
-        for t in tokens:
-            x = np.zeros(self.width, np.float32)
-            x[self._row_pos] += self._rows[t]  # embed()'s 0 + row, in NumPy
-            lg, m = self.native(x, self._packed, self.track_margins)
-            margin = min(margin, m)
+            self._rows = SparseRows.of(np.array(self.embedding), np.array(self.embedding_pos))
+        lg, margin = self.native.tokens(tokens, self._packed, self._rows, self.track_margins)
         if self.track_margins:
             self.min_margin = min(self.min_margin, margin)
         return mx.array(lg)

@@ -76,6 +76,28 @@ class _Blobs:
         return cat(self.floats, np.float32), cat(self.ints, np.int32)
 
 
+class SparseRows:
+    """The embedding rows by their non-zeros, at their residual positions: a token's
+    residual is 0 + its row (the runner's ``embed``); a zero entry would give the +0
+    that is there already, so only the non-zeros are added (a twelfth of the large
+    machine's rows, which its native pack stores)."""
+
+    def __init__(self, rowptr: np.ndarray, cols: np.ndarray, vals: np.ndarray):
+        self.rowptr, self.cols, self.vals = rowptr, cols, vals
+
+    @classmethod
+    def of(cls, rows: np.ndarray, positions: np.ndarray) -> "SparseRows":
+        r, c = np.nonzero(rows)
+        return cls(np.searchsorted(r, np.arange(rows.shape[0] + 1)), positions[c].astype(np.int32),
+                   rows[r, c].astype(np.float32))
+
+    def embed(self, token: int, width: int) -> np.ndarray:
+        x = np.zeros(width, np.float32)
+        a, b = self.rowptr[token], self.rowptr[token + 1]
+        x[self.cols[a:b]] += self.vals[a:b]
+        return x
+
+
 class NativeStep:
     """One token of a :class:`~qwengpu_mlx.runtime.circuit_runner.CircuitRunner` in one call.
 
@@ -119,9 +141,35 @@ class NativeStep:
                   1e-6 * inv ** 2]
         self.floats, self.ints = blobs.arrays()
         self.width = weights.width
-        program = {track: header[:3] + [int(track)] + header[4:] + body for track in (False, True)}
-        self._plans = {track: module.plan(p, consts, sparse=sparse) for track, p in program.items()}
-        self._program, self._consts, self.sparse = program[False], consts, sparse
+        self._attach(header + body, consts, sparse)
+
+    def _attach(self, program: list[int], consts: list[float], sparse: bool) -> None:
+        """The plans of ``program`` (its header's margin flag off and on)."""
+        self._plans = {track: self.module.plan(program[:3] + [int(track)] + program[4:], consts, sparse=sparse)
+                       for track in (False, True)}
+        self._program, self._consts, self.sparse = program[:3] + [0] + program[4:], consts, sparse
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Everything this step is, as arrays (``native_runner`` caches them): the weight
+        blobs, the program, the constants, the state sizes and each mixer's layout."""
+        layout = [[L, cs[1], co, ss[1], ss[2], ss[3], so] for L, (cs, co, ss, so) in sorted(self.layout.items())]
+        return {"floats": self.floats, "ints": self.ints, "program": np.array(self._program, np.int64),
+                "consts": np.array(self._consts, np.float64),
+                "sizes": np.array([self.conv_size, self.state_size, self.aux_size, self.V, self.width], np.int64),
+                "layout": np.array(layout, np.int64).reshape(-1, 7)}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict, module, sparse: bool = True) -> "NativeStep":
+        """The step :meth:`arrays` describes, over ``module`` (no circuit needed)."""
+        step = cls.__new__(cls)
+        step.module = module
+        step.floats = np.ascontiguousarray(arrays["floats"], np.float32)
+        step.ints = np.ascontiguousarray(arrays["ints"], np.int32)
+        step.conv_size, step.state_size, step.aux_size, step.V, step.width = (int(v) for v in arrays["sizes"])
+        step.layout = {int(L): ((3, int(C)), int(co), (1, int(H), int(Dv), int(Dk)), int(so))
+                       for L, C, co, H, Dv, Dk, so in arrays["layout"]}
+        step._attach([int(v) for v in arrays["program"]], [float(v) for v in arrays["consts"]], sparse)
+        return step
 
     @staticmethod
     def _mlp(blobs: _Blobs, ml, w_post) -> list[int]:
@@ -169,6 +217,15 @@ class NativeStep:
         tests (``packed`` is updated in place, as in :meth:`__call__`)."""
         plan = self.module.plan(self._program, self._consts, blocks, sparse=self.sparse)
         return self._run(plan, x, packed)[1].reshape(1, -1)
+
+    def tokens(self, tokens: list[int], packed, rows: "SparseRows", track: bool) -> tuple[np.ndarray, float]:
+        """``(logits [V] of the last token, smallest gate margin)`` after ``tokens`` one by
+        one from ``packed`` (updated in place), each embedded by ``rows``."""
+        margin = float("inf")
+        for t in tokens:
+            logits, m = self(rows.embed(t, self.width), packed, track)
+            margin = min(margin, m)
+        return logits, margin
 
     def layer_states(self, packed, layer: int) -> tuple[np.ndarray, np.ndarray]:
         """Mixer ``layer``'s conv state [3, C] and recurrent state [1, H, Dv, Dk], of packed

@@ -19,6 +19,7 @@ from qwengpu_mlx.core.machine_support import check_circuit_supports
 from qwengpu_mlx.runtime.circuit_cache import cached_compact
 from qwengpu_mlx.runtime.circuit_runner import CircuitRunner
 from qwengpu_mlx.runtime.gpu_trust import choose_recurrence
+from qwengpu_mlx.runtime.native_runner import packed_runner, save_pack
 from qwengpu_mlx.runtime.native_trust import choose_native
 from qwengpu_mlx.runtime.recurrent import gated_delta_ops
 
@@ -55,10 +56,27 @@ class CircuitStore:
                               log=self.log)
 
     def runner(self, machine: MachineConfig):
-        """The runner launches on ``machine`` use: built once per store."""
+        """The runner launches on ``machine`` use: built once per store. Where the native
+        step runs, from its cached pack when there is one (``native_runner``: no circuit
+        to load), else over the compact circuit, whose native pack is then cached."""
         if machine not in self._runners:
-            self._runners[machine] = self.runner_over(self.compact(machine), machine)
+            self._runners[machine] = self._packed(machine) or self._built(machine)
         return self._runners[machine]
+
+    def _packed(self, machine: MachineConfig):
+        if self.native is not None or self.kernel is not None:  # a stand-in or a kernel to judge: the long way
+            return None
+        self._check_supported(machine)
+        return packed_runner(machine, self.directory)
+
+    def _built(self, machine: MachineConfig):
+        runner = self.runner_over(self.compact(machine), machine)
+        if runner.native is not None and self.native is None:
+            try:
+                save_pack(runner, machine, self.directory)
+            except OSError as e:  # a read-only cache still runs, it just builds next time
+                (self.log or (lambda m: None))(f"could not write the native pack ({e})")
+        return runner
 
     def runner_over(self, cc, machine: MachineConfig):
         """A new runner over the compact circuit ``cc`` (e.g. one folded for a base's

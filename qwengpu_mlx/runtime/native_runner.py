@@ -1,0 +1,148 @@
+"""A runner over the native step alone, from its cached pack: a launch without the circuit.
+
+Why: a cold ``run`` spent most of its start-up (about 4 of 5 s on the large machine)
+loading the compact circuit, building the MLX-ops runner's weights and packing them
+again for the native step, only to run every token on the native step. Once a store's
+runner has its native step (the step passed its probe here), :func:`save_pack` writes
+what that step runs (weights and program as packed arrays, the embedding rows, which
+heads hold memory) beside the circuit cache, under a key of the circuit (its own cache
+key: machine, shape, levels, compiler source) and of the packing code. :func:`load_pack`
+trusts an entry only when its manifest's key and SHA-256 match (as ``circuit_cache``
+does), and :class:`PackedRunner` runs launches over it exactly as the circuit runner's
+native path does (the same step, the same arrays).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from pathlib import Path
+
+import mlx.core as mx
+import numpy as np
+
+from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS
+from qwengpu_mlx.compiler.machine_circuit import NARROW
+from qwengpu_mlx.core.hashing import file_sha256
+from qwengpu_mlx.runtime import native
+from qwengpu_mlx.runtime.circuit_cache import cache_dir, circuit_key, write_atomically
+from qwengpu_mlx.runtime.gpu_trust import VERDICTS_FILE, _read_verdicts
+from qwengpu_mlx.runtime.native_step import NativeStep, SparseRows
+
+FORMAT = 1
+_HERE = Path(__file__).resolve().parent
+# the pack is a function of the circuit and of these sources (how it is packed and run)
+_SOURCES = ("native_step.py", "circuit_layers.py", "sparse_product.py", "circuit_runner.py", "native_runner.py")
+
+
+class PackedRunner:
+    """The launch runner interface (``runner.py``) over a :class:`NativeStep` alone."""
+
+    def __init__(self, step: NativeStep, machine, rows: SparseRows, memory_heads, heads: dict[int, list[int]]):
+        self.machine = machine
+        self.native = step
+        self.memory_heads = memory_heads
+        self.track_margins = False
+        self._rows, self._heads = rows, heads
+        self.reset()
+
+    def reset(self) -> None:
+        self._packed = None
+        self.min_margin = float("inf")
+
+    def step(self, tokens: list[int]) -> mx.array:
+        """Feed tokens (prefill or one step); logits of the last one."""
+        if self._packed is None:
+            self._packed = self.native.zeros()
+        lg, margin = self.native.tokens(tokens, self._packed, self._rows, self.track_margins)
+        if self.track_margins:
+            self.min_margin = min(self.min_margin, margin)
+        return mx.array(lg)
+
+    def recurrent_state(self, layer: int, head: int) -> np.ndarray:
+        """The state [Dv, Dk] of dense head index ``head`` in ``layer`` (float32, a copy)."""
+        i = self._heads[layer].index(head)
+        if self._packed is None:
+            _, _, (_, _, Dv, Dk), _ = self.native.layout[layer]
+            return np.zeros((Dv, Dk), np.float32)
+        return np.array(self.native.layer_states(self._packed, layer)[1][0, i])
+
+
+def pack_key(machine) -> str:
+    """The circuit's cache key and the packing code's source, hashed."""
+    h = hashlib.sha256(f"native pack {FORMAT}\n{circuit_key(machine, NARROW, DEFAULT_LEVELS)}\n".encode())
+    for name in _SOURCES:
+        h.update(name.encode() + b"\0" + (_HERE / name).read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _paths(key: str, directory: Path | None) -> tuple[Path, Path]:
+    arrays = (directory or cache_dir()) / f"native-pack-{key[:16]}.npz"
+    return arrays, arrays.with_suffix(".json")
+
+
+def save_pack(runner, machine, directory: Path | None = None) -> None:
+    """Write the pack of a circuit runner whose native step runs ``machine``'s own circuit."""
+    arrays = runner.native.arrays()
+    heads = {L: list(mz.heads) for L, mz in enumerate(runner.mixers) if mz is not None}
+    rows = SparseRows.of(np.array(runner.embedding), np.array(runner.embedding_pos))
+    arrays.update(rows_ptr=rows.rowptr, rows_cols=rows.cols, rows_vals=rows.vals,
+                  memory_heads=np.array(runner.memory_heads, np.int64).reshape(-1, 2),
+                  head_layers=np.array([L for L, hs in heads.items() for _ in hs], np.int64),
+                  heads=np.array([h for hs in heads.values() for h in hs], np.int64))
+    key = pack_key(machine)
+    path, manifest = _paths(key, directory)
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(name: str) -> None:
+        with open(name, "wb") as f:
+            np.savez(f, **arrays)
+
+    write_atomically(path, write)
+    text = json.dumps({"format": FORMAT, "key": key, "sha256": file_sha256(path)})
+    write_atomically(manifest, lambda name: Path(name).write_text(text))
+
+
+def load_pack(machine, directory: Path | None = None) -> dict | None:
+    """The pack's arrays when its manifest vouches for them, else None (the caller builds)."""
+    key = pack_key(machine)
+    path, manifest = _paths(key, directory)
+    try:
+        meta = json.loads(manifest.read_text())
+        data = path.read_bytes()
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict) or meta.get("key") != key or meta.get("sha256") != hashlib.sha256(data).hexdigest():
+        return None
+    try:
+        with np.load(io.BytesIO(data)) as z:
+            return {name: z[name] for name in z.files}
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def trusted_module():
+    """The built native module when its probe verdict here is cached and trusted, else None
+    (then the store takes the long way, which probes)."""
+    if mx.default_device() != mx.cpu:
+        return None
+    found = native.load(lambda line: None)
+    if found.module is None:
+        return None
+    verdict = _read_verdicts(native.native_dir() / VERDICTS_FILE).get(f"native circuit step {found.key}")
+    return found.module if isinstance(verdict, dict) and verdict.get("trusted") is True else None
+
+
+def packed_runner(machine, directory: Path | None = None) -> PackedRunner | None:
+    """A runner over ``machine``'s cached pack, or None when there is none to trust."""
+    module = trusted_module()
+    arrays = load_pack(machine, directory) if module is not None else None
+    if arrays is None:
+        return None
+    heads: dict[int, list[int]] = {}
+    for L, h in zip(arrays["head_layers"], arrays["heads"]):
+        heads.setdefault(int(L), []).append(int(h))
+    memory_heads = tuple((int(L), int(h)) for L, h in arrays["memory_heads"])
+    rows = SparseRows(arrays["rows_ptr"], arrays["rows_cols"], arrays["rows_vals"])
+    return PackedRunner(NativeStep.from_arrays(arrays, module), machine, rows, memory_heads, heads)

@@ -1,0 +1,51 @@
+"""The native pack: a store's second runner comes from it and launches exactly as the first.
+
+Expected values come from the circuit runner over the compact circuit (the runner a store
+builds the long way, whose native step ``test_native_step.py`` compares with the MLX-ops
+path) and from the kernels' NumPy oracles; the packed runner is the code under test.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE, LARGE_MACHINE
+from qwengpu_mlx.runtime import CircuitStore
+from qwengpu_mlx.runtime.circuit_runner import CircuitRunner
+from qwengpu_mlx.runtime.native_runner import PackedRunner, _paths, pack_key
+from tests.support.launching import bound_program, on_runner
+from tests.support.oracles import ORACLES
+
+KERNELS = Path(__file__).resolve().parents[2] / "examples" / "kernels"
+
+
+def _launch(runner, name, machine):
+    spec = json.loads((KERNELS / f"{name}.json").read_text())
+    prog = bound_program(KERNELS / f"{name}.cu", spec["kernel"], args=spec["args"], block=spec["block"],
+                         grid=spec["grid"], machine=machine)
+    return spec, on_runner(prog, runner, check=True)
+
+
+@pytest.mark.parametrize("machine,name", [(DEFAULT_MACHINE, "shfl_broadcast"), (LARGE_MACHINE, "dot")])
+def test_the_second_store_runs_on_the_pack_and_launches_the_same(tmp_path, machine, name):
+    built = CircuitStore(directory=tmp_path).runner(machine)
+    assert isinstance(built, CircuitRunner) and built.native is not None
+    packed = CircuitStore(directory=tmp_path).runner(machine)
+    assert isinstance(packed, PackedRunner)
+    spec, want = _launch(built, name, machine)
+    _, got = _launch(packed, name, machine)
+    assert got.tokens == want.tokens and got.min_margin == want.min_margin
+    assert got.check.problems == [] and got.outputs == ORACLES[name](spec)
+    heads = [(L, h) for L, mz in enumerate(built.mixers) if mz is not None for h in mz.heads][::7]
+    for L, h in heads:  # every seventh head's state after the launch, bit for bit
+        assert (packed.recurrent_state(L, h) == built.recurrent_state(L, h)).all()
+
+
+def test_a_corrupt_pack_is_not_used(tmp_path):
+    CircuitStore(directory=tmp_path).runner(DEFAULT_MACHINE)
+    arrays, _ = _paths(pack_key(DEFAULT_MACHINE), tmp_path)
+    data = bytearray(arrays.read_bytes())
+    data[len(data) // 2] ^= 1
+    arrays.write_bytes(bytes(data))
+    assert isinstance(CircuitStore(directory=tmp_path).runner(DEFAULT_MACHINE), CircuitRunner)
