@@ -168,3 +168,12 @@ def test_a_float_shuffles_as_its_bits(tmp_path):
     words = bits(*values)
     down = [words[i + 1] if i + 1 < 8 else 0 for i in range(8)]  # lane 8 was never launched: it reads 0
     assert as_unsigned(r.outputs["out"]) == [w for i in range(8) for w in (words[0], down[i])]
+
+
+@needs_clang
+def test_a_typedef_float_is_a_float_by_its_mangled_name(tmp_path):
+    """``real*`` says nothing to the source scan; the mangled ``Pf`` does."""
+    code = "typedef float real;\n__global__ void k(const real* a, real* b) { b[threadIdx.x] = a[threadIdx.x]; }\n"
+    r = cli("run", cu(tmp_path, code, "real.cu"), "--arg", "a=0.1,-2.5", "--arg", "b=0,0", "--block", "2")
+    assert r.returncode == 0, r.stderr
+    assert "  b = [0.1, -2.5]" in r.stdout.splitlines()
