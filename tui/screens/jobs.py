@@ -159,9 +159,10 @@ class JobsMixin:
     def _deliver(self) -> None:
         """Apply every queued event of the job on the screen (others' are stale), then redraw once."""
         self._delivered_at = time.monotonic()
-        for event in self.feed.take():
-            if self.job is not None and event.job == self.job.id:
-                self._apply(event)
+        with self.launch_pane.stream.batch():  # the launch pane laid out and scrolled once a batch
+            for event in self.feed.take():
+                if self.job is not None and event.job == self.job.id:
+                    self._apply(event)
         self._redraw()
 
     def _apply(self, event) -> None:

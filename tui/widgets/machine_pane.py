@@ -231,12 +231,18 @@ class MachinePane(Vertical):
         self.query_one("#memory-title", Static).update(src, layout=False)  # one row
 
     def _set_table(self, selector: str, text: Text) -> None:
-        """A table's new text; the screen is laid out again only when its size changed (a layout
-        redraws every widget: during a launch, most updates change values, not the size)."""
+        """A table's new text; the screen is laid out again only when the table outgrew the room it
+        was given for this state (a layout redraws every widget and took a fifth of a second on a
+        loaded machine: during a launch most updates change values, and a table only grows), or
+        when a new state is shown."""
         static = self.query_one(selector, Static)
-        size = (max((line.cell_len for line in text.split()), default=0), len(text.plain.splitlines()))
-        static.update(text, layout=size != getattr(static, "table_size", None))
-        static.table_size = size
+        width = max((line.cell_len for line in text.split()), default=0)
+        height = len(text.plain.splitlines())
+        room = getattr(static, "table_room", None)
+        grows = room is None or room[0] is not self.state or width > room[1] or height > room[2]
+        static.update(text, layout=grows)
+        if grows:
+            static.table_room = (self.state, width, height)
 
     def memory_text(self) -> str:
         return render_plain(memory_table(self.state))
