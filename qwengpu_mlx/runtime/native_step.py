@@ -14,6 +14,8 @@ runtime uses this step only after a probe launch matched it (``native_trust``), 
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from qwengpu_mlx.runtime.circuit_layers import NarrowCircuit, PairedGate
@@ -74,6 +76,15 @@ class _Blobs:
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         cat = lambda parts, dt: np.concatenate(parts) if parts else np.zeros(0, dt)  # noqa: E731
         return cat(self.floats, np.float32), cat(self.ints, np.int32)
+
+
+def step_threads() -> int:
+    """Threads the step's logits take: ``$QWENGPU_MLX_THREADS``, else 1 (``bench/threads.py``
+    measures what more give on this machine)."""
+    try:
+        return max(1, int(os.environ.get("QWENGPU_MLX_THREADS", "1")))
+    except ValueError:
+        return 1
 
 
 class SparseRows:
@@ -145,8 +156,9 @@ class NativeStep:
 
     def _attach(self, program: list[int], consts: list[float], sparse: bool) -> None:
         """The plans of ``program`` (its header's margin flag off and on)."""
-        self._plans = {track: self.module.plan(program[:3] + [int(track)] + program[4:], consts, sparse=sparse)
-                       for track in (False, True)}
+        threads = step_threads()
+        self._plans = {track: self.module.plan(program[:3] + [int(track)] + program[4:], consts, sparse=sparse,
+                                               threads=threads) for track in (False, True)}
         self._program, self._consts, self.sparse = program[:3] + [0] + program[4:], consts, sparse
 
     def arrays(self) -> dict[str, np.ndarray]:

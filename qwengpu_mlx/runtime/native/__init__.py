@@ -118,7 +118,12 @@ def _build(target: Path, log: Callable[[str], None]) -> str | None:
         for f in built:
             if f.is_file():
                 shutil.copy2(f, final / f.name)
-        os.replace(final, target)
+        try:
+            os.replace(final, target)
+        except OSError:  # another process built the same key meanwhile: its module is as good
+            shutil.rmtree(final, ignore_errors=True)
+            if not target.is_dir():
+                raise
         return None
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -40,6 +40,7 @@
 #include <limits>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include <nanobind/nanobind.h>
@@ -76,6 +77,7 @@ struct Plan {
   int blocks = 0;  // how many layer blocks to run (all of them but in tests)
   bool profile = false;
   bool sparse = true;  // only what a token uses (false: every row, channel and head, for tests)
+  int threads = 1;  // threads for the logits (the sparse step's one product as wide as the vocabulary)
   mutable std::vector<double> seconds = std::vector<double>(N_STAGES, 0.0);
   mutable long tokens = 0;
 };
@@ -199,19 +201,33 @@ struct Product {
   }
   // apply into a dense y of `out` values over the non-zero inputs; a column that holds
   // every row in order (a tied logits column) is one contiguous loop.
-  void apply_sparse(const float* v, float* __restrict y) const {
-    std::fill(y, y + out, 0.0f);
+  void apply_sparse(const float* v, float* __restrict y) const { apply_rows(v, y, 0, out); }
+  // apply_sparse's rows [r0, r1) only: each row still adds its terms in input order, so
+  // threads that take disjoint row ranges give the same floats.
+  void apply_rows(const float* v, float* __restrict y, int r0, int r1) const {
+    std::fill(y + r0, y + r1, 0.0f);
     for (int j = 0; j < in; j++) {
       float a = v[j];
       if (a == 0.0f) continue;
       const int k0 = colptr[j];
       if (colptr[j + 1] - k0 == out) {
         const float* w = cvals + k0;
-        for (int r = 0; r < out; r++) y[r] += a * w[r];
+        for (int r = r0; r < r1; r++) y[r] += a * w[r];
       } else {
-        for (int k = k0; k < colptr[j + 1]; k++) y[crows[k]] += a * cvals[k];
+        for (int k = k0; k < colptr[j + 1]; k++)
+          if (crows[k] >= r0 && crows[k] < r1) y[crows[k]] += a * cvals[k];
       }
     }
+  }
+  // apply_sparse on `threads` threads, by row ranges (the logits: the step's widest product).
+  void apply_threads(const float* v, float* y, int threads) const {
+    if (threads <= 1 || out < 4096) return apply_sparse(v, y);
+    std::vector<std::thread> pool;
+    int per = (out + threads - 1) / threads;
+    for (int t = 1; t < threads; t++)
+      pool.emplace_back([=] { apply_rows(v, y, std::min(out, t * per), std::min(out, (t + 1) * per)); });
+    apply_rows(v, y, 0, std::min(out, per));
+    for (auto& th : pool) th.join();
   }
 };
 
@@ -611,7 +627,7 @@ float run(const Plan& plan, const Buffers& io) {
   std::vector<float> hn(n_out);
   for (int i = 0; i < n_out; i++) hn[i] = (x[out_pos[i]] * r) * final_norm[i];
   if (plan.sparse)
-    logits_of.apply_sparse(hn.data(), io.logits);
+    logits_of.apply_threads(hn.data(), io.logits, plan.threads);
   else
     logits_of.apply(hn.data(), io.logits);
   clock.mark(LOGITS);
@@ -621,7 +637,7 @@ float run(const Plan& plan, const Buffers& io) {
 }
 
 std::shared_ptr<Plan> make_plan(std::vector<int> program, std::vector<float> consts, int blocks, bool profile,
-                                bool sparse) {
+                                bool sparse, int threads) {
   if (consts.size() != 8) throw std::invalid_argument("circuit_step: a plan takes 8 constants");
   if (program.size() < 2) throw std::invalid_argument("circuit_step: a program starts with W and V");
   auto p = std::make_shared<Plan>();
@@ -632,6 +648,7 @@ std::shared_ptr<Plan> make_plan(std::vector<int> program, std::vector<float> con
   p->blocks = blocks;
   p->profile = profile;
   p->sparse = sparse;
+  p->threads = std::max(1, threads);
   return p;
 }
 
@@ -672,7 +689,7 @@ NB_MODULE(_circuit_step, m) {
   m.doc() = "One decode token of a compiled circuit, in one call";
   nb::class_<Plan>(m, "Plan");
   m.def("plan", &make_plan, nb::arg("program"), nb::arg("consts"), nb::arg("blocks") = -1,
-        nb::arg("profile") = false, nb::arg("sparse") = true);
+        nb::arg("profile") = false, nb::arg("sparse") = true, nb::arg("threads") = 1);
   // seconds per stage (the Stage order) and tokens run, of a profiling plan
   m.def("profile", [](const std::shared_ptr<Plan>& p) { return std::make_pair(p->seconds, p->tokens); });
   m.attr("STAGES") = std::vector<std::string>{"mixer: norm+projection", "mixer: conv", "mixer: normalize+gates+recurrence+gated norm",
