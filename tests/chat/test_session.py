@@ -77,7 +77,7 @@ ADD_OK = """__global__ void add(const int* a, const int* b, int* out, int n) {
     if (i < n) out[i] = a[i] + b[i];
 }"""
 ADD_SYNTAX = ADD_OK.replace("out[i] = a[i] + b[i];", "out[i] = a[i] + b[i]")
-ADD_FLOAT = ADD_OK.replace("out[i] = a[i] + b[i];", "out[i] = (int)((float)a[i] * 0.5f) + b[i];")
+ADD_DOUBLE = ADD_OK.replace("out[i] = a[i] + b[i];", "out[i] = (int)((double)a[i] * 0.5) + b[i];")
 
 
 def test_advanced_mode_compiler_errors_go_back_for_retries(tokenizer, runner):
@@ -85,14 +85,14 @@ def test_advanced_mode_compiler_errors_go_back_for_retries(tokenizer, runner):
     args = f'{{"a": {a}, "b": {b}, "out": [0, 0, 0, 0], "n": 4}}'
     expected = [x + y for x, y in zip(a, b)]
     script = [call("gpu_kernel", source=ADD_SYNTAX, args=args, block=4),
-              call("gpu_kernel", source=ADD_FLOAT, args=args, block=4),
+              call("gpu_kernel", source=ADD_DOUBLE, args=args, block=4),
               call("gpu_kernel", source=ADD_OK, args=args, block=4),
               f"out = {expected}"]
     s = session(tokenizer, runner, script, mode="advanced")
     summary = events_of(s, "add two arrays with a kernel")[-1]
     first, second, third = summary.tool_results
     assert first.error and "kernel.cu:3" in first.content  # clang's message, at the model's own line
-    assert second.error and "float" in second.content.lower()
+    assert second.error and "kernel.cu:3" in second.content and "double" in second.content  # the machine's refusal
     assert not third.error and f'"out": {expected}' in third.content
     assert len(summary.launches) == 1 and summary.launches[0].exact
     assert summary.answer == f"out = {expected}"

@@ -60,7 +60,9 @@ def test_the_machine_fits_2b_and_4b_and_not_08b(folded):
     assert len(problems) == 1 and problems[0].startswith("MLP width") and "6,144" in problems[0], problems
 
 
-@pytest.mark.parametrize("width", ["2b", "4b"])
+# the 4B width in bfloat16 runs without BLAS on a CPU (a minute here): a benchmark; the 2B width
+# checks the same suppression in the suite, and the 4B geometry's fit is checked above
+@pytest.mark.parametrize("width", ["2b", pytest.param("4b", marks=pytest.mark.benchmark)])
 def test_text_keeps_the_launch_tokens_out_at_real_width(width, folded):
     cfg, dtype = (qwen_like_config(), mx.float32) if width == "2b" else (qwen4b_like_config(), mx.bfloat16)
     combined = _combined(cfg, dtype, folded)
