@@ -23,8 +23,11 @@ from textual.message import Message
 
 from qwengpu_mlx.runtime import LaunchCancelled, LaunchEvents
 
-DELIVERIES_PER_S = 10  # the screen redraws what the MLX thread did at most this often (a frame costs the
-# launch its time on the GIL: at 20 a second the UI thread took half of it on a loaded 2-core machine)
+DELIVERIES_PER_S = 5  # the screen redraws what the job did at most this often. A frame costs CPU the launch
+# needs (Textual redraws the bounding box of what changed: tens of ms a frame): with the launch in its own
+# process, on a loaded 2-core machine (bench.dashboard_launch, collatz_steps) the dashboard took 1.94x the
+# CLI's time at 10 frames a second and 1.27x at 5, the same run (in one process, at 20 a second, the UI thread
+# held the GIL half the time)
 
 
 class FeedReady(Message):

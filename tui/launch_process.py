@@ -36,6 +36,7 @@ import queue
 import subprocess
 import sys
 import threading
+import time
 from multiprocessing.connection import Connection
 
 from qwengpu_mlx.core.machine import MACHINES
@@ -46,6 +47,7 @@ from qwengpu_mlx.tui.commands import RunRequest
 from qwengpu_mlx.tui.launcher import LaunchOutcome, execute_launch
 
 POLL_S = 0.05  # the caller checks the job's cancel event at least this often
+TOKENS_EVERY_S = 0.02  # the worker sends the launch's tokens this often (the screen draws at most every 0.1 s)
 CLOSE_WAIT_S = 2.0  # how long close() waits for the process to end before killing it
 
 
@@ -79,19 +81,34 @@ class _JobCancel:
 
 
 class _PipeEvents(LaunchEvents):
-    """The launch's events, in the worker process, as tuples sent to the dashboard."""
+    """The launch's events, in the worker process, as tuples sent to the dashboard; token ids go
+    in batches at most every :data:`TOKENS_EVERY_S` (the dashboard's side wakes for each message,
+    and on a loaded machine every wake-up takes CPU from the launch), any other event first
+    sending the tokens before it."""
 
     def __init__(self, outbox: _Outbox):
         self.outbox = outbox
+        self._ids: list[int] = []
+        self._sent_at = time.monotonic()
+
+    def flush(self) -> None:
+        if self._ids:
+            self.outbox.send(("tokens", self._ids))
+            self._ids = []
+        self._sent_at = time.monotonic()
 
     def phase(self, text: str) -> None:
+        self.flush()
         self.outbox.send(("phase", text))
 
     def begin(self, program, prompt: list[int]) -> None:
+        self.flush()
         self.outbox.send(("begin", program, prompt))
 
     def token(self, token_id: int, tok) -> None:
-        self.outbox.send(("token", token_id))
+        self._ids.append(token_id)
+        if time.monotonic() - self._sent_at >= TOKENS_EVERY_S:
+            self.flush()
 
 
 class _PipeText:
@@ -136,8 +153,10 @@ def serve(inbox: Connection, outbox: _Outbox) -> None:
     threading.Thread(target=_take_in, args=(inbox, jobs, cancels), name="inbox", daemon=True).start()
     while (job := jobs.get()) is not None:
         job_id, req, check, machine = job
-        outcome = execute_launch(req, _PipeEvents(outbox), _JobCancel(cancels, job_id), check=check,
-                                 store=store, machine=MACHINES[machine])
+        events = _PipeEvents(outbox)
+        outcome = execute_launch(req, events, _JobCancel(cancels, job_id), check=check, store=store,
+                                 machine=MACHINES[machine])
+        events.flush()
         outbox.send(("done", outcome))
 
 
@@ -145,8 +164,9 @@ def serve(inbox: Connection, outbox: _Outbox) -> None:
 def _forward(message: tuple, sink, vocab) -> None:
     """One event from the process, to the job's sink."""
     kind = message[0]
-    if kind == "token":
-        sink.token(message[1], vocab[message[1]])
+    if kind == "tokens":
+        for token_id in message[1]:
+            sink.token(token_id, vocab[token_id])
     elif kind == "begin":
         sink.begin(message[1], message[2])
     elif kind == "phase":
