@@ -16,17 +16,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from numbers import Integral
 from pathlib import Path
 from typing import Callable
 
-from qwengpu_mlx.core.errors import MemoryFault, QwenGpuError
+from qwengpu_mlx.core.errors import MemoryFault, QwenGpuError, ResourceError
+from qwengpu_mlx.core.float32 import M32
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
 from qwengpu_mlx.core.vocab import MAX_GRID
 from qwengpu_mlx.runtime import LaunchRequest, bind_request, launch
 
-from qwengpu_mlx.chat.expression_parse import (INT_MAX, INT_MIN, Array, BinOp, Call, ExpressionError, Neg, Num, parse)
+from qwengpu_mlx.chat.expression_parse import (INT_MAX, INT_MIN, Array, BinOp, Call, ExpressionError, F32, Neg, Num,
+                                               parse)
 
-__all__ = ["ExpressionError", "Evaluation", "KernelJob", "evaluate", "parse", "count_launches",
+__all__ = ["ExpressionError", "Evaluation", "F32", "KernelJob", "evaluate", "parse", "count_launches",
            "job_request", "bind_job", "reference_launch", "KERNELS", "MAX_LAUNCHES"]
 
 KERNELS = Path(__file__).parent / "kernels"
@@ -49,6 +52,7 @@ class KernelJob:
     form: str  # e.g. "dot", shown to the user
     length: int | None = None  # elements of the result to read; None: a scalar (word 0)
     per_element: tuple[str, ...] = ()  # the arrays of one word per input element (what limits the length)
+    floats: bool = False  # the result's words are float32 bit patterns
 
 
 @dataclass
@@ -87,15 +91,15 @@ def _geometry(threads: int) -> tuple[int, int]:
 
 def _job(source: str, form: str, args: dict, result: str, *, threads: int, kernel: str | None = None,
          length: int | None = None, geometry: tuple[int, int] | None = None,
-         per_element: tuple[str, ...] = ()) -> KernelJob:
+         per_element: tuple[str, ...] = (), floats: bool = False) -> KernelJob:
     block, grid = geometry or _geometry(threads)
-    return KernelJob(KERNELS / source, kernel, args, block, grid, result, form, length, per_element)
+    return KernelJob(KERNELS / source, kernel, args, block, grid, result, form, length, per_element, floats)
 
 
 # --- checks ------------------------------------------------------------------------------
 
 def _kind(value) -> str:
-    if isinstance(value, int):
+    if isinstance(value, (int, F32)):
         return "a scalar"
     if value and isinstance(value[0], list):
         return "a matrix"
@@ -110,8 +114,8 @@ def _vector(value, what: str, column: int) -> list[int]:
     return value
 
 
-def _scalar(value, what: str, column: int) -> int:
-    if not isinstance(value, int):
+def _scalar(value, what: str, column: int) -> int | F32:
+    if not isinstance(value, (int, F32)):
         raise ExpressionError(f"{what} needs a scalar, got {_kind(value)} (column {column})")
     return value
 
@@ -335,7 +339,100 @@ def _scalar_form(name: str, args: list[int], column: int) -> KernelJob:
     return _job("pow.cu", "pow", {"out": [0], "base": base, "e": exponent}, "out", threads=1, kernel="pow_")
 
 
-ARITY = {"sum": 1, "min": 1, "max": 1, "argmax": 1, "mean": 1, "prefix_sum": 1, "sort": 1, "reverse": 1,
+# --- float32: each operation a float kernel; the host binds and reads bit patterns ----------
+
+def is_float(value) -> bool:
+    """A float32 scalar, or a vector of them."""
+    return isinstance(value, F32) or (isinstance(value, list) and bool(value) and isinstance(value[0], F32))
+
+
+def _words(value: list) -> list:
+    """A vector as launch arguments: a float as PTX spells its bits (``0f40200000``), which
+    the binding takes as those bits (no decimal is re-read); an int as itself."""
+    return [f"0f{x.bits:08X}" if isinstance(x, F32) else x for x in value]
+
+
+def _integers(value, what: str, column: int):
+    """Refuse a float where a form computes in integers only."""
+    if is_float(value):
+        raise ExpressionError(f"{what} takes integers only, got a float (column {column}); floats take + - * /, "
+                              f"sqrt, sum, mean and fmean")
+    return value
+
+
+def _float_operands(op: str, a, b, column: int) -> tuple[list, list, int | None]:
+    """Both sides as equal-length vectors; a scalar beside a vector is repeated (binding,
+    not computing: each element is the same value). Length None: scalar op scalar."""
+    if _kind(a) == "a scalar" and _kind(b) == "a scalar":
+        return [a], [b], None
+    n = len(_vector(b if _kind(a) == "a scalar" else a, f"'{op}'", column))
+    a = [a] * n if _kind(a) == "a scalar" else _vector(a, f"'{op}'", column)
+    b = [b] * n if _kind(b) == "a scalar" else _vector(b, f"'{op}'", column)
+    if len(a) != len(b):
+        raise ExpressionError(f"the vectors have {len(a)} and {len(b)} elements ('{op}' at column {column})")
+    return a, b, n
+
+
+def _float_binop(op: str, a, b, column: int) -> KernelJob:
+    """``+ - * /`` where a side is a float: ``float_elementwise.cu``'s _ff/_fi/_if kernel,
+    which converts an int side itself ((float), on the GPU) and writes into the float side."""
+    if op not in "+-*/":
+        raise ExpressionError(f"'{op}' takes integers only, got a float (column {column}); floats take + - * /")
+    a, b, length = _float_operands(op, a, b, column)
+    name = {"+": "add", "-": "sub", "*": "mul", "/": "div"}[op]
+    left, right = ("f" if is_float(a) else "i"), ("f" if is_float(b) else "i")
+    result = "a" if left == "f" else "b"
+    return _job("float_elementwise.cu", f"float {name}", {"a": _words(a), "b": _words(b), "n": len(a)}, result,
+                threads=len(a), kernel=f"{name}_{left}{right}", length=length, per_element=("a", "b"), floats=True)
+
+
+def _float_negate(value, column: int) -> KernelJob:
+    """``-x`` of a float: neg.f32 flips the sign bit on the GPU."""
+    scalar = isinstance(value, F32)
+    x = [value] if scalar else _vector(value, "negation", column)
+    return _job("float_elementwise.cu", "float negate", {"x": _words(x), "n": len(x)}, "x", threads=len(x),
+                kernel="neg_f", length=None if scalar else len(x), per_element=("x",), floats=True)
+
+
+def _sqrt(value, column: int) -> KernelJob:
+    """``sqrt(x)``: sqrtf, correctly rounded (sqrt.rn.f32) on the GPU; of ints, converted there."""
+    scalar = _kind(value) == "a scalar"
+    x = [value] if scalar else _vector(value, "sqrt", column)
+    length = None if scalar else len(x)
+    if is_float(x):
+        return _job("float_sqrt.cu", "sqrt", {"x": _words(x), "n": len(x)}, "x", threads=len(x), kernel="sqrt_f",
+                    length=length, per_element=("x",), floats=True)
+    return _job("float_sqrt.cu", "sqrt", {"x": x, "out": ["0f00000000"] * len(x), "n": len(x)}, "out",
+                threads=len(x), kernel="sqrt_i", length=length, per_element=("x", "out"), floats=True)
+
+
+def _float_reduction(name: str, v: list, column: int) -> KernelJob:
+    """``sum``/``mean`` of floats (one thread, in index order) and ``fmean`` of either: the
+    float mean, (float)sum / (float)n of ints (the int sum exact, refused beyond 32 bits)."""
+    out = ["0f00000000"]
+    if is_float(v):
+        kernel = "sum_f" if name == "sum" else "mean_f"
+        return _job("float_reduce.cu", name, {"x": _words(v), "out": out, "n": len(v)}, "out", threads=0,
+                    kernel=kernel, geometry=(1, 1), per_element=("x",), floats=True)
+    if not INT_MIN <= sum(v) <= INT_MAX:
+        raise ExpressionError(f"{name}: the sum of the {len(v)} elements is outside 32-bit signed integers, so the "
+                              f"GPU's 32-bit sum would wrap (column {column})")
+    return _job("float_reduce.cu", name, {"x": v, "sum": [0], "out": out, "n": len(v)}, "out", threads=0,
+                kernel="mean_i", geometry=(min(len(v), BLOCK), 1), per_element=("x",), floats=True)
+
+
+def _float_call(name: str, args: list, column: int) -> KernelJob | None:
+    """The float form of a call, or None when the call computes in integers."""
+    if name == "sqrt":
+        return _sqrt(args[0], column)
+    if name == "fmean" or (name in ("sum", "mean") and is_float(args[0])):
+        return _float_reduction(name, _vector(args[0], name, column), column)
+    for arg in args:
+        _integers(arg, name, column)
+    return None
+
+
+ARITY = {"sum": 1, "min": 1, "max": 1, "argmax": 1, "mean": 1, "fmean": 1, "sqrt": 1, "prefix_sum": 1, "sort": 1, "reverse": 1,
          "histogram": 2, "abs": 1, "gcd": 2, "fib": 1, "pow": 2}
 
 
@@ -344,6 +441,9 @@ def _call_job(name: str, args: list, column: int, machine: MachineConfig) -> Ker
     if len(args) != ARITY[name]:
         raise ExpressionError(f"{name} takes {ARITY[name]} argument{'s' * (ARITY[name] > 1)}, got {len(args)} "
                               f"(column {column})")
+    floating = _float_call(name, args, column)
+    if floating:
+        return floating
     if name in ("sum", "min", "max", "argmax"):
         return _reduction(name, _vector(args[0], name, column))
     if name == "mean":
@@ -377,6 +477,9 @@ def _array_value(items: list, column: int):
     """A bracketed list: scalars make a vector, equal-length vectors a matrix."""
     kinds = {_kind(i) for i in items}
     if not items or kinds == {"a scalar"}:
+        if len({isinstance(i, F32) for i in items}) > 1:
+            raise ExpressionError(f"an array mixes integers and floats; write every element as a float (2.0) "
+                                  f"(column {column})")
         return list(items)
     if kinds == {"a vector"}:
         lengths = {len(i) for i in items}
@@ -404,7 +507,8 @@ class _Evaluator:
         if isinstance(node, Array):
             return _array_value([self.value(i) for i in node.items], node.column)
         if isinstance(node, Neg):
-            return self.run(_negate(self.value(node.operand), node.column))
+            operand = self.value(node.operand)
+            return self.run(_float_negate(operand, node.column) if is_float(operand) else _negate(operand, node.column))
         if isinstance(node, BinOp):
             job = self.binop_job(node.op, self.value(node.left), self.value(node.right), node.column)
             return self.run(job, (node.op, node.column))
@@ -412,6 +516,8 @@ class _Evaluator:
 
     @staticmethod
     def binop_job(op: str, a, b, column: int) -> KernelJob:
+        if is_float(a) or is_float(b):
+            return _float_binop(op, a, b, column)
         if op in ("/", "%"):
             return _divide(op, a, b, column)
         if op == "@":
@@ -430,6 +536,8 @@ class _Evaluator:
         job = _fits(job, self.machine)
         try:
             outputs = self.launch(job)
+        except ResourceError as e:
+            raise ExpressionError(_too_large(job, e, self.machine)) from e
         except QwenGpuError as e:
             zero = _division_by_zero(job, e, *operator) if operator else None
             raise (zero or ExpressionError(f"the {job.form} launch failed: {e}")) from e
@@ -437,8 +545,21 @@ class _Evaluator:
         needed = 1 if job.length is None else job.length
         if not isinstance(array, list) or len(array) < needed:
             raise ExpressionError(f"the {job.form} launch returned no {job.result!r} of {needed} words")
+        words = array[:needed]
+        if not all(isinstance(x, Integral) for x in words):
+            raise ExpressionError(f"the {job.form} launch returned {job.result!r} words that are not integers")
         self.launches.append((job, outputs))
-        return int(array[0]) if job.length is None else [int(x) for x in array[:job.length]]
+        word = (lambda x: F32(int(x) & M32)) if job.floats else int
+        return word(words[0]) if job.length is None else [word(x) for x in words]
+
+
+def _too_large(job: KernelJob, error: ResourceError, machine: MachineConfig) -> str:
+    """The refusal of a kernel that does not fit the machine's program ROM: float kernels
+    are long (an add ~20 blocks, a division ~32), most need the large machine."""
+    if "ROM" not in str(error) or machine.rom_blocks >= 128:
+        return f"the {job.form} launch failed: {error}"
+    return (f"the {job.form} kernel does not fit this GPU's program memory ({machine.rom_blocks} blocks): float "
+            f"operations need the large machine (start the chat with --machine large); {error}")
 
 
 def evaluate(text: str, launch: Callable[[KernelJob], dict[str, list[int]]],

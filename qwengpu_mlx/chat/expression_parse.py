@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from decimal import Decimal
+
+from qwengpu_mlx.core.float32 import INF_BITS, M32, SIGN, float32_bits, float32_text
 
 MAX_TEXT = 4000  # characters: 126 words of data written out fit well below this
 MAX_DEPTH = 32  # nesting of brackets, parentheses and calls (the parser recurses)
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 
-FUNCTIONS = ("sum", "min", "max", "argmax", "mean", "prefix_sum", "sort", "reverse", "histogram", "abs", "gcd",
-             "fib", "pow")
+FUNCTIONS = ("sum", "min", "max", "argmax", "mean", "fmean", "sqrt", "prefix_sum", "sort", "reverse", "histogram",
+             "abs", "gcd", "fib", "pow")
 SYMBOLS = "+-*/%@()[],"
 PRODUCTS = ("*", "/", "%", "@")  # one precedence level, left to right, as in C
 
@@ -26,8 +29,19 @@ class ExpressionError(ValueError):
 
 
 @dataclass(frozen=True)
+class F32:
+    """A float32 value as the GPU holds it: its binary32 bits. The host never does
+    arithmetic on it; it only binds the bits and prints them (shortest decimal)."""
+
+    bits: int
+
+    def __str__(self) -> str:
+        return float32_text(self.bits)
+
+
+@dataclass(frozen=True)
 class Num:
-    value: int
+    value: int | F32
     column: int
 
 
@@ -60,12 +74,12 @@ class Call:
 
 @dataclass(frozen=True)
 class Token:
-    kind: str  # "int", "name", a symbol, or "end"
+    kind: str  # "int", "float", "name", a symbol, or "end"
     text: str
     column: int
 
 
-_TOKEN = re.compile(r"\s*(?:(?P<num>\d[\w.]*(?:[eE][+-]?\d+)?)|(?P<name>[A-Za-z_]\w*)"
+_TOKEN = re.compile(r"\s*(?:(?P<num>\d(?:[eE][+-]\d|[\w.])*)|(?P<name>[A-Za-z_]\w*)"
                     rf"|(?P<sym>[{re.escape(SYMBOLS)}])|(?P<other>\S))")
 
 
@@ -85,8 +99,7 @@ def tokenize(text: str) -> list[Token]:
         word = m.group(kind)
         column = m.start(kind) + 1
         if kind == "num":
-            _check_number_text(word, column)
-            tokens.append(Token("int", word, column))
+            tokens.append(Token(_number_kind(word, column), word, column))
         elif kind == "name":
             tokens.append(Token("name", word, column))
         elif kind == "sym":
@@ -95,13 +108,27 @@ def tokenize(text: str) -> list[Token]:
             raise ExpressionError(f"unexpected character {word!r} at column {column}")
 
 
-def _check_number_text(word: str, column: int) -> None:
-    """A number must be decimal digits only: say why a float or a 12abc is refused."""
+def _number_kind(word: str, column: int) -> str:
+    """"int" for decimal digits, "float" for a decimal with a point or an exponent
+    (``2.5``, ``1e-3``); a 12abc is refused."""
     if word.isdigit() and word.isascii():
-        return
+        return "int"
     if re.fullmatch(r"[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?", word):
-        raise ExpressionError(f"{word}: floats are not supported, integers only (column {column})")
-    raise ExpressionError(f"{word!r} at column {column} is not an integer")
+        return "float"
+    raise ExpressionError(f"{word!r} at column {column} is not an integer or a float")
+
+
+def _float_value(word: str, negative: bool) -> F32:
+    """The literal's nearest float32 (one exact rounding from the decimal, ``core.float32``):
+    parsing, as ``--arg x=2.5`` is. A decimal exponent far outside float32's range is
+    infinity or zero without building its exact rational (``1e999999999`` would not end)."""
+    sign = SIGN if negative else 0
+    magnitude = Decimal(word).adjusted()  # the decimal exponent of the leading digit
+    if magnitude > 60 and Decimal(word) != 0:
+        return F32(sign | INF_BITS)
+    if magnitude < -60:
+        return F32(sign)
+    return F32(float32_bits(("-" if negative else "") + word) & M32)
 
 
 def _int_value(word: str, negative: bool) -> int:
@@ -160,6 +187,8 @@ class _Parser:
             minus = self.take("-")
             if self.tok.kind == "int":
                 return Num(_int_value(self.take("int").text, True), minus.column)
+            if self.tok.kind == "float":
+                return Num(_float_value(self.take("float").text, True), minus.column)
             return Neg(self.primary(), minus.column)
         return self.primary()
 
@@ -168,6 +197,9 @@ class _Parser:
         if tok.kind == "int":
             self.pos += 1
             return Num(_int_value(tok.text, False), tok.column)
+        if tok.kind == "float":
+            self.pos += 1
+            return Num(_float_value(tok.text, False), tok.column)
         if tok.kind == "[":
             return self.array()
         if tok.kind == "name":

@@ -1,6 +1,6 @@
 """The tools Qwen is offered, in the OpenAI/Qwen JSON-schema form its chat template renders.
 
-Normal mode offers :data:`GPU_EVAL` (an integer expression, ``chat.expression``), advanced
+Normal mode offers :data:`GPU_EVAL` (an integer or float expression, ``chat.expression``), advanced
 mode :data:`GPU_KERNEL` (a CUDA kernel with its arguments and geometry). A tool's answer
 goes back as the tool message's content: :func:`result_text` for a value,
 :func:`error_text` for a refusal, so the model can read either and say why.
@@ -9,11 +9,11 @@ The expression language (the ``expression`` argument of ``gpu_eval``)::
 
     expr    := term (("+" | "-") term)*
     term    := factor (("*" | "/" | "%" | "@") factor)*     left to right, as in C
-    factor  := "-"? (INT | array | call | "(" expr ")")
+    factor  := "-"? (INT | FLOAT | array | call | "(" expr ")")     FLOAT: 2.5, 1e-3
     array   := "[" (expr ("," expr)*)? "]"          vectors; a list of vectors is a matrix
     call    := NAME "(" expr ("," expr)* ")"
-    NAME    := sum | min | max | argmax | mean | prefix_sum | sort | reverse
-             | histogram | abs | gcd | fib | pow
+    NAME    := sum | min | max | argmax | mean | fmean | sqrt | prefix_sum | sort
+             | reverse | histogram | abs | gcd | fib | pow
 
 ``a @ b``: dot product (vector, vector) or matrix-vector product (matrix, vector);
 ``+ - *``: elementwise on equal-length vectors, or scalar with scalar; ``k * v`` and
@@ -27,6 +27,14 @@ scalar; a divisor of 0 stops the launch and comes back as an error naming it;
 signed integers and wrap as in CUDA (``-2147483648 / -1`` and ``abs(-2147483648)`` are
 -2147483648). Vectors are as long as the GPU's memory allows; a longer one is refused
 with the form's longest length on this machine.
+
+Floats: a decimal literal (``2.5``, ``1e-3``) is the nearest float32; ``+ - * /`` with a
+float on either side run float kernels (an int side converted by the kernel, a scalar
+beside a vector repeated), as do ``-x``, ``sqrt(x)`` (of ints too), ``sum``/``mean`` of
+a float vector (added in index order) and ``fmean(v)`` (the float mean, of ints too). A
+float result is the float32 the GPU computed, written as the shortest decimal that reads
+back as it (``fmean([1, 2, 4])`` is 2.3333333). Float kernels are long: they need the
+large machine's program memory.
 """
 
 from __future__ import annotations
@@ -41,12 +49,13 @@ GPU_EVAL = {
     "type": "function",
     "function": {
         "name": GPU_EVAL_NAME,
-        "description": ("Compute an integer expression exactly on the GPU inside this model. Supports "
+        "description": ("Compute an integer or float expression exactly on the GPU inside this model. Supports "
                         "vectors [1, 2, 3], matrices [[1, 2], [3, 4]], + - * (elementwise or by a scalar), "
                         "/ and % (C integer division and remainder: truncated toward zero; elementwise or "
                         "by a scalar), @ (dot or matrix-vector product), and sum, mean (integer mean), min, "
                         "max, argmax, abs, prefix_sum, sort, reverse, histogram(v, bins), gcd(a, b), "
-                        "fib(n), pow(b, e). 32-bit integers only."),
+                        "fib(n), pow(b, e) on 32-bit integers; floats (2.5, 1e-3: float32) with + - * /, "
+                        "sqrt(x), sum, mean and fmean(v) (the float mean, of integers too)."),
         "parameters": {
             "type": "object",
             "properties": {"expression": {"type": "string",
@@ -86,8 +95,14 @@ def result_text(value) -> str:
     if isinstance(value, dict):
         return json.dumps(value)
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(str(int(v)) for v in value) + "]"
-    return str(int(value))
+        return "[" + ", ".join(_number(v) for v in value) + "]"
+    return _number(value)
+
+
+def _number(value) -> str:
+    """An int as itself; a float32 (``expression.F32``, anything not an int) as its own
+    text, the shortest decimal that reads back as the GPU's float32."""
+    return str(int(value)) if isinstance(value, int) else str(value)
 
 
 def error_text(message: str) -> str:

@@ -164,8 +164,8 @@ def test_no_host_arithmetic_the_value_comes_from_the_launch():
 REFUSALS = {
     "[1, 2": "expected ']' at column 6",
     "[1, 2, 3] @ [4, 5": "expected ']' at column 18",
-    "3.5": "floats are not supported, integers only",
-    "[1, 2.0]": "floats are not supported",
+    "3.5 % 2": "'%' takes integers only, got a float",
+    "[1, 2.0]": "an array mixes integers and floats",
     "4294967296": "4294967296 is outside 32-bit signed integers",
     "2147483648": "outside 32-bit signed integers",
     "-2147483649": "outside 32-bit signed integers",

@@ -68,7 +68,7 @@ def test_what_a_model_writes_never_crashes_the_chat(tokenizer, runner):
     assert "did not parse" in results[0].content or "names no function" in results[0].content
     assert "unknown tool 'rm_rf'" in results[1].content
     assert "3" in results[2].content and "2" in results[2].content  # the two lengths
-    assert "float" in results[3].content.lower()
+    assert "--machine large" in results[3].content  # a float kernel outgrows the published machine's ROM
     assert not summary.launches and summary.answer == "Sorry, I could not compute that."
 
 

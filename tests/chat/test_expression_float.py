@@ -1,0 +1,101 @@
+"""The expression tool's floats: literals, + - * /, -x, sqrt, sum, mean and fmean, each a
+float kernel run on the exact interpreter of the large machine (float kernels need its
+ROM). Expected values are NumPy's float32 arithmetic written from what each operation
+means (one IEEE-754 rounding per operation, an int operand converted to float32 first),
+never the code under test."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from qwengpu_mlx.chat.expression import ExpressionError, F32, evaluate, parse, reference_launch
+from qwengpu_mlx.chat.tools import result_text
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE, LARGE_MACHINE
+
+LAUNCH = reference_launch(LARGE_MACHINE)
+f32 = np.float32
+
+
+def bits(x) -> int:
+    return int(np.array(x, dtype=np.float32).view(np.uint32))
+
+
+def run(text: str):
+    """The value as bit patterns (floats) or ints, and the kernels launched."""
+    result = evaluate(text, LAUNCH, machine=LARGE_MACHINE)
+    value = result.value
+    show = (lambda v: v.bits if isinstance(v, F32) else v)
+    return ([show(v) for v in value] if isinstance(value, list) else show(value)), \
+        [job.kernel for job, _ in result.launches]
+
+
+def test_literals_are_the_nearest_float32():
+    assert parse("2.5").value == F32(bits(f32(2.5)))
+    assert parse("1e-3").value == F32(bits(f32("1e-3")))
+    assert parse("-0.1").value == F32(bits(-f32("0.1")))
+    assert parse("1e999999999").value == F32(0x7F800000)
+    assert parse("2").value == 2  # an integer stays an integer
+
+
+def test_mean_of_integers_as_a_float():
+    value, kernels = run("fmean([1, 2, 4])")
+    assert value == bits(f32(1 + 2 + 4) / f32(3)) and kernels == ["mean_i"]
+    assert str(F32(value)) == "2.3333333"
+
+
+@pytest.mark.parametrize("op", ["+", "-", "*", "/"])
+def test_mixed_and_float_operands(op):
+    rng = random.Random(f"chat-float-{op}")
+    xs = [f32(rng.uniform(-100, 100)) for _ in range(3)]
+    ks = [rng.randint(-50, 50) or 7 for _ in range(3)]
+    apply = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}[op]
+    lit = lambda v: "[" + ", ".join(repr(float(x)) for x in v) + "]"  # noqa: E731
+    want_ff = [bits(apply(a, b)) for a, b in zip(xs, reversed(xs))]
+    want_fi = [bits(apply(a, f32(k))) for a, k in zip(xs, ks)]
+    want_if = [bits(apply(f32(k), a)) for a, k in zip(xs, ks)]
+    assert run(f"{lit(xs)} {op} {lit(xs[::-1])}")[0] == want_ff
+    assert run(f"{lit(xs)} {op} {ks}")[0] == want_fi
+    assert run(f"{ks} {op} {lit(xs)}")[0] == want_if
+
+
+def test_scalars_repeat_beside_vectors_and_ints_divide_as_in_c():
+    assert run("[1.5, 2.5] * 2")[0] == [bits(f32(3)), bits(f32(5))]
+    assert run("1 / 3.0") == (bits(f32(1) / f32(3)), ["div_if"])
+    assert run("7 / 2") == (3, ["div_vk"])  # integer division stays C's, truncating
+
+
+def test_negate_sqrt_sum_mean():
+    assert run("-(2.5 * 1.5)")[0] == bits(-(f32(2.5) * f32(1.5)))
+    assert run("sqrt(2)") == (bits(np.sqrt(f32(2))), ["sqrt_i"])
+    assert run("sqrt([2.0, 9.0, -1.0])")[0][:2] == [bits(np.sqrt(f32(2))), bits(f32(3))]
+    assert np.isnan(np.uint32(run("sqrt(-1.0)")[0]).view(np.float32))
+    xs = [f32("0.1"), f32("0.2"), f32("0.4")]
+    total = (xs[0] + xs[1]) + xs[2]  # index order, one rounding per addition
+    assert run("sum([0.1, 0.2, 0.4])")[0] == bits(total)
+    assert run("mean([0.1, 0.2, 0.4])")[0] == bits(total / f32(3))
+    assert run("mean([1, 2, 4])")[0] == 2  # mean of integers stays C's integer mean
+
+
+def test_results_print_the_shortest_decimal():
+    assert result_text(F32(bits(f32(1) / f32(3)))) == "0.33333334"
+    assert result_text([F32(bits(f32(0.5))), F32(0x7FFFFFFF)]) == "[0.5, nan]"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[1, 2.0]", "mixes integers and floats"),
+    ("2.5 % 2", "'%' takes integers only"),
+    ("[1.0, 2.0] @ [1.0, 2.0]", "'@' takes integers only"),
+    ("sort([2.0, 1.0])", "sort takes integers only"),
+    ("[1.0, 2.0] + [1.0]", "the vectors have 2 and 1 elements"),
+])
+def test_refusals(text, message):
+    with pytest.raises(ExpressionError, match=message):
+        evaluate(text, LAUNCH, machine=LARGE_MACHINE)
+
+
+def test_the_published_machine_names_the_large_one():
+    with pytest.raises(ExpressionError, match="--machine large"):
+        evaluate("1 / 3.0", reference_launch(), machine=DEFAULT_MACHINE)
