@@ -8,8 +8,9 @@
  * CUDA's own header does (PTX has no atom.sub). The _block and _system scopes are the
  * same operation on this one-device machine, whose memory is sequentially consistent.
  *
- * 64-bit and floating-point atomics are declared unavailable: a call is refused by clang
- * at the user's line, with the way around it.
+ * float atomicAdd and atomicExch are here too (atomicAdd as a routine of the float add).
+ * 64-bit atomics are declared unavailable: a call is refused by clang at the user's line,
+ * with the way around it.
  */
 #ifndef QWENGPU_PRELUDE_ATOMICS_H
 #define QWENGPU_PRELUDE_ATOMICS_H
@@ -50,6 +51,18 @@ QWENGPU_ATOMIC unsigned atomicXor(unsigned *p, unsigned v) {
   return (unsigned)__nvvm_atom_xor_gen_i((int *)p, (int)v);
 }
 
+/* float atomicAdd: atom.add.f32, lowered to a serialised routine of the float add
+ * (host/translate_atomics_float.py), rounded as one add after another in the machine's
+ * order. float atomicExch moves the float's 32 bits as an integer exchange does. */
+QWENGPU_ATOMIC float atomicAdd(float *p, float v) { return __nvvm_atom_add_gen_f(p, v); }
+QWENGPU_ATOMIC float atomicExch(float *p, float v) {
+  return __builtin_bit_cast(float, __nvvm_atom_xchg_gen_i((int *)p, __builtin_bit_cast(int, v)));
+}
+QWENGPU_ATOMIC float atomicAdd_block(float *p, float v) { return atomicAdd(p, v); }
+QWENGPU_ATOMIC float atomicAdd_system(float *p, float v) { return atomicAdd(p, v); }
+QWENGPU_ATOMIC float atomicExch_block(float *p, float v) { return atomicExch(p, v); }
+QWENGPU_ATOMIC float atomicExch_system(float *p, float v) { return atomicExch(p, v); }
+
 /* The scoped forms (sm_60): the same atomics here. */
 #define QWENGPU_SCOPED(name)                                                                    \
   QWENGPU_ATOMIC int name##_block(int *p, int v) { return name(p, v); }                        \
@@ -78,9 +91,6 @@ QWENGPU_ATOMIC unsigned atomicCAS_system(unsigned *p, unsigned c, unsigned v) { 
 #define QWENGPU_NO_WIDE_ATOMIC                                                                  \
   __attribute__((unavailable("64-bit atomics are not supported: the machine's words are 32 bits; "  \
                              "use an int or unsigned counter")))
-#define QWENGPU_NO_FLOAT_ATOMIC                                                                 \
-  __attribute__((unavailable("floating-point atomics are not supported: the machine computes in "  \
-                             "32-bit integers; accumulate in an int (e.g. fixed point)")))
 #define QWENGPU_UNAVAILABLE(name)                                                              \
   __device__ unsigned long long name(unsigned long long *, unsigned long long) QWENGPU_NO_WIDE_ATOMIC; \
   __device__ long long name(long long *, long long) QWENGPU_NO_WIDE_ATOMIC;
@@ -94,8 +104,6 @@ QWENGPU_UNAVAILABLE(atomicXor)
 #undef QWENGPU_UNAVAILABLE
 __device__ unsigned long long atomicCAS(unsigned long long *, unsigned long long,
                                         unsigned long long) QWENGPU_NO_WIDE_ATOMIC;
-__device__ float atomicAdd(float *, float) QWENGPU_NO_FLOAT_ATOMIC;
-__device__ float atomicExch(float *, float) QWENGPU_NO_FLOAT_ATOMIC;
 
 #undef QWENGPU_ATOMIC
 #endif /* __NVCC__ */

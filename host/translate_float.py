@@ -7,17 +7,18 @@ bit casts) moves the pattern as it is; arithmetic, comparison and conversion exp
 routines of the machine's integer instructions (the model runs them step by step; the
 host never computes a kernel's float). Each family keeps its handlers in its own table:
 ``translate_float_move.MOVE_OPS`` (movement and conversion) and
-``translate_float_arith.ARITH_OPS`` (arithmetic and comparison); an opcode in neither is
-refused at the user's line.
+``translate_float_arith.ARITH_OPS`` (arithmetic and comparison), and the float atomic
+add is ``translate_atomics_float``'s; any other opcode is refused at the user's line.
 """
 
 from __future__ import annotations
 
+from qwengpu_mlx.host.translate_atomics_float import op_atom_float, op_red_float
 from qwengpu_mlx.host.translate_float_arith import ARITH_OPS
 from qwengpu_mlx.host.translate_float_move import MOVE_OPS
 from qwengpu_mlx.host.translate_types import unsupported
 
-FLOAT_OPS = {**MOVE_OPS, **ARITH_OPS}
+FLOAT_OPS = {**MOVE_OPS, **ARITH_OPS, "atom": op_atom_float, "red": op_red_float}
 """PTX opcode (``add``, ``ld``, ...) -> handler ``(tr, ins) -> IR items`` for ``.f32``."""
 
 

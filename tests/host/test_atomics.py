@@ -265,9 +265,8 @@ def test_ptx_atomics_the_machine_lacks_are_refused_with_the_reason(tmp_path, lin
 @pytest.mark.parametrize("call,why", [
     ("atomicAdd((unsigned long long*)p, 1ull)", "64-bit atomics are not supported"),
     ("atomicMax((long long*)p, 1ll)", "64-bit atomics are not supported"),
-    ("atomicAdd((float*)p, 1.5f)", "floating-point atomics are not supported"),
 ])
-def test_wide_and_float_atomics_are_refused_at_the_users_line(tmp_path, call, why):
+def test_wide_atomics_are_refused_at_the_users_line(tmp_path, call, why):
     code = f"__global__ void k(int* p) {{\n    {call};\n}}\n"
     with pytest.raises(FrontendError) as e:
         compile_kernel(cu(tmp_path, code, "wide.cu"))

@@ -326,3 +326,21 @@ def float_overflow(spec: dict):
     e30, e8 = to_binary32(Fraction(10) ** 30), to_binary32(Fraction(10) ** 8)
     big = [mul(mul(v, e30), e8) for v in x]
     return {"x": words(x), "big": words(big), "back": words(add(v, v) for v in big)}
+
+
+def flushed(b: int) -> int:
+    """A subnormal pattern made the zero of its sign (PTX's flush to zero)."""
+    return b & SIGN if 0 < b & 0x7FFFFFFF < 0x00800000 else b
+
+
+@oracle
+def float_atomic_sum(spec: dict):
+    """Thread i's ``atomicAdd(sum, x[i])`` for i < n, in thread order (the machine's serial
+    order: warps in turn, lanes ascending); ``atom.add.f32`` on global memory flushes
+    subnormal inputs and results to sign-preserving zero (PTX ISA)."""
+    x, n = float_arg(spec, "x"), spec["args"]["n"]
+    word, olds = float_arg(spec, "sum")[0], float_arg(spec, "olds")
+    for i in range(n):
+        olds[i] = word
+        word = flushed(add(flushed(word), flushed(x[i])))
+    return {"x": words(x), "sum": words([word]), "olds": words(olds)}

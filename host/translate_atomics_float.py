@@ -1,0 +1,124 @@
+"""``atom.add.f32`` / ``red.add.f32`` -> IR: CUDA's float ``atomicAdd`` as a serialised
+routine of the float add.
+
+The machine's one atomic adds integers, so a float atomic add is lowered as the integer
+atomics other than ``add`` are (``translate_atomics``): a loop of one round per lane, in
+round ``k`` lane ``k`` alone reads the word, adds its operand with ``float_addmul.add``
+(round to nearest even, the routine every ``a + b`` runs) and stores the sum; the old
+value is what that round read. Warps do not interleave inside the routine (a warp runs
+until a barrier or its exit), so the launch performs the adds in one serial order,
+warps in turn and lanes in ascending order within a warp, and every old value and the
+final word are those of that order's float32 sums.
+
+PTX says ``atom.add.f32`` without ``.noftz`` flushes subnormal inputs and results to
+sign-preserving zero on global memory, and keeps them on shared memory; the routine does
+the same (three instructions per flush: the operand once, and each round's word and
+sum). The old value returned is the word as it was, unflushed. A generic address (no
+``.global``/``.shared``) could be either, so it is refused: clang names the space
+wherever it can see it (a kernel's pointer parameters, ``__shared__`` arrays).
+"""
+
+from __future__ import annotations
+
+from qwengpu_mlx.core.isa import Imm, Op, Special
+
+from qwengpu_mlx.host import float_addmul
+from qwengpu_mlx.host.float_pack import MAGNITUDE, SIGN, FloatEmitter
+from qwengpu_mlx.host.ir import LLabel, LTerm, VPred, VReg
+from qwengpu_mlx.host.ptx_ast import PtxInstr
+from qwengpu_mlx.host.translate_atomics import LANES, ORDERING, _Emitter, _read_elsewhere, _unaliased
+from qwengpu_mlx.host.translate_memory import on_word_arrays
+from qwengpu_mlx.host.translate_types import M32, unsupported
+
+SMALLEST_NORMAL = 0x00800000
+
+
+def _atom_add_f32(tr, ins: PtxInstr, result: bool = True) -> list:
+    """``atom[.space][.sem][.scope].add[.noftz].f32 d, [a], b`` (``red``: no ``d``)."""
+    space = _space(ins, result)
+    ops = list(ins.operands)
+    d = tr.dst(ins, ops.pop(0)) if result else None
+    if len(ops) != 2:
+        raise unsupported(ins, "a float atomic add takes an address and one value operand")
+    pre: list = []
+    a, off = tr.address(ins, ops[0], pre)
+    vals = [tr.value(ins, ops[1], pre)]
+    mk = _Emitter(ins, a, off, space)
+    g = tr.guard_of(ins)
+    if d is not None and not _read_elsewhere(tr, ins, d):
+        d = None  # nobody reads the old value: the routine keeps no register for it
+    pre += _unaliased(tr, d, mk, vals, g)
+    flush = space == "global" and "noftz" not in ins.mods
+    return pre + _rounds(tr, ins, d, vals[0], g, mk, flush)
+
+
+op_atom_float = on_word_arrays(_atom_add_f32)
+op_red_float = on_word_arrays(lambda tr, ins: _atom_add_f32(tr, ins, result=False))
+
+
+def _space(ins: PtxInstr, result: bool) -> str:
+    """The atomic's space, after checking every modifier is one the routine computes."""
+    name = "atom" if result else "red"
+    whole = f"`{ins.opcode}{''.join('.' + m for m in ins.mods)}`"
+    ops = [m for m in ins.mods if m in ("add", "exch", "cas", "min", "max", "inc", "dec", "and", "or", "xor")]
+    if ops != ["add"]:
+        raise unsupported(ins, f"{whole}: of the float atomics only {name}.add.f32 (atomicAdd) is supported; "
+                               f"atomicExch on a float exchanges its bits as an integer")
+    odd = [m for m in ins.mods if m not in ORDERING and m.split("::")[0] not in ("global", "shared")
+           and m not in ("add", "noftz", "f32")]
+    if odd:
+        raise unsupported(ins, f"{whole}: .{', .'.join(odd)} is not supported for a float atomic add")
+    spaces = {m.split("::")[0] for m in ins.mods} & {"global", "shared"}
+    if not spaces:
+        raise unsupported(ins, f"{whole}: a float atomic add on a generic address is not supported (on a GPU "
+                               f"it flushes subnormals in global memory and keeps them in shared memory, "
+                               f"and which one this address is shows only at run time); add through a "
+                               f"kernel's pointer parameter or a __shared__ array directly")
+    return spaces.pop()
+
+
+def _rounds(tr, ins: PtxInstr, d: str | None, b, g: VPred | None, mk, flush: bool) -> list:
+    """A loop of one round per lane (``translate_atomics._serialised``'s shape): in round
+    ``k`` lane ``k`` alone loads the word, adds ``b`` and stores the sum (``p``: this lane
+    is ``k``). Every lane runs the add on what it loaded (the routine has no side
+    effects); only lane ``k``'s sum is stored. Nobody reading the old value, the load is
+    unguarded into a temporary the round consumes; under a PTX guard ``g`` the loads are
+    guarded (a lane that skips the atomic may hold no valid address)."""
+    em = FloatEmitter(ins.line, ins.src, ins.text, tr.fresh)
+    lane, k, p, more = tr.fresh(), tr.fresh(), tr.fresh("%atp"), tr.fresh("%atp")
+    out: list = [mk(Op.AND, lane, (Special("tid.x*4"), Imm(4 * (LANES - 1))))]
+    if g is not None:
+        sel = tr.fresh()
+        out.append(mk(Op.SELP, sel, (VReg(lane), Imm(M32)), psrcs=(g,)))
+        lane = sel
+    if flush:
+        b = _flushed(em, b, em.reg(), out)
+    guarded = d is not None or g is not None
+    old = d if d is not None else tr.fresh()
+    if guarded:  # a guarded load keeps the old value on the other lanes: give it one
+        out.append(mk(Op.MOV, old, (Imm(0),)))
+    out += [mk(Op.MOV, k, (Imm(0),)), mk(Op.SETP, p, (VReg(lane), Imm(0)), cmp="eq")]
+    top = tr.fresh("$atom_round")
+    out += [LLabel(top), mk.load(old, VPred(p) if guarded else None)]
+    x = _flushed(em, VReg(old), em.reg(), out) if flush else VReg(old)
+    s = em.reg()
+    out += float_addmul.add(em, s, x, b)
+    if flush:
+        _flushed(em, VReg(s), s, out)
+    out += [mk.store(VReg(s), VPred(p)),
+            mk(Op.ADD, k, (VReg(k), Imm(4))),
+            mk(Op.SETP, p, (VReg(lane), VReg(k)), cmp="eq"),
+            mk(Op.SETP, more, (VReg(k), Imm(4 * LANES)), cmp="ne"),
+            LTerm("bra", top, VPred(more), ins.line)]
+    return out
+
+
+def _flushed(em: FloatEmitter, x, dst: str, out: list) -> VReg:
+    """``dst`` = ``x`` with a subnormal made the zero of its sign (PTX's flush to zero)."""
+    m, tiny = em.reg(), em.pred()
+    if not (isinstance(x, VReg) and x.name == dst):
+        out.append(em.ins(Op.MOV, dst, (x,)))
+    out += [em.ins(Op.AND, m, (x, Imm(MAGNITUDE))),
+            em.ins(Op.SETP, tiny, (VReg(m), Imm(SMALLEST_NORMAL)), cmp="lt"),
+            em.ins(Op.AND, dst, (VReg(dst), Imm(SIGN)), guard=VPred(tiny))]
+    return VReg(dst)
