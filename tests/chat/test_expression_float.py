@@ -99,3 +99,20 @@ def test_refusals(text, message):
 def test_the_published_machine_names_the_large_one():
     with pytest.raises(ExpressionError, match="--machine large"):
         evaluate("1 / 3.0", reference_launch(), machine=DEFAULT_MACHINE)
+
+
+# --- through the model -------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def large_tools(store):
+    """gpu_eval as the chat runs it on the large machine: every launch in the model, checked."""
+    from qwengpu_mlx.chat.calls import GpuTools  # lazy: only the model tests need the runner
+
+    return GpuTools(store.runner(LARGE_MACHINE), LARGE_MACHINE, check=True)
+
+
+def test_a_float_mean_through_the_model(large_tools):
+    outcome = large_tools.run({"name": "gpu_eval", "arguments": {"expression": "fmean([1, 2, 4])"}}, "normal")
+    assert not outcome.error, outcome.content
+    assert outcome.content == str(F32(bits(f32(1 + 2 + 4) / f32(3)))) == "2.3333333"
+    assert [r.kernel for r in outcome.launches] == ["fmean"] and all(r.exact for r in outcome.launches)
