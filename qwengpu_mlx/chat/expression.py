@@ -10,6 +10,11 @@ read from ``launch``, is the outer launch's input. A bare literal is its own val
 Division (``/ %`` and ``mean``) runs on the GPU as well: the machine's lowering turns each
 division into a routine the model executes, and a divisor of 0 stops the launch there; the
 evaluator turns that stop into an error that says which divisor was 0.
+
+Floats (:class:`F32`, a float32's bits): a decimal literal is parsed to the nearest
+float32; ``+ - * /`` with a float side, ``-x``, ``sqrt`` and the float reductions run the
+``float_*.cu`` kernels, which convert an int operand themselves, and the result is read
+back as bits, never computed here. Those kernels need the large machine's ROM.
 """
 
 from __future__ import annotations
