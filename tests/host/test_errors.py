@@ -536,11 +536,11 @@ def test_exit_status_is_1_for_a_kernel_that_fails_and_2_for_usage(tmp_path):
     """As compilers do: a kernel that cannot compile or run, or a launch that fails, exits 1;
     a wrong command line exits 2 (documented in the README's Command line section)."""
     good = cu(tmp_path, "__global__ void k(int *a) { a[threadIdx.x] += 1; }\n", "good.cu")
-    floaty = cu(tmp_path, "__global__ void k(int *a) { a[threadIdx.x] = a[threadIdx.x] * 0.5f; }\n", "f.cu")
+    double = cu(tmp_path, "__global__ void k(int *a) { a[threadIdx.x] = a[threadIdx.x] * 0.5; }\n", "d.cu")
     broken = cu(tmp_path, "__global__ void k(int *a) { a[threadIdx.x] = ; }\n", "broken.cu")
     far = cu(tmp_path, "__global__ void k(int *a, int i) { a[i] = 1; }\n", "far.cu")
     cases = {
-        1: [("run", floaty, "--arg", "a=1,2,3,4", "--backend", "reference"),  # unsupported construct
+        1: [("run", double, "--arg", "a=1,2,3,4", "--backend", "reference"),  # unsupported: a double
             ("run", broken, "--arg", "a=1,2,3,4", "--backend", "reference"),  # clang's syntax error
             ("run", far, "--arg", "a=1,2,3,4", "--arg", "i=1000", "--backend", "reference"),  # memory fault
             ("run", tmp_path / "none.cu", "--arg", "a=1")],  # no such source file (as clang: 1)
