@@ -14,9 +14,11 @@ native path does (the same step, the same arrays).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
+import os
 from pathlib import Path
 
 import mlx.core as mx
@@ -31,6 +33,7 @@ from qwengpu_mlx.runtime.gpu_trust import VERDICTS_FILE, _read_verdicts
 from qwengpu_mlx.runtime.native_step import NativeStep, SparseRows
 
 FORMAT = 1
+KEEP = 4  # packs kept (most recently used first): two machines and a superseded pair
 _HERE = Path(__file__).resolve().parent
 # the pack is a function of the circuit and of these sources (how it is packed and run)
 _SOURCES = ("native_step.py", "circuit_layers.py", "sparse_product.py", "circuit_runner.py", "native_runner.py")
@@ -102,6 +105,17 @@ def save_pack(runner, machine, directory: Path | None = None) -> None:
     write_atomically(path, write)
     text = json.dumps({"format": FORMAT, "key": key, "sha256": file_sha256(path)})
     write_atomically(manifest, lambda name: Path(name).write_text(text))
+    _prune(path.parent)
+
+
+def _prune(folder: Path) -> None:
+    """Remove all but the :data:`KEEP` most recently used packs (a new compiler or packing
+    code writes a new one; the old ones would only take room)."""
+    manifests = sorted(folder.glob("native-pack-*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in manifests[KEEP:]:
+        for f in (old, old.with_suffix(".npz")):  # manifest first: a half-removed pack is never trusted
+            with contextlib.suppress(OSError):
+                f.unlink()
 
 
 def load_pack(machine, directory: Path | None = None) -> dict | None:
@@ -117,9 +131,12 @@ def load_pack(machine, directory: Path | None = None) -> dict | None:
         return None
     try:
         with np.load(io.BytesIO(data)) as z:
-            return {name: z[name] for name in z.files}
+            arrays = {name: z[name] for name in z.files}
     except (OSError, ValueError, KeyError):
         return None
+    with contextlib.suppress(OSError):  # used now: the last pack _prune removes
+        os.utime(manifest)
+    return arrays
 
 
 def trusted_module():
