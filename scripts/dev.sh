@@ -67,8 +67,9 @@ case "$cmd" in
   demo)
     exec "$VENV/bin/qwengpu-mlx" run examples/kernels/dot.cu --check \
       --arg a=1,2,3 --arg b=4,5,6 --arg out=0 --arg n=3 "$@" ;;
-  test)  # the slowest tests are listed at the end: the suite must stay under 15 minutes
-    exec "$VENV/bin/python" -m pytest -q --durations=25 "$@" ;;
+  test)  # the slowest tests are listed at the end: the suite must stay under 15 minutes. One
+    # worker per core, each test file whole on one worker (its module fixtures built once)
+    exec "$VENV/bin/python" -m pytest -q -n auto --dist loadfile --durations=25 "$@" ;;
   *)
     exec "$VENV/bin/qwengpu-mlx" "$cmd" "$@" ;;
 esac

@@ -143,10 +143,10 @@ def _branches(n: int) -> str:
 
 @pytest.mark.parametrize("n", [250, 3200, 6400])
 def test_rom_limit_is_checked_before_the_ipdom_pass(n):
-    start = time.monotonic()
+    start = time.process_time()  # CPU time: a loaded machine (CI's workers side by side) stretches the wall
     with pytest.raises(ResourceError, match=r"ROM holds \(?32 blocks of 3"):
         lower_ptx(ptx(_branches(n)))
-    assert time.monotonic() - start < 5  # was 9 s and 1.7 GB at 3,200; MemoryError at 6,400
+    assert time.process_time() - start < 5  # was 9 s and 1.7 GB at 3,200; MemoryError at 6,400
 
 
 def test_parameter_count_is_limited():
