@@ -26,7 +26,8 @@ from qwengpu_mlx.core.isa import ArrayBinding
 M32 = 0xFFFFFFFF
 SIGN = 0x80000000
 INF_BITS = 0x7F800000
-NAN_BITS = 0x7FC00000  # the canonical quiet NaN, what a GPU writes for a NaN it makes
+NAN_BITS = 0x7FC00000  # the NaN an argument "nan" binds: the default quiet NaN of C and NumPy (what a GPU
+# writes for a NaN its arithmetic makes is 0x7FFFFFFF, docs/FLOATS.md)
 
 _SPECIAL = {"nan": NAN_BITS, "+nan": NAN_BITS, "-nan": NAN_BITS | SIGN, "inf": INF_BITS, "+inf": INF_BITS,
             "-inf": INF_BITS | SIGN, "infinity": INF_BITS, "+infinity": INF_BITS, "-infinity": INF_BITS | SIGN}

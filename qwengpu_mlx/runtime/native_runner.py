@@ -63,6 +63,11 @@ class PackedRunner:
             self.min_margin = min(self.min_margin, margin)
         return mx.array(lg)
 
+    def weights(self) -> list[mx.array]:
+        """The arrays the step runs from (its weight blobs and the embedding rows), as the
+        circuit runner's ``weights()``: tests check that no launch changes them."""
+        return [mx.array(self.native.floats), mx.array(self.native.ints), mx.array(self._rows.vals)]
+
     def recurrent_state(self, layer: int, head: int) -> np.ndarray:
         """The state [Dv, Dk] of dense head index ``head`` in ``layer`` (float32, a copy)."""
         i = self._heads[layer].index(head)

@@ -344,3 +344,62 @@ def float_atomic_sum(spec: dict):
         olds[i] = word
         word = flushed(add(flushed(word), flushed(x[i])))
     return {"x": words(x), "sum": words([word]), "olds": words(olds)}
+
+
+# ------------------------------------------------------- lerp, stencil, mean, conversions
+
+
+def _arg_bits(value) -> int:
+    """A launch file's float: a number rounded once, or "nan" (the quiet NaN 0x7FC00000 the
+    interface binds for it, as C's and NumPy's default NaN), "inf", "-inf"."""
+    special = {"nan": 0x7FC00000, "inf": INF, "-inf": INF | SIGN}
+    return special[value] if isinstance(value, str) else to_binary32(Fraction(value))
+
+
+@oracle
+def float_lerp(spec: dict):
+    a, b, t, n = float_arg(spec, "a"), float_arg(spec, "b"), float_arg(spec, "t"), spec["args"]["n"]
+    out = [fma(add(b[i], a[i] ^ SIGN), t, a[i]) for i in range(n)]  # b - a, then t * d + a once
+    out += [0] * (len(spec["args"]["out"]) - n)
+    return {"a": words(a), "b": words(b), "out": words(out)}
+
+
+@oracle
+def float_stencil(spec: dict):
+    x, n = float_arg(spec, "x"), spec["args"]["n"]
+    three = to_binary32(Fraction(3))
+    out = [x[i] if i in (0, n - 1) else div(add(add(x[i - 1], x[i]), x[i + 1]), three) for i in range(n)]
+    return {"x": words(x), "out": words(out)}
+
+
+@oracle
+def float_mean(spec: dict):
+    x, n = float_arg(spec, "x"), spec["args"]["n"]
+    s = 0
+    for k in range(n):
+        s = add(s, x[k])
+    return {"x": words(x), "mean": words([div(s, to_binary32(Fraction(n)))])}
+
+
+def _to_int(b: int, rounding) -> int:
+    """PTX ``cvt.r*i.s32.f32``: the value rounded to an integer, saturated to int32, NaN -> 0."""
+    if is_nan(b):
+        return 0
+    if is_inf(b):
+        return -(1 << 31) if b >> 31 else (1 << 31) - 1
+    return max(-(1 << 31), min((1 << 31) - 1, rounding(exact(b))))
+
+
+def _nearest_even(x: Fraction) -> int:
+    low = math.floor(x)
+    rest = x - low
+    return low + (1 if rest > Fraction(1, 2) or (rest == Fraction(1, 2) and low % 2) else 0)
+
+
+@oracle
+def float_to_int(spec: dict):
+    x = [_arg_bits(v) for v in spec["args"]["x"]]
+    toward_zero = lambda v: math.trunc(v)  # noqa: E731
+    return {"x": words(x), "trunc": [_to_int(b, toward_zero) for b in x],
+            "nearest": [_to_int(b, _nearest_even) for b in x],
+            "down": [_to_int(b, math.floor) for b in x], "up": [_to_int(b, math.ceil) for b in x]}
