@@ -64,7 +64,7 @@ def suite_tokens(machine, name: str) -> tuple[int, int]:
         if not _runs_on(spec, name):
             continue
         prog = bound_program(path.with_suffix(".cu"), spec["kernel"], args=spec["args"], block=spec["block"],
-                    grid=spec["grid"], machine=machine)
+                             grid=spec["grid"], machine=machine, shared=spec.get("shared", 0))
         ref = reference_run(prog, machine, budget=machine.step_budget)
         segs = expected_segments(prog, machine, ref.trace, fault=ref.fault, inside_step=ref.inside_step)
         kernels, tokens = kernels + 1, tokens + sum(len(s.tokens) for s in segs)
