@@ -67,7 +67,6 @@ def _lower(module: PtxModule, kernel: PtxKernel, params: list[KernelParam], args
            grid: Dims, machine: MachineConfig, few_tokens: bool, shared_bytes: int) -> Program:
     kname = demangle_kernel_name(kernel.name)
     binding.check_launch_shape(kernel, params, block, grid, machine, kname)
-    block_dim, grid_dim = block[0] * block[1] * block[2], grid[0] * grid[1] * grid[2]
     validate_kernel(module, kernel)
     values = binding.bind_arguments(params, args, kname)
     shared_vars, dynamic = binding.shared_variables(module, kernel)
@@ -76,14 +75,28 @@ def _lower(module: PtxModule, kernel: PtxKernel, params: list[KernelParam], args
 
     tr = Translator(kernel, {v.name for v in shared_vars + dynamic}, binding.param_kinds(kernel, params))
     bbs = tr.run()
+    return finish_program(bbs, tr.wide, kernel, params, values, layout, block, grid, machine, few_tokens)
+
+
+def finish_program(bbs: list, wide: set, kernel: PtxKernel, params: list[KernelParam], values: dict,
+                   layout: binding.MemoryLayout, block: Dims, grid: Dims, machine: MachineConfig,
+                   few_tokens: bool) -> Program:
+    """Translated blocks + the launch's bound memory -> the checked machine program.
+
+    The stages after translation (launch dimensions, arguments bound, fold, address
+    exactness, blocks and registers), shared by a single kernel's launch and a
+    program's (``program_lowering``), so that a new stage lands in both.
+    """
+    kname = demangle_kernel_name(kernel.name)
     lower_launch_specials(bbs, block, grid)
     blocks.check_size(bbs, machine, kname)
     binding.bind_constants(bbs, kernel, params, values, layout)
 
-    fold_constants(bbs, {}, tr.wide)
+    block_dim, grid_dim = block[0] * block[1] * block[2], grid[0] * grid[1] * grid[2]
+    fold_constants(bbs, {}, wide)
     specials = ranges.special_ranges(block_dim, grid_dim, machine.lanes)
-    wide_index.clamp_wide_products(bbs, tr.wide, specials)
-    exact_addresses(bbs, tr.wide, specials, 4 * machine.mem_words)
+    wide_index.clamp_wide_products(bbs, wide, specials)
+    exact_addresses(bbs, wide, specials, 4 * machine.mem_words)
 
     mblocks, regs_used, preds_used = blocks.fewest_token_blocks(bbs, machine, kname, grid_dim) if few_tokens \
         else blocks.machine_blocks(bbs, machine, kname, few_tokens=False)

@@ -19,18 +19,16 @@ from qwengpu_mlx.core.errors import ResourceError, UnsupportedError
 from qwengpu_mlx.core.isa import ArrayBinding, Program, SharedBinding
 from qwengpu_mlx.core.launch_spec import Dims
 
-from qwengpu_mlx.host import binding, blocks, narrow_memory, ranges, wide_index
-from qwengpu_mlx.host.addresses import exact_addresses
-from qwengpu_mlx.host.fold import fold_constants
+from qwengpu_mlx.host import binding, narrow_memory
 from qwengpu_mlx.host.frontend import demangle_kernel_name
-from qwengpu_mlx.host.launch_dims import lower_launch_specials
+from qwengpu_mlx.host.lowering import finish_program
 from qwengpu_mlx.host.program_build import DeviceCode
 from qwengpu_mlx.host.program_memory import DeviceMemory
 from qwengpu_mlx.host.ptx_ast import PtxKernel
 from qwengpu_mlx.host.signature import KernelParam
 from qwengpu_mlx.host.srcloc import located
 from qwengpu_mlx.host.translate import Translator
-from qwengpu_mlx.host.validate import check_program, validate_kernel
+from qwengpu_mlx.host.validate import validate_kernel
 
 _PARAM_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8}
 
@@ -143,22 +141,7 @@ def _lower_launch(device: DeviceCode, kernel: PtxKernel, values: dict[str, int],
     if wide:
         raise located(UnsupportedError, kernel, f"device variable `{wide[0]}` is a char/short array: in a program "
                       f"the host copies packed bytes, which this machine's narrow arrays do not hold; use int")
-    lower_launch_specials(bbs, block, grid)
-    blocks.check_size(bbs, machine, kname)
-    binding.bind_constants(bbs, kernel, params, {**values}, layout)
-
-    block_dim, grid_dim = block[0] * block[1] * block[2], grid[0] * grid[1] * grid[2]
-    fold_constants(bbs, {}, tr.wide)
-    specials = ranges.special_ranges(block_dim, grid_dim, machine.lanes)
-    wide_index.clamp_wide_products(bbs, tr.wide, specials)
-    exact_addresses(bbs, tr.wide, specials, 4 * machine.mem_words)
-    mblocks, regs_used, preds_used = blocks.fewest_token_blocks(bbs, machine, kname, grid_dim) if few_tokens \
-        else blocks.machine_blocks(bbs, machine, kname, few_tokens=False)
-    program = Program(kernel=kname, blocks=mblocks, arrays=arrays, shared=shared + globals_,
-                      scalars={p.name: values[p.name] for p in params if not p.pointer},
-                      memory=layout.image, regs_used=regs_used, preds_used=preds_used,
-                      block_dim=block_dim, grid_dim=grid_dim)
-    check_program(program, machine)
+    program = finish_program(bbs, tr.wide, kernel, params, dict(values), layout, block, grid, machine, few_tokens)
     return BoundLaunch(program, shared_base)
 
 
