@@ -1,6 +1,6 @@
 """Tokens per launch: the plain lowering against the few-token one, over the conformance suite.
 
-    .venv/bin/python -m bench.launch_tokens [--top N]
+    .venv/bin/python -m bench.launch_tokens [--top N] [--per-element]
 
 Counts the complete launch the reference implies (``runtime/expect.py``: the stream the
 model must write, checked exact by ``--check``) for every conformance kernel and for the
@@ -9,7 +9,9 @@ shuffle-reduction dot product (``tests/kernels_machine/shfl_dot.cu``), lowered t
 gone where fewest records come back, ``host/packing.py``; short branches guarded,
 ``host/ifconvert.py``). Prints the totals by token kind, the ratio, and the kernels with
 the most tokens. Counting needs no model; that the model writes these launches exactly
-is ``bench/model_suite.py``'s job.
+is ``bench/model_suite.py``'s job. Last, the tokens per element (by kind) of a
+grid-stride vector operation over 450 elements on the large machine (``--per-element``:
+only that).
 
 Both count today's record formats: short ``VAL``/``VALU``/``MEM`` records (header and
 ``C0``) for values in 0..2047 with a record after them in the step, and one ``VALU``
@@ -23,12 +25,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
 from collections import Counter
 from pathlib import Path
 
 from tests.support.launching import bound_program
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MACHINES
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MACHINES, MachineConfig
 from qwengpu_mlx.runtime.check import reference_run
 from qwengpu_mlx.runtime.expect import expected_segments
 from qwengpu_mlx.core.vocab import RECORD_TOKENS, SHORT_KINDS, chunk_value, vocab_for
@@ -71,6 +74,36 @@ def launch_kinds(folder: Path, name: str, few_tokens: bool, args: dict | None = 
     return kinds, steps
 
 
+def grid_stride_kinds(n: int, block: int, grid: int, magnitude: int, machine: MachineConfig) -> tuple[Counter, int]:
+    """(tokens by kind, EXEC steps) of ``examples/kernels/grid_stride.cu`` (``out[i] = 2*x[i] + i``
+    in a grid-stride loop) over ``n`` elements of seeded values in ``[-magnitude, magnitude]``:
+    the array kernels' cost per element, which grows with the values (short records hold
+    0..2047) and with the launch's shape."""
+    rnd = random.Random(0)
+    x = [rnd.randrange(-magnitude, magnitude + 1) for _ in range(n)]
+    prog = bound_program(ROOT / "examples" / "kernels" / "grid_stride.cu", "grid_stride",
+                         args={"x": x, "out": [0] * n, "n": n}, block=block, grid=grid, machine=machine)
+    ref = reference_run(prog, machine, budget=machine.step_budget)
+    v = vocab_for(machine)
+    kinds = Counter()
+    for seg in expected_segments(prog, machine, ref.trace, fault=ref.fault, inside_step=ref.inside_step):
+        for rec in seg.records:
+            kinds[v[rec.tokens[0]].kind] += len(rec.tokens)
+    return kinds, len(ref.trace)
+
+
+def print_per_element(n: int = 450) -> None:
+    """Tokens per element of a grid-stride vector operation on the large machine."""
+    print(f"grid-stride vector operation (grid_stride.cu) over {n} elements, large machine, tokens per element:")
+    for magnitude in (6, 10**6):
+        for block, grid in ((4, 3), (32, 1), (32, 4)):
+            kinds, steps = grid_stride_kinds(n, block, grid, magnitude, MACHINES["large"])
+            total = tokens(kinds)
+            by_kind = ", ".join(f"{k} {kinds[k] / n:.1f}" for k in sorted(kinds, key=lambda k: -kinds[k]))
+            print(f"  values within +-{magnitude}, block {block}, grid {grid}: {total / n:.1f} "
+                  f"({total} tokens, {steps} steps; {by_kind})")
+
+
 def tokens(kinds: Counter) -> int:
     return sum(n for k, n in kinds.items() if k != "SHORTENED")
 
@@ -91,7 +124,12 @@ def signed_short_savings(segs, machine=DEFAULT_MACHINE) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--top", type=int, default=8, help="kernels to list, most tokens first")
+    ap.add_argument("--per-element", action="store_true",
+                    help="only the tokens per element of a grid-stride vector operation")
     ns = ap.parse_args()
+    if ns.per_element:
+        print_per_element()
+        return 0
     folder = ROOT / "examples" / "kernels"
     totals = {False: Counter(), True: Counter()}
     steps = {False: 0, True: 0}
@@ -126,6 +164,7 @@ def main() -> int:
     plain4 = launch_kinds(tests, "shfl_dot", False, small)[0]
     print(f"  with a = 1,2,3,4 and b = 5,6,7,8: plain lowering with 4-token records "
           f"{tokens(plain4) + plain4['SHORTENED']}, few-token {tokens(launch_kinds(tests, 'shfl_dot', True, small)[0])}")
+    print_per_element()
     return 0
 
 
