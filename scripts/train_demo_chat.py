@@ -1,12 +1,22 @@
 """Train the demo chat fixture: a tiny Qwen3.5 that calls ``gpu_eval`` and quotes the result.
 
-    .venv/bin/python -m scripts.train_demo_chat [--steps N] [--out DIR]
+    .venv/bin/python -m scripts.train_demo_chat --init qwengpu_mlx/chat/demo --minutes 30   # first chunk
+    .venv/bin/python -m scripts.train_demo_chat --resume scripts/demo_checkpoint --minutes 30  # each next one
 
-Writes ``qwengpu_mlx/chat/demo/`` (config.json in Qwen3.5's HF form, model.safetensors,
-tokenizer.json, tokenizer_config.json with the chat template, README.md). Data:
-``qwengpu_mlx/chat/demo_data.py`` (seeded); loss on assistant tokens only; at the end,
-greedy exact-match rates of the tool call's expression and of the final answer on
-held-out questions (a seed the training never used).
+Training runs in chunks of at most 30 minutes. Each chunk ends by writing the checkpoint
+(``--checkpoint``, default ``scripts/demo_checkpoint/``: weights, the optimizer's moments and
+step, the tokenizer, the model config, ``state.json`` with the training config, the tools and
+a log of the chunks) and the fixture ``qwengpu_mlx/chat/demo/`` (config.json in Qwen3.5's HF
+form, model.safetensors, tokenizer files, tools.json, README.md), so every committed chunk is
+a usable demo; ``--resume`` continues where it stopped. The batches are drawn from the seed
+and the step alone and the learning rate is a function of the step, so the step is the
+whole data position. ``--init DIR`` starts by fine-tuning a fixture (its tokenizer and
+weights); without it and ``--resume`` a tokenizer is trained and the model starts at random.
+
+Data: ``qwengpu_mlx/chat/demo_data.py`` (seeded); loss on assistant tokens only; after each
+chunk, greedy exact-match rates of the tool call's expression and of the final answer on
+held-out questions (a seed the training never used), and ``eval chat --model demo`` on the
+shipped questions and on ``demo/unseen_questions.json``.
 
 Training runs mlx-lm's own ``qwen3_5`` model, except that its Gated DeltaNet recurrence
 (a Python loop over time steps on CPU, slow to differentiate) is swapped for an exactly
@@ -20,6 +30,7 @@ import argparse
 import json
 import math
 import random
+import shutil
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -28,7 +39,7 @@ import mlx.core as mx
 import mlx.nn as nn
 import mlx.optimizers as optim
 import numpy as np
-from mlx.utils import tree_flatten
+from mlx.utils import tree_flatten, tree_unflatten
 from mlx_lm.models import gated_delta, qwen3_5
 
 from qwengpu_mlx.chat import demo, demo_data
@@ -50,11 +61,11 @@ class TrainConfig:
     kv_heads: int = 2
     head_dim: int = 32
     batch: int = 12
-    steps: int = 100_000
-    minutes: float = 20.0  # training wall-clock budget
+    total_steps: int = 5000  # the learning-rate schedule's length, over all chunks
+    minutes: float = 30.0  # one chunk's wall clock, setup and evaluation included
     lr: float = 3e-3
     warmup: int = 30
-    max_len: int = 512
+    max_len: int = 1024
     chunk: int = 16
     eval_questions: int = 100
     # 2^-16: exact in binary and decimal (rms_norm_eps of the tiny model; widening keeps it).
@@ -193,7 +204,7 @@ def check_prefix(model, prefix: list[int], data) -> float:
 
 # ---------------------------------------------------------------- data
 
-def encode_conversation(tok, messages: list[dict]) -> tuple[list[int], list[int]]:
+def encode_conversation(tok, messages: list[dict], tools: list[dict]) -> tuple[list[int], list[int]]:
     """Token ids and a loss mask that is 1 on the assistant's own tokens (its ``<|im_end|>`` included).
 
     Each assistant message's tokens are what the template adds for it after the prompt that
@@ -202,9 +213,9 @@ def encode_conversation(tok, messages: list[dict]) -> tuple[list[int], list[int]
     for i, m in enumerate(messages):
         if m["role"] != "assistant":
             continue
-        prompt = tok.apply_chat_template(messages[:i], tools=TOOLS["normal"], add_generation_prompt=True,
+        prompt = tok.apply_chat_template(messages[:i], tools=tools, add_generation_prompt=True,
                                          tokenize=False)
-        upto = tok.apply_chat_template(messages[:i + 1], tools=TOOLS["normal"], tokenize=False)
+        upto = tok.apply_chat_template(messages[:i + 1], tools=tools, tokenize=False)
         assert prompt.startswith(done) and upto.startswith(prompt)
         part = tok.encode(prompt[len(done):], add_special_tokens=False)
         ids += part
@@ -218,75 +229,78 @@ def encode_conversation(tok, messages: list[dict]) -> tuple[list[int], list[int]
     return ids, mask
 
 
-def dataset(tok, convs, max_len: int):
+def dataset(tok, convs, max_len: int, tools: list[dict]):
     """Encoded conversations (longer than ``max_len`` dropped), and a check of the split tokenization."""
     out = []
     for i, conv in enumerate(convs):
-        ids, mask = encode_conversation(tok, conv)
+        ids, mask = encode_conversation(tok, conv, tools)
         if i < 200:  # the pieces must tokenize as the whole rendering does
-            whole = tok.apply_chat_template(conv, tools=TOOLS["normal"], tokenize=False)[:-1]
+            whole = tok.apply_chat_template(conv, tools=tools, tokenize=False)[:-1]
             assert tok.encode(whole, add_special_tokens=False) == ids, "split tokenization differs"
         if len(ids) <= max_len:
             out.append((ids, mask))
     return out
 
 
-def shared_prefix(tok) -> list[int]:
+def shared_prefix(tok, tools: list[dict]) -> list[int]:
     """The tokens every conversation starts with: the system block up to its call example's end."""
-    text = tok.apply_chat_template([{"role": "user", "content": "hi"}], tools=TOOLS["normal"], tokenize=False)
+    text = tok.apply_chat_template([{"role": "user", "content": "hi"}], tools=tools, tokenize=False)
     end = text.index("</tool_call>") + len("</tool_call>")
     return tok.encode(text[:end], add_special_tokens=False)
 
 
-def batches(data, batch: int, rng: random.Random, P: int):
-    """Endless batches of similar lengths after the shared prefix (``P`` tokens), right-padded."""
-    while True:
-        order = sorted(rng.sample(range(len(data)), min(len(data), batch * 64)), key=lambda i: len(data[i][0]))
-        groups = [order[j:j + batch] for j in range(0, len(order) - batch + 1, batch)]
-        rng.shuffle(groups)
-        for g in groups:
-            L = max(len(data[i][0]) for i in g) - P
-            x = np.zeros((batch, L), np.int32)
-            m = np.zeros((batch, L), np.float32)
-            for r, i in enumerate(g):
-                ids, mask = data[i]
-                x[r, :len(ids) - P], m[r, :len(ids) - P] = ids[P:], mask[P:]
-            yield mx.array(x[:, :-1]), mx.array(x[:, 1:]), mx.array(m[:, 1:])
+def length_order(data) -> list[int]:
+    """Conversation indices by length: neighbours make batches with little padding."""
+    return sorted(range(len(data)), key=lambda i: len(data[i][0]))
+
+
+def batch_at(data, order: list[int], batch: int, seed: int, step: int, P: int):
+    """Step ``step``'s batch: ``batch`` neighbours in ``order`` at an offset drawn from (seed, step)
+    alone, so a resumed run draws exactly the batches the uninterrupted one would have; right-padded
+    after the shared prefix (``P`` tokens)."""
+    r = random.Random(seed * 1_000_003 + step)
+    j = r.randrange(len(order) - batch + 1)
+    g = order[j:j + batch]
+    L = max(len(data[i][0]) for i in g) - P
+    x = np.zeros((batch, L), np.int32)
+    m = np.zeros((batch, L), np.float32)
+    for row, i in enumerate(g):
+        ids, mask = data[i]
+        x[row, :len(ids) - P], m[row, :len(ids) - P] = ids[P:], mask[P:]
+    return mx.array(x[:, :-1]), mx.array(x[:, 1:]), mx.array(m[:, 1:])
 
 
 # ---------------------------------------------------------------- train and evaluate
 
-def render_texts(convs) -> list[str]:
+def render_texts(convs, tools: list[dict]) -> list[str]:
     """Conversations rendered by the template (Jinja2 directly) for the BPE trainer."""
     import jinja2
 
     env = jinja2.Environment()
     env.filters["tojson"] = lambda x, **kw: json.dumps(x, ensure_ascii=False)
     t = env.from_string(demo.CHAT_TEMPLATE)
-    return [t.render(messages=c, tools=TOOLS["normal"], add_generation_prompt=False) for c in convs]
+    return [t.render(messages=c, tools=tools, add_generation_prompt=False) for c in convs]
 
 
-def write_tokenizer(c: TrainConfig, out: Path, convs) -> None:
-    tok = demo.build_tokenizer(render_texts(convs[:4000]), c.vocab_size)
+def write_tokenizer(c: TrainConfig, out: Path, convs, tools: list[dict]) -> None:
+    tok = demo.build_tokenizer(render_texts(convs[:4000], tools), c.vocab_size)
     out.mkdir(parents=True, exist_ok=True)
     tok.save(str(out / "tokenizer.json"))
     (out / "tokenizer_config.json").write_text(json.dumps(demo.tokenizer_config(), indent=2) + "\n")
 
 
-def learning_rate(c: TrainConfig, step: int, frac: float) -> float:
-    """Linear warmup over ``warmup`` steps, then cosine decay over the run's time (to 5%)."""
+def learning_rate(c: TrainConfig, step: int) -> float:
+    """Linear warmup over ``warmup`` steps, then cosine decay to 5% at ``total_steps``: a function
+    of the step alone, so chunks continue one schedule."""
     if step <= c.warmup:
         return c.lr * step / c.warmup
-    return c.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(frac, 1.0))))
+    frac = min((step - c.warmup) / max(1, c.total_steps - c.warmup), 1.0)
+    return c.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * frac)))
 
 
-def train(c: TrainConfig, model, data, prefix: list[int]) -> int:
-    """AdamW on the masked loss until ``steps`` or ``minutes`` run out; returns the steps taken.
-
-    The schedule follows the wall-clock fraction, so a slower machine takes fewer steps
-    of the same schedule (the 2-core machine this was trained on is shared)."""
-    opt = optim.AdamW(learning_rate=c.lr, weight_decay=0.01)
-
+def train_chunk(c: TrainConfig, model, opt, data, prefix: list[int], first: int, deadline: float) -> tuple[int, float]:
+    """AdamW steps ``first``, ``first + 1``, ... on the masked loss until ``total_steps`` or the
+    wall-clock ``deadline``; returns (the last step taken, the mean loss of its last 50 steps)."""
     P = mx.array(prefix)
 
     def loss_fn(model, x, y, m):
@@ -294,35 +308,35 @@ def train(c: TrainConfig, model, data, prefix: list[int]) -> int:
         return (ce * m).sum() / m.sum()
 
     grad = nn.value_and_grad(model, loss_fn)
-    it = batches(data, c.batch, random.Random(c.seed), len(prefix))
-    t0, acc, s = time.time(), [], 0
-    while s < c.steps and (time.time() - t0) < 60 * c.minutes:
+    order = length_order(data)
+    t0, acc, recent, s = time.time(), [], [], first - 1
+    while s < c.total_steps and time.time() < deadline:
         s += 1
-        frac = (time.time() - t0) / (60 * c.minutes)
-        opt.learning_rate = learning_rate(c, s, frac)
-        loss, g = grad(model, *next(it))
+        opt.learning_rate = learning_rate(c, s)
+        loss, g = grad(model, *batch_at(data, order, c.batch, c.seed, s, len(prefix)))
         g, _ = optim.clip_grad_norm(g, 1.0)
         opt.update(model, g)
         mx.eval(model.parameters(), opt.state, loss)
         acc.append(loss.item())
-        if s % 10 == 0 or s == 1:
+        recent = (recent + [acc[-1]])[-50:]
+        if s % 10 == 0 or s == first:
             print(f"step {s:5d}  loss {np.mean(acc):.4f}  lr {opt.learning_rate.item():.2e}  "
                   f"{time.time() - t0:6.0f}s", flush=True)
             acc = []
-    return s
+    return s, float(np.mean(recent)) if recent else float("nan")
 
 
 def ask(model, tok, messages: list[dict], stop: str | None = "</tool_call>", max_tokens: int = 120) -> str:
     return demo.greedy_reply(model, tok, messages, stop, max_tokens)
 
 
-def parse_call(tok, text: str):
+def parse_call(tok, text: str, tools: list[dict]):
     """The call's expression through mlx-lm's parser for this template, or None."""
     if tok.tool_call_start not in text or tok.tool_call_end not in text:
         return None
     inner = text.split(tok.tool_call_start, 1)[1].split(tok.tool_call_end, 1)[0]
     try:
-        call = tok.tool_parser(inner.strip(), TOOLS["normal"])
+        call = tok.tool_parser(inner.strip(), tools)
     except Exception:
         return None
     return call.get("arguments", {}).get("expression") if call.get("name") == "gpu_eval" else None
@@ -335,7 +349,7 @@ def answer_ok(q: demo_data.Question, text: str) -> bool:
     return text.strip().endswith(demo_data.result_text(q.value) + ".")
 
 
-def evaluate(model, tok, c: TrainConfig) -> dict:
+def evaluate(model, tok, c: TrainConfig, tools: list[dict]) -> dict:
     """Greedy held-out exact-match rates: the call's expression, and the answer given the oracle's response."""
     model.eval()
     qs = demo_data.questions(c.eval_questions, c.held_out_seed)
@@ -344,99 +358,273 @@ def evaluate(model, tok, c: TrainConfig) -> dict:
     for q in qs:
         msgs = ([{"role": "system", "content": rng.choice(demo_data.SYSTEM_PROMPTS)}] if rng.random() < 0.5 else [])
         msgs.append({"role": "user", "content": q.text})
-        expr = parse_call(tok, ask(model, tok, msgs))
+        expr = parse_call(tok, ask(model, tok, msgs), tools)
         calls += expr == q.expression
         msgs += [demo_data.tool_call_message(q.expression), {"role": "tool", "content": q.response}]
         text = ask(model, tok, msgs, stop=None)
         answers += answer_ok(q, text)
         if expr != q.expression or not answer_ok(q, text):
             print(f"  miss: {q.text!r} -> {expr!r} / {text!r}")
-    return {"tool_call_exact": calls / len(qs), "answer_exact": answers / len(qs), "questions": len(qs)}
+    return {"tool_call_exact": round(calls / len(qs), 3), "answer_exact": round(answers / len(qs), 3),
+            "questions": len(qs)}
 
+
+def chat_score(questions: Path | None) -> dict | None:
+    """``eval chat --model demo`` on a question set (the shipped one when None), in a child process
+    without ``LD_PRELOAD``: the launches run through the model as users run them, unshimmed."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    cmd = [sys.executable, "-m", "qwengpu_mlx.cli.main", "eval", "chat", "--model", "demo", "--json"]
+    cmd += ["--questions", str(questions)] if questions else []
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        print(f"eval chat failed: {done.stderr[-2000:]}", flush=True)
+        return None
+    report = json.loads(done.stdout)
+    for r in report["results"]:
+        print(f"  {'right' if r['right'] else 'wrong'}: {r['question']!r} -> "
+              f"{[x['expression'] for x in r['calls']]}", flush=True)
+    return {k: report[k] for k in ("questions", "right", "launched", "exact", "quoted", "misquoted")}
+
+
+# ---------------------------------------------------------------- checkpoint and fixture
 
 README = """# Demo chat fixture (a toy, not Qwen)
 
 A tiny Qwen3.5-architecture model (hidden {hidden}, {layers} layers: Gated DeltaNet with one
 key/value head of 128 and full attention every 4th layer, MLP {intermediate}, vocabulary
-{vocab}, tied embeddings, float32, {params:,} parameters) trained from scratch on the
-templated arithmetic conversations of `qwengpu_mlx/chat/demo_data.py`: a user asks for an
-integer computation, the assistant calls `gpu_eval` in Qwen3.5's XML tool-call format, the
-tool answers (training data: a Python oracle's value or an `error: ...`), the assistant
-states the number. It knows nothing else. It exists so the chat loop and the splice can
-be tested end to end without Qwen's weights; `qwengpu_mlx.chat.demo.demo_base()` widens it
+{vocab}, tied embeddings, float32, {params:,} parameters) trained on the templated
+conversations of `qwengpu_mlx/chat/demo_data.py`: a user asks for a computation in one of
+many phrasings, the assistant calls `gpu_eval` in Qwen3.5's XML tool-call format, the tool
+answers (training data: a Python oracle's value or an `error: ...`), the assistant states
+the number. It knows nothing else. It exists so the chat loop and the splice can be
+tested end to end without Qwen's weights; `qwengpu_mlx.chat.demo.demo_base()` widens it
 exactly (same logits) to hidden 1024 so the QWEN35_2B circuit fits beside it.
 
 Files: `config.json` (Qwen3.5's HF form), `model.safetensors` (mlx-lm names),
-`tokenizer.json` (byte-level BPE trained on the same conversations, digits single tokens),
-`tokenizer_config.json` (a Qwen3.5-style ChatML template: tools in `<tools>`, calls as
-`<tool_call>\\n<function=...>`, so mlx-lm picks its `qwen3_coder` parser; eos `<|im_end|>`).
+`tokenizer.json` (byte-level BPE, digits single tokens), `tokenizer_config.json` (a
+Qwen3.5-style ChatML template: tools in `<tools>`, calls as `<tool_call>\\n<function=...>`,
+so mlx-lm picks its `qwen3_coder` parser; eos `<|im_end|>`), `tools.json` (the `gpu_eval`
+description it was trained with, offered to it by the chat: a toy this small writes the
+right call only after the prompt it learned), `unseen_questions.json` (questions phrased
+unlike both the training templates and the shipped set: the "unseen" score).
 
-Trained by `scripts/train_demo_chat.py` (MLX on CPU, seed {seed}, {steps} steps of batch
-{batch}, AdamW lr {lr} cosine, loss on assistant tokens only): {train_minutes:.1f} min.
-Held-out (seed {held_out_seed}, {questions} questions, greedy): tool call expression exact
-{tool_call_exact:.0%}, final answer exact {answer_exact:.0%}.
+Trained by `scripts/train_demo_chat.py` (MLX on CPU, seed {seed}, batch {batch}, AdamW
+lr {lr} cosine over {total_steps} steps, loss on assistant tokens only), {origin}, in
+resumable chunks of at most 30 minutes: `--resume {checkpoint}` continues from the
+committed checkpoint (weights, optimizer state, step; the batches are drawn from the seed
+and the step, so the step is the data position; the config and the tools are in
+`state.json`). Steps so far: {steps}, {train_minutes:.1f} min of training.
+
+| chunk | steps | minutes | loss (last 50) | held-out calls / answers | shipped (24) | unseen |
+|---|---|---|---|---|---|---|
+{chunk_rows}
+
+Held-out: {questions} generated questions from a seed the training never used (greedy;
+exact call expression, exact final answer). Shipped: `qwengpu-mlx eval chat --model demo`
+on `qwengpu_mlx/chat/data/questions.json` (right: the GPU computed the expected value and
+the answer states it). Unseen: the same on `unseen_questions.json`. Neither question set is
+in the training templates.
 
 Training config: {config}
+
+The runs that wrote these weights forwarded MLX's CPU matrix products to numpy's OpenBLAS
+(an `LD_PRELOAD` shim around `cblas_sgemm`, not part of the package) for speed: about 30x
+faster matrix products on this CPU. It changes only rounding, so a rerun without it trains
+a similar, not bit-identical, model. Tests and the chat never use it.
 """
+
+TOOLS_WHY = ("The tools the demo model was trained with (scripts/train_demo_chat.py, recorded in its checkpoint's "
+             "state.json): its prompt must be what it learned; a real Qwen3.5 is offered chat/tools.py's.")
+
+
+def save_weights(model, path: Path) -> None:
+    mx.save_safetensors(str(path), dict(tree_flatten(model.parameters())), metadata={"format": "mlx"})
+
+
+def save_checkpoint(ckpt: Path, model, opt, state: dict, tok_dir: Path, config: dict) -> None:
+    """Everything a later chunk needs: weights, the optimizer's moments and step, the tokenizer,
+    the model config, and ``state.json`` (training config, tools, step, chunk log)."""
+    ckpt.mkdir(parents=True, exist_ok=True)
+    save_weights(model, ckpt / "model.safetensors")
+    moments = {k: v.astype(mx.bfloat16) if v.ndim else v for k, v in tree_flatten(opt.state)}
+    mx.save_safetensors(str(ckpt / "optimizer.safetensors"), moments)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        if (tok_dir / name).resolve() != (ckpt / name).resolve():
+            shutil.copyfile(tok_dir / name, ckpt / name)
+    (ckpt / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    (ckpt / "state.json").write_text(json.dumps(state, indent=1) + "\n")
+
+
+def load_optimizer(ckpt: Path, c: TrainConfig):
+    """AdamW, with the checkpoint's moments and step when there is one. The moments are kept
+    in bfloat16 (half the committed bytes; float32's range, so no second moment underflows):
+    a resumed run continues the same trajectory to that rounding."""
+    opt = optim.AdamW(learning_rate=c.lr, weight_decay=0.01)
+    if (ckpt / "optimizer.safetensors").exists():
+        saved = mx.load(str(ckpt / "optimizer.safetensors"))
+        opt.state = tree_unflatten([(k, v.astype(mx.float32) if v.ndim else v) for k, v in saved.items()])
+    return opt
+
+
+def write_fixture(out: Path, ckpt: Path, tools: list[dict]) -> None:
+    """The demo's files from the checkpoint: a committed chunk is a usable demo."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("model.safetensors", "config.json", "tokenizer.json", "tokenizer_config.json"):
+        shutil.copyfile(ckpt / name, out / name)
+    (out / demo.TOOLS_FILE).write_text(json.dumps({"why": TOOLS_WHY, "normal": tools}, indent=2) + "\n")
+
+
+def chunk_row(i: int, ch: dict) -> str:
+    def score(s):
+        return f"{s['right']}/{s['questions']}" if s else "-"
+
+    held = ch.get("held_out") or {}
+    return (f"| {i + 1} | {ch['steps'][0]}-{ch['steps'][1]} | {ch['minutes']:.1f} | {ch['loss']:.4f} | "
+            f"{held.get('tool_call_exact', 0):.0%} / {held.get('answer_exact', 0):.0%} | "
+            f"{score(ch.get('shipped'))} | {score(ch.get('unseen'))} |")
+
+
+def write_readme(out: Path, state: dict, c: TrainConfig, vocab: int, params: int, ckpt: Path) -> None:
+    chunks = state["chunks"]
+    held = (chunks[-1].get("held_out") if chunks else None) or {"questions": c.eval_questions}
+    (out / "README.md").write_text(README.format(
+        **asdict(c), vocab=vocab, params=params, steps=state["step"], train_minutes=state["minutes"],
+        origin=state["origin"], checkpoint=_shown(ckpt), questions=held["questions"],
+        chunk_rows="\n".join(chunk_row(i, ch) for i, ch in enumerate(chunks)), config=json.dumps(asdict(c))))
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+# ---------------------------------------------------------------- one chunk
+
+MAX_CHUNK_MINUTES = 30.0
+RESERVE_S = 300  # of a chunk's minutes: saving and the evaluations after the last step
+CHECKPOINT = Path(__file__).with_name("demo_checkpoint")
+
+
+def start_state(args, c: TrainConfig, out: Path, tools: list[dict]) -> tuple[dict, Path, dict]:
+    """A new run: (state, the directory holding its tokenizer and initial weights or None, model config).
+
+    ``--init DIR`` fine-tunes a fixture (its tokenizer and weights); without it a tokenizer is
+    trained on the conversations and the model starts from a random initialization."""
+    if args.init:
+        config = json.loads((args.init / "config.json").read_text())
+        state = {"origin": f"fine-tuned from the fixture in {_shown(args.init)}", "step": 0, "minutes": 0.0,
+                 "chunks": [], "tools": tools}
+        return state, args.init, config
+    convs = demo_data.conversations(min(c.conversations, 4000), c.seed)
+    write_tokenizer(c, args.checkpoint, convs, tools)
+    from mlx_lm.tokenizer_utils import load as load_tokenizer
+
+    vocab = len(load_tokenizer(args.checkpoint).vocab)
+    state = {"origin": "from a random initialization", "step": 0, "minutes": 0.0, "chunks": [], "tools": tools}
+    return state, args.checkpoint, full_config(text_config(c, vocab))
+
+
+def open_run(args) -> tuple[TrainConfig, dict, Path, dict]:
+    """(config, state, the directory to read weights and tokenizer from, model config), new or resumed."""
+    if args.resume:
+        state = json.loads((args.resume / "state.json").read_text())
+        c = TrainConfig(**{**state["config"], "minutes": args.minutes,
+                           "total_steps": args.total_steps or state["config"]["total_steps"]})
+        return c, state, args.resume, json.loads((args.resume / "config.json").read_text())
+    c = TrainConfig(minutes=args.minutes, conversations=args.conversations, eval_questions=args.eval_questions,
+                    total_steps=args.total_steps or TrainConfig.total_steps, lr=args.lr)
+    state, src, config = start_state(args, c, args.out, TOOLS["normal"])
+    return c, state, src, config
+
+
+def build_model(config: dict, src: Path):
+    model = qwen3_5.Model(qwen3_5.ModelArgs.from_dict(config))
+    if (src / "model.safetensors").exists():
+        model.load_weights(str(src / "model.safetensors"))
+    mx.eval(model.parameters())
+    return model
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=demo.DEMO_DIR, help="the fixture directory written after each chunk")
+    ap.add_argument("--checkpoint", type=Path, default=CHECKPOINT, help="where this chunk writes its checkpoint")
+    ap.add_argument("--resume", type=Path, help="continue from this checkpoint (its config, tools and step)")
+    ap.add_argument("--init", type=Path, help="start by fine-tuning this fixture (its tokenizer and weights)")
+    ap.add_argument("--minutes", type=float, default=MAX_CHUNK_MINUTES, help="this chunk's wall clock (<= 30)")
+    ap.add_argument("--total-steps", type=int, help="the schedule's length (kept from the checkpoint if omitted)")
+    ap.add_argument("--lr", type=float, default=TrainConfig.lr)
+    ap.add_argument("--conversations", type=int, default=TrainConfig.conversations)
+    ap.add_argument("--eval-questions", type=int, default=TrainConfig.eval_questions)
+    ap.add_argument("--no-chat-eval", action="store_true", help="skip eval chat on the shipped and unseen sets")
+    args = ap.parse_args()
+    if not 0 < args.minutes <= MAX_CHUNK_MINUTES:
+        ap.error(f"--minutes must be in (0, {MAX_CHUNK_MINUTES:g}]: a chunk is at most 30 minutes")
+    return args
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=demo.DEMO_DIR)
-    ap.add_argument("--steps", type=int, default=TrainConfig.steps)
-    ap.add_argument("--minutes", type=float, default=TrainConfig.minutes)
-    ap.add_argument("--conversations", type=int, default=TrainConfig.conversations)
-    ap.add_argument("--eval-questions", type=int, default=TrainConfig.eval_questions)
-    args = ap.parse_args()
-    c = TrainConfig(steps=args.steps, minutes=args.minutes, conversations=args.conversations,
-                    eval_questions=args.eval_questions)
+    t_start = time.time()
+    args = parse_args()
+    c, state, src, config = open_run(args)
+    deadline = t_start + 60 * c.minutes - RESERVE_S
     mx.random.seed(c.seed)
     err = check_chunked(c.chunk)
     print(f"chunked Gated DeltaNet vs mlx-lm's loop: max abs diff {err:.2e}")
     assert err < 1e-4
-    t_start = time.time()
-    convs = demo_data.conversations(c.conversations, c.seed)
-    write_tokenizer(c, args.out, convs)
+    tools = state["tools"]
     from mlx_lm.tokenizer_utils import load as load_tokenizer
 
-    tok = load_tokenizer(args.out)
+    tok = load_tokenizer(src)
     assert tok.has_tool_calling and tok.tool_parser is not None
-    data = dataset(tok, convs, c.max_len)
+    data = dataset(tok, demo_data.conversations(c.conversations, c.seed), c.max_len, tools)
     lens = [len(d[0]) for d in data]
     print(f"{len(data)} conversations, tokens per conversation: mean {np.mean(lens):.0f}, max {max(lens)}; "
           f"vocab {len(tok.vocab)}  ({time.time() - t_start:.0f}s)", flush=True)
-
-    text = text_config(c, len(tok.vocab))
-    config = full_config(text)
-    model = qwen3_5.Model(qwen3_5.ModelArgs.from_dict(config))
+    model = build_model(config, src)
     nparams = sum(v.size for _, v in tree_flatten(model.parameters()))
-    print(f"model: {nparams:,} parameters", flush=True)
+    opt = load_optimizer(src, c)
+    prefix = shared_prefix(tok, tools)
+    assert all(d[0][:len(prefix)] == prefix for d in data), "a conversation does not start with the tools block"
     original = qwen3_5.gated_delta_update
     qwen3_5.gated_delta_update = training_update(c.chunk)
     model.train()
-    t0 = time.time()
-    prefix = shared_prefix(tok)
-    assert all(d[0][:len(prefix)] == prefix for d in data), "a conversation does not start with the tools block"
     err = check_prefix(model, prefix, data)
-    print(f"shared prefix: {len(prefix)} tokens; prefix-shared vs whole logits: max abs diff {err:.2e}", flush=True)
+    print(f"model: {nparams:,} parameters; shared prefix: {len(prefix)} tokens; prefix-shared vs whole logits: "
+          f"max abs diff {err:.2e}; from step {state['step'] + 1}", flush=True)
     assert err < 1e-4
+    t0, first = time.time(), state["step"] + 1
     try:
-        steps = train(c, model, data, prefix)
+        last, loss = train_chunk(c, model, opt, data, prefix, first, deadline)
     finally:
         qwen3_5.gated_delta_update = original
     minutes = (time.time() - t0) / 60
-    weights = dict(tree_flatten(model.parameters()))
-    mx.save_safetensors(str(args.out / "model.safetensors"), weights, metadata={"format": "mlx"})
-    (args.out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    chunk = {"steps": [first, last], "minutes": round(minutes, 2), "loss": round(loss, 4)}
+    state.update(config=asdict(c), step=last, minutes=round(state["minutes"] + minutes, 2),
+                 chunks=state["chunks"] + [chunk])
+    save_checkpoint(args.checkpoint, model, opt, state, src, config)
+    write_fixture(args.out, args.checkpoint, tools)
+    write_readme(args.out, state, c, len(tok.vocab), nparams, args.checkpoint)
+    print(f"checkpoint: {args.checkpoint} (step {last}); fixture: {args.out}", flush=True)
 
     import mlx_lm
 
     model, tok = mlx_lm.load(str(args.out))
-    metrics = evaluate(model, tok, c)
-    print(f"held-out: {json.dumps(metrics)}  (training {minutes:.1f} min)", flush=True)
-    (args.out / "README.md").write_text(README.format(
-        **{**asdict(c), "steps": steps}, vocab=len(tok.vocab), params=nparams, train_minutes=minutes, **metrics,
-        config=json.dumps(asdict(c))))
+    chunk["held_out"] = evaluate(model, tok, c, tools)
+    print(f"held-out: {json.dumps(chunk['held_out'])}  (training {minutes:.1f} min)", flush=True)
+    if not args.no_chat_eval and args.out.resolve() == demo.DEMO_DIR.resolve():
+        chunk["shipped"] = chat_score(None)
+        unseen = demo.DEMO_DIR / "unseen_questions.json"
+        chunk["unseen"] = chat_score(unseen) if unseen.exists() else None
+        print(f"eval chat: shipped {chunk['shipped']}, unseen {chunk['unseen']}", flush=True)
+    (args.checkpoint / "state.json").write_text(json.dumps(state, indent=1) + "\n")
+    write_readme(args.out, state, c, len(tok.vocab), nparams, args.checkpoint)
 
 
 if __name__ == "__main__":

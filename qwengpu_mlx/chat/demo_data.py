@@ -2,27 +2,38 @@
 
 The demo fixture (``qwengpu_mlx/chat/demo/``) is a tiny Qwen3.5-architecture model trained
 on these conversations only, so the chat loop can be tested end to end without Qwen's
-weights: the user asks for an integer computation in one of a few learnable phrasings,
-the assistant writes a ``gpu_eval`` call whose expression is the question's (literally or
-by a simple mapping, "the 10th Fibonacci number" -> ``fib(10)``), the tool answers with
-the value (computed here by a Python oracle: this is training data, not a kernel result)
-or with ``error: ...``, and the assistant states the number or says why it could not.
-Small talk is answered without a call; some conversations ask a second question. The
-answer quotes the tool's value.
+weights: the user asks for a computation, the assistant writes a ``gpu_eval`` call whose
+expression means the question ("the 10th Fibonacci number" -> ``fib(10)``, "the smallest
+of 4, 7 and 2" -> ``min([4, 7, 2])``), the tool answers with the value (computed here by a
+Python oracle: this is training data, not a kernel result) or with ``error: ...``, and the
+assistant states the number or says why it could not. Small talk is answered without a
+call; some conversations ask a second question.
+
+A question is built from parts, so the toy sees many phrasings of each operation rather
+than a few sentences: a request frame ("what's ...?", "can you compute ...", "please ...",
+a bare noun phrase), a noun phrase or an imperative for the operation (several wordings
+each), operands written as lists with or without spaces, as "the vector ...", or as bare
+numbers ("4, 7 and 2"), and optional lower case and missing final punctuation. The call
+always writes the grammar's canonical form (``[1, 2, 3]``, one space after each comma).
 
 Every form of the expression grammar (``chat/tools.py``) appears: ``@`` (dot and
-matrix-vector), ``+ - *`` elementwise and on scalars, scaling, and the calls ``sum min
-max argmax prefix_sum sort reverse histogram gcd fib pow``. Numbers are small integers,
-negatives included, vectors of length 1-4.
+matrix-vector), ``+ - *`` elementwise and on scalars, scaling, ``/ %`` (C's integer
+division), floats with ``+ - * /``, ``sqrt``, ``mean``, ``fmean``, and ``sum min max argmax
+abs prefix_sum sort reverse histogram gcd fib pow``; tool errors as the evaluator words
+them (lengths that differ, a zero divisor, a value outside 32 bits).
 """
 
 from __future__ import annotations
 
 import math
 import random
+import re
 from dataclasses import dataclass
 
+import numpy as np
+
 from qwengpu_mlx.chat.tools import GPU_EVAL_NAME, error_text, result_text
+from qwengpu_mlx.core.float32 import float32_text
 
 SYSTEM_PROMPTS = ("You are a helpful assistant.", "You are a helpful assistant with a GPU in your layers.",
                   "Answer briefly.", "You are Qwen, a helpful assistant.")
@@ -46,11 +57,31 @@ FAILURES = ("I could not compute that: {why}.", "The GPU could not compute that:
 INJECTED_ERRORS = ("the launch did not finish", "the program does not fit in the GPU's memory",
                    "the GPU is busy")
 INT32 = (-2**31, 2**31 - 1)
-MAX_LENGTH = 4  # vector lengths 1-4: short copies
+MAX_LENGTH = 7  # vector lengths 1-7
+
+# Request frames around a noun phrase ("the sum of [1, 2]") or an imperative ("sort [3, 1]").
+NOUN_FRAMES = ("What is {x}?", "What's {x}?", "what is {x}", "Compute {x}.", "Calculate {x}.", "compute {x}",
+               "Can you compute {x}?", "Could you calculate {x}?", "Please compute {x}.", "Tell me {x}.",
+               "Find {x}.", "I need {x}.", "Give me {x}.", "{x}?", "{x}", "Work out {x}.", "What do you get for {x}?",
+               "Please find {x}.", "Evaluate {x}.", "Can you tell me {x}?", "I'd like {x}.", "Determine {x}.")
+VERB_FRAMES = ("{x}.", "{x}", "Please {x}.", "please {x}", "Can you {x}?", "Could you {x}?", "{x}, please.",
+               "{x} for me.", "Please {x} for me.", "I need you to {x}.")
+EXPRESSION_FRAMES = ("What is {x}?", "What's {x}?", "Compute {x}", "Calculate {x}.", "{x} = ?", "{x}?", "{x}",
+                     "Evaluate {x}.", "what is {x}", "Can you compute {x}?", "Please compute {x}.", "Solve {x}.")
 
 
 class OracleError(ValueError):
     """What the tool would refuse (the message goes back as ``error: ...``)."""
+
+
+@dataclass(frozen=True)
+class Float:
+    """A float32 value (the oracle's, in training data): printed as the tool prints one."""
+
+    value: float
+
+    def __str__(self) -> str:
+        return float32_text(int(np.float32(self.value).view(np.uint32)))
 
 
 @dataclass(frozen=True)
@@ -59,7 +90,7 @@ class Question:
 
     text: str
     expression: str
-    value: object = None  # int or list[int]; None when the tool refuses
+    value: object = None  # int, Float or a list of them; None when the tool refuses
     error: str | None = None  # the refusal's message (without ``error: ``)
 
     @property
@@ -70,7 +101,7 @@ class Question:
 
 def vec(v) -> str:
     """The grammar's vector literal, ``[1, -2, 3]``."""
-    return "[" + ", ".join(str(int(x)) for x in v) + "]"
+    return "[" + ", ".join(str(x) for x in v) + "]"
 
 
 def mat(m) -> str:
@@ -81,14 +112,9 @@ def mat(m) -> str:
 def _check(value):
     """Values must be 32-bit signed integers, as on the GPU."""
     for x in value if isinstance(value, list) else [value]:
-        if not INT32[0] <= x <= INT32[1]:
+        if isinstance(x, int) and not INT32[0] <= x <= INT32[1]:
             raise OracleError("the result overflows 32-bit integers")
     return value
-
-
-def _same_length(a, b) -> None:
-    if len(a) != len(b):
-        raise OracleError(f"vector lengths differ ({len(a)} and {len(b)})")
 
 
 def fib(n: int) -> int:
@@ -98,130 +124,318 @@ def fib(n: int) -> int:
     return a
 
 
-class Gen:
-    """Random operands and the question builders, one random stream per generator."""
+def c_div(a: int, b: int) -> int:
+    """C's integer division: the quotient truncated toward zero."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def ordinal(n: int) -> str:
+    th = {1: "st", 2: "nd", 3: "rd"}.get(n % 10 if n % 100 not in (11, 12, 13) else 0, "th")
+    return f"{n}{th}"
+
+
+def f32(x) -> float:
+    return float(np.float32(x))
+
+
+class Words:
+    """How the user writes things: frames, operands, case; one random stream."""
 
     def __init__(self, rng: random.Random):
         self.r = rng
+
+    def pick(self, *options):
+        return self.r.choice(options)
+
+    def ask(self, noun: str) -> str:
+        return self.finish(self.pick(*NOUN_FRAMES).format(x=noun))
+
+    def tell(self, verb: str) -> str:
+        return self.finish(self.pick(*VERB_FRAMES).format(x=verb))
+
+    def expression(self, e: str) -> str:
+        return self.finish(self.pick(*EXPRESSION_FRAMES).format(x=e))
+
+    def finish(self, text: str) -> str:
+        """Capitalized (mostly) as a sentence starts, unless it starts with a call (``sum(...)``)."""
+        if self.r.random() < 0.8 and not re.match(r"[a-z_]+\(", text):
+            text = text[0].upper() + text[1:]
+        return text
+
+    def listing(self, v) -> str:
+        """A list as the user types it: ``[1, 2]``, ``[1,2]`` or ``[ 1, 2 ]``."""
+        return self.r.choices([vec(v), "[" + ",".join(str(x) for x in v) + "]", "[ " + ", ".join(map(str, v)) + " ]"],
+                              [6, 3, 1])[0]
+
+    def operand(self, v) -> str:
+        """A vector operand: bare, or named ("the vector [...]", "the list [...]")."""
+        return self.r.choices([self.listing(v), f"the vector {self.listing(v)}", f"the list {self.listing(v)}",
+                               f"the array {self.listing(v)}"], [6, 2, 1, 1])[0]
+
+    def numbers(self, v) -> str:
+        """Numbers written out: ``4, 7 and 2`` or ``4, 7, and 2`` or a list."""
+        if len(v) < 2 or self.r.random() < 0.4:
+            return self.operand(v)
+        head = ", ".join(map(str, v[:-1]))
+        return self.pick(f"{head} and {v[-1]}", f"{head}, and {v[-1]}", ", ".join(map(str, v)))
+
+    def pair(self, a, b) -> str:
+        """Two vectors: "A and B" or "the vectors A and B"."""
+        if self.r.random() < 0.25:
+            return f"the {self.pick('vectors', 'lists', 'arrays')} {self.listing(a)} and {self.listing(b)}"
+        return f"{self.operand(a)} and {self.operand(b)}"
+
+
+class Gen(Words):
+    """Random operands and the question builders."""
 
     def num(self, lo=-9, hi=20) -> int:
         return self.r.randint(lo, hi)
 
     def v(self, n=None, lo=-9, hi=20) -> list[int]:
-        return [self.num(lo, hi) for _ in range(n or self.r.randint(1, MAX_LENGTH))]
+        return [self.num(lo, hi) for _ in range(n or self.length())]
 
-    def pick(self, *options):
-        return self.r.choice(options)
+    def length(self) -> int:
+        return self.r.choices(range(1, MAX_LENGTH + 1), [2, 4, 5, 5, 4, 3, 2])[0]
+
+    def big(self) -> int:
+        """A scalar operand: mostly small, sometimes up to four digits."""
+        return self.r.choice([self.r.randint(-20, 20), self.r.randint(0, 99), self.r.randint(0, 999),
+                              self.r.randint(0, 9999), self.r.randint(-999, 999)])
 
     def question(self) -> Question:
-        """One question of a random form (weights favour the array forms, the harder copies)."""
-        forms = [(self.dot, 3), (self.matvec, 2), (self.elementwise, 3), (self.scalar_op, 2), (self.scale, 2),
-                 (self.reduce, 5), (self.histogram, 1), (self.gcd, 1), (self.fib, 1), (self.pow, 1)]
+        """One question of a random form (weights favour the harder copies)."""
+        forms = [(self.dot, 4), (self.matvec, 2), (self.elementwise, 5), (self.scalar_op, 4), (self.scale, 3),
+                 (self.reduce, 9), (self.histogram, 2), (self.gcd, 2), (self.fib, 2), (self.pow, 2),
+                 (self.divide, 2), (self.floats, 2), (self.average, 2), (self.literal, 2)]
         make = self.r.choices([f for f, _ in forms], [w for _, w in forms])[0]
         return make()
 
     def dot(self) -> Question:
-        n = self.r.randint(1, MAX_LENGTH)
+        n = self.length()
         a, b = self.v(n), self.v(n)
         e = f"{vec(a)} @ {vec(b)}"
-        text = self.pick(f"What is {e}?", f"Compute {e}", f"Compute the dot product of {vec(a)} and {vec(b)}.",
-                         f"dot product of {vec(a)} and {vec(b)}?", f"{e} = ?")
+        pair = self.pair(a, b)
+        text = self.pick(self.ask(f"the {self.pick('dot', 'inner', 'scalar')} product of {pair}"),
+                         self.ask(f"{self.listing(a)} dot {self.listing(b)}"), self.expression(e),
+                         self.ask(f"{self.listing(a)} · {self.listing(b)}"),
+                         self.tell(f"take the dot product of {pair}"), self.ask(f"the dot product between {pair}"))
         return Question(text, e, _check(sum(x * y for x, y in zip(a, b))))
 
     def matvec(self) -> Question:
         rows, n = self.r.randint(1, 3), self.r.randint(1, 4)
         m, x = [self.v(n, -5, 9) for _ in range(rows)], self.v(n, -5, 9)
         e = f"{mat(m)} @ {vec(x)}"
-        text = self.pick(f"What is {e}?", f"Compute {e}", f"Multiply the matrix {mat(m)} by the vector {vec(x)}.")
+        text = self.pick(self.expression(e), self.tell(f"multiply the matrix {mat(m)} by the vector {self.listing(x)}"),
+                         self.ask(f"the product of the matrix {mat(m)} and the vector {self.listing(x)}"),
+                         self.ask(f"the matrix {mat(m)} times the vector {self.listing(x)}"),
+                         self.tell(f"apply the matrix {mat(m)} to {self.listing(x)}"))
         return Question(text, e, _check([sum(p * q for p, q in zip(r, x)) for r in m]))
 
     def elementwise(self) -> Question:
-        n = self.r.randint(1, MAX_LENGTH)
+        n = self.length()
         a = self.v(n)
-        b = self.v(n) if self.r.random() > 0.12 else self.v(self.r.choice([k for k in range(1, MAX_LENGTH + 2)
-                                                                           if k != n]))
+        b = self.v(n) if self.r.random() > 0.08 else self.v(self.r.choice([k for k in range(1, 8) if k != n]))
         op = self.pick("+", "-", "*")
         e = f"{vec(a)} {op} {vec(b)}"
-        words = {"+": f"Add {vec(a)} and {vec(b)}.", "-": f"What is {e}?",
-                 "*": f"Multiply {vec(a)} and {vec(b)} elementwise."}
-        text = self.pick(f"What is {e}?", f"Compute {e}", words[op])
-        try:
-            _same_length(a, b)
-            f = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y}[op]
-            return Question(text, e, _check([f(x, y) for x, y in zip(a, b)]))
-        except OracleError as err:
-            return Question(text, e, error=str(err))
+        A, B, pair = self.listing(a), self.listing(b), self.pair(a, b)
+        how = self.pick("elementwise", "element-wise", "element by element", "pointwise", "entry by entry",
+                        "componentwise")
+        text = {"+": lambda: self.pick(self.ask(f"{A} plus {B}"), self.tell(f"add {pair}"), self.tell(f"add {B} to {A}"),
+                                       self.ask(f"the sum of {pair}"), self.ask(f"the {how} sum of {pair}")),
+                "-": lambda: self.pick(self.ask(f"{A} minus {B}"), self.tell(f"subtract {B} from {A}"),
+                                       self.ask(f"the difference {A} - {B}"), self.ask(f"{A} take away {B}")),
+                "*": lambda: self.pick(self.tell(f"multiply {pair} {how}"), self.ask(f"the {how} product of {pair}"),
+                                       self.ask(f"{A} times {B} {how}"), self.tell(f"multiply {pair} {how}"))}[op]()
+        text = text if self.r.random() < 0.75 else self.expression(e)
+        if len(a) != len(b):
+            return Question(text, e, error=f"the vectors have {len(a)} and {len(b)} elements ('{op}' at column "
+                                           f"{len(vec(a)) + 2})")
+        f = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y}[op]
+        return Question(text, e, _check([f(x, y) for x, y in zip(a, b)]))
 
     def scalar_op(self) -> Question:
-        a, b = self.num(-50, 99), self.num(-50, 99)
+        a, b = self.big(), self.big()
         op = self.pick("+", "-", "*")
         e = f"{a} {op} {b}"
-        text = self.pick(f"What is {e}?", f"Compute {e}", f"{e} = ?", f"what's {e}?")
+        words = {"+": (f"{a} plus {b}", f"the sum of {a} and {b}", f"{a} added to {b}"),
+                 "-": (f"{a} minus {b}", f"the difference between {a} and {b}", f"{a} take away {b}"),
+                 "*": (f"{a} times {b}", f"{a} multiplied by {b}", f"the product of {a} and {b}")}[op]
+        verbs = {"+": f"add {a} and {b}", "-": f"subtract {b} from {a}", "*": f"multiply {a} by {b}"}[op]
+        text = self.pick(self.ask(self.pick(*words)), self.tell(verbs), self.expression(e))
         return Question(text, e, _check({"+": a + b, "-": a - b, "*": a * b}[op]))
 
     def scale(self) -> Question:
-        k, x = self.num(-9, 9), self.v()
-        if self.r.random() < 0.5:
+        k, x = self.num(-9, 12), self.v()
+        X = self.operand(x)
+        if self.r.random() < 0.3:
             e = f"{k} * {vec(x)}"
-            text = self.pick(f"What is {e}?", f"Compute {e}", f"Scale {vec(x)} by {k}.")
-            if text.startswith("Scale"):
-                e = f"{vec(x)} * {k}"
+            text = self.pick(self.expression(e), self.ask(f"{k} times {X}"))
         else:
             e = f"{vec(x)} * {k}"
-            text = self.pick(f"What is {e}?", f"Compute {e}", f"Multiply {vec(x)} by {k}.")
+            text = self.pick(self.expression(e), self.tell(f"scale {X} by {k}"), self.tell(f"multiply {X} by {k}"),
+                             self.ask(f"{X} scaled by {k}"), self.ask(f"{X} times {k}"),
+                             self.tell(f"multiply every element of {X} by {k}"))
         return Question(text, e, _check([k * y for y in x]))
 
+    REDUCE_WORDS = {
+        "sum": ("the sum of {n}", "the total of {n}", "the sum of all elements of {v}", "the total of {v}"),
+        "min": ("the smallest of {n}", "the minimum of {n}", "the smallest element of {v}", "the lowest value in {v}",
+                "the min of {v}", "the least of {n}", "the smallest number in {v}", "the minimum value of {v}"),
+        "max": ("the largest of {n}", "the maximum of {n}", "the biggest element of {v}", "the highest value in {v}",
+                "the max of {v}", "the greatest of {n}", "the largest number in {v}", "the maximum value of {v}"),
+        "argmax": ("the index of the maximum of {v}", "the position of the largest element in {v}",
+                   "the index of the largest value in {v}{z}", "the argmax of {v}", "where the maximum of {v} is{z}",
+                   "the index of the biggest number in {v}{z}", "the position of the max in {v}{z}"),
+        "prefix_sum": ("the prefix sums of {v}", "the cumulative sums of {v}", "the running sum of {v}",
+                       "the prefix sum of {v}", "the cumulative sum of {v}", "the inclusive scan of {v}"),
+        "sort": ("{v} sorted", "{v} in increasing order", "{v} sorted from smallest to largest", "{v} in sorted order"),
+        "reverse": ("{v} reversed", "{v} in reverse order", "the reverse of {v}", "{v} backwards"),
+        "abs": ("the absolute values of {v}", "the absolute value of each element of {v}", "abs of {v}"),
+    }
+    REDUCE_VERBS = {
+        "sum": ("add up {n}", "sum {v}", "total {n}", "add together {n}", "sum up {v}"),
+        "min": ("find the minimum of {n}", "find the smallest of {n}", "pick the smallest number in {v}"),
+        "max": ("find the maximum of {n}", "find the largest of {n}", "pick the biggest number in {v}"),
+        "argmax": ("find the index of the maximum in {v}{z}", "locate the largest element of {v}{z}"),
+        "prefix_sum": ("compute the prefix sums of {v}", "take the cumulative sum of {v}", "scan {v}"),
+        "sort": ("sort {v}", "sort {v} in increasing order", "sort {v} ascending", "put {v} in order",
+                 "sort {v} from low to high", "order {v} from smallest to largest", "arrange {v} in increasing order"),
+        "reverse": ("reverse {v}", "flip {v}", "reverse the order of {v}", "write {v} backwards"),
+        "abs": ("take the absolute value of {v}",),
+    }
+
     def reduce(self) -> Question:
-        x = self.v()
-        s = vec(x)
-        name = self.pick("sum", "min", "max", "argmax", "prefix_sum", "sort", "reverse")
-        e = f"{name}({s})"
-        phrasing = {
-            "sum": (f"What is the sum of {s}?", f"Add up {s}."),
-            "min": (f"What is the smallest element of {s}?", f"Find the minimum of {s}."),
-            "max": (f"What is the largest element of {s}?", f"Find the maximum of {s}."),
-            "argmax": (f"Where is the maximum of {s}?", f"argmax of {s}?"),
-            "prefix_sum": (f"What are the prefix sums of {s}?", f"prefix sums of {s}?"),
-            "sort": (f"Please sort {s} for me", f"Sort {s}."),
-            "reverse": (f"Reverse {s}.", f"Please reverse {s} for me"),
-        }[name]
-        text = self.pick(f"What is {e}?", f"Compute {e}", *phrasing)
+        name = self.pick("sum", "sum", "min", "max", "max", "argmax", "prefix_sum", "sort", "reverse", "abs")
+        x = self.v(None, -20, 60) if self.r.random() < 0.7 else self.v(None, -999, 999)
+        e = f"{name}({vec(x)})"
+        z = self.pick("", "", " (0-based)", " (zero-based)", ", starting from 0", " (indices from 0)")
+        fill = dict(v=self.operand(x), n=self.numbers(x), z=z)
+        text = self.pick(self.ask(self.pick(*self.REDUCE_WORDS[name]).format(**fill)),
+                         self.tell(self.pick(*self.REDUCE_VERBS[name]).format(**fill)),
+                         self.ask(f"{name}({self.listing(x)})"), self.expression(e))
         value = {"sum": lambda: sum(x), "min": lambda: min(x), "max": lambda: max(x),
                  "argmax": lambda: x.index(max(x)), "prefix_sum": lambda: [sum(x[:i + 1]) for i in range(len(x))],
-                 "sort": lambda: sorted(x), "reverse": lambda: x[::-1]}[name]()
+                 "sort": lambda: sorted(x), "reverse": lambda: x[::-1], "abs": lambda: [abs(y) for y in x]}[name]()
         return Question(text, e, _check(value))
 
     def histogram(self) -> Question:
-        bins = self.r.randint(2, 6)
-        x = self.v(None, 0, bins - 1)
+        bins = self.r.randint(2, 7)
+        x = self.v(self.r.randint(2, MAX_LENGTH), 0, bins - 1)
         e = f"histogram({vec(x)}, {bins})"
-        text = self.pick(f"What is {e}?", f"Compute {e}",
-                         f"Count how many times each value in [0, {bins}) appears in {vec(x)}.")
+        X, top = self.operand(x), bins - 1
+        text = self.pick(self.expression(e),
+                         self.tell(f"count how many times each value from 0 to {top} appears in {X}"),
+                         self.ask(f"how often each of 0 to {top} appears in {X}"),
+                         self.ask(f"a histogram of {X} with {bins} bins"),
+                         self.tell(f"count the occurrences of each value 0..{top} in {X}"),
+                         self.ask(f"the counts of the values 0 through {top} in {X}"),
+                         self.tell(f"make a histogram of {X} with bins 0 to {top}"),
+                         self.tell(f"count each value in [0, {bins}) in {X}"))
         return Question(text, e, [x.count(i) for i in range(bins)])
 
     def gcd(self) -> Question:
-        a, b = self.r.randint(1, 200), self.r.randint(1, 200)
+        a, b = self.r.randint(1, 2000), self.r.randint(1, 2000)
+        if self.r.random() < 0.3:
+            k = self.r.randint(2, 30)
+            a, b = a % 100 * k + k, b % 100 * k
         e = f"gcd({a}, {b})"
-        text = self.pick(f"What is {e}?", f"gcd of {a} and {b}?", f"What is the greatest common divisor of {a} and {b}?",
-                         f"Compute {e}")
+        what = self.pick("the greatest common divisor", "the gcd", "the GCD", "the highest common factor",
+                         "the largest common divisor", "the greatest common factor")
+        text = self.pick(self.ask(f"{what} of {a} and {b}"), self.expression(e),
+                         self.ask(f"the largest number that divides both {a} and {b}"), self.ask(e))
         return Question(text, e, math.gcd(a, b))
 
     def fib(self) -> Question:
-        n = self.r.randint(0, 30)
+        n = self.r.randint(0, 46)
         e = f"fib({n})"
-        th = {1: "st", 2: "nd", 3: "rd"}.get(n % 10 if n % 100 not in (11, 12, 13) else 0, "th")
-        text = self.pick(f"What is {e}?", f"Compute {e}", f"What is the {n}{th} Fibonacci number?",
-                         f"the {n}{th} Fibonacci number")
+        note = self.pick("", "", "", " (fib(0) = 0)", " (starting from 0, 1)", ", where F(0) = 0 and F(1) = 1",
+                         " of the Fibonacci sequence", " (F(1) = 1)")
+        text = self.pick(self.ask(f"the {ordinal(n)} Fibonacci number{note}"), self.expression(e),
+                         self.ask(f"Fibonacci number {n}{note}"), self.ask(f"fibonacci({n})"),
+                         self.ask(f"F({n}) in the Fibonacci sequence"), self.ask(f"the Fibonacci number F({n})"))
         return Question(text, e, fib(n))
 
     def pow(self) -> Question:
-        b, n = self.r.randint(-9, 9), self.r.randint(0, 9)
+        b, n = self.r.choice([(self.r.randint(-9, 9), self.r.randint(0, 9)), (self.r.randint(2, 5), self.r.randint(0, 31)),
+                              (self.r.randint(-30, 30), self.r.randint(0, 4))])
         e = f"pow({b}, {n})"
-        text = self.pick(f"What is {e}?", f"Compute {e}", f"What is {b} to the power of {n}?")
+        words = (f"{b} to the power of {n}", f"{b} to the power {n}", f"{b} raised to {n}", f"{b} ^ {n}", f"{b}^{n}",
+                 f"{b} ** {n}", f"{b} raised to the power of {n}", f"{b} to the {ordinal(n)} power",
+                 f"the {ordinal(n)} power of {b}", f"{b} raised to the {ordinal(n)}")
+        text = self.pick(self.ask(self.pick(*words)), self.expression(e), self.ask(f"pow({b}, {n})"))
         try:
             return Question(text, e, _check(b ** n))
-        except OracleError as err:
-            return Question(text, e, error=str(err))
+        except OracleError:
+            return Question(text, e, error=f"pow({b}, {n}) is outside 32-bit signed integers (column 1)")
+
+    def divide(self) -> Question:
+        a, b = self.big(), self.r.choice([self.r.randint(1, 12), self.r.randint(-9, 30), self.r.randint(1, 99)])
+        op = self.pick("/", "/", "%")
+        e = f"{a} {op} {b}"
+        words = {"/": (f"{a} divided by {b}", f"{a} / {b}", f"the integer quotient of {a} and {b}",
+                       f"{a} over {b}", f"the quotient of {a} divided by {b}"),
+                 "%": (f"{a} mod {b}", f"{a} modulo {b}", f"the remainder of {a} divided by {b}", f"{a} % {b}")}[op]
+        text = self.pick(self.ask(self.pick(*words)), self.expression(e), self.tell(f"divide {a} by {b}")
+                         if op == "/" else self.ask(f"the remainder when {a} is divided by {b}"))
+        if b == 0:
+            return Question(text, e, error=f"division by zero ('{op}' at column {len(str(a)) + 2}): the divisor is 0; "
+                                           f"the GPU stopped the {'div' if op == '/' else 'rem'} launch")
+        q = c_div(a, b)
+        return Question(text, e, q if op == "/" else a - q * b)
+
+    def decimal(self) -> str:
+        return self.pick(f"{self.r.randint(0, 99)}.{self.r.randint(0, 9)}", f"{self.r.randint(0, 9)}.{self.r.randint(0, 99)}",
+                         f"{self.r.randint(0, 20)}.5", f"-{self.r.randint(0, 9)}.{self.r.randint(1, 9)}")
+
+    def floats(self) -> Question:
+        """``+ - * /`` with a decimal side, or ``sqrt``: float kernels (the oracle in float32)."""
+        if self.r.random() < 0.3:
+            x = self.pick(str(self.r.randint(0, 200)), f"{self.r.randint(0, 99)}.{self.r.randint(0, 9)}",
+                          str(self.r.choice([4, 9, 16, 25, 36, 49, 64, 81, 100, 144])))
+            e = f"sqrt({x})"
+            text = self.pick(self.ask(f"the square root of {x}"), self.ask(f"sqrt of {x}"), self.expression(e),
+                             self.ask(f"the root of {x}"))
+            return Question(text, e, Float(float(np.sqrt(np.float32(x)))))
+        a, b = self.decimal(), self.pick(self.decimal(), str(self.r.randint(1, 20)))
+        a, b = (a, b) if self.r.random() < 0.7 else (b, a)
+        op = self.pick("+", "-", "*", "/", "/")
+        e = f"{a} {op} {b}"
+        words = {"+": f"{a} plus {b}", "-": f"{a} minus {b}", "*": f"{a} times {b}", "/": f"{a} divided by {b}"}[op]
+        text = self.pick(self.ask(words), self.expression(e))
+        fa, fb = np.float32(a), np.float32(b)
+        if op == "/" and fb == 0:
+            return self.floats()
+        value = {"+": fa + fb, "-": fa - fb, "*": fa * fb, "/": fa / fb}[op]
+        return Question(text, e, Float(float(np.float32(value))))
+
+    def average(self) -> Question:
+        """``fmean`` for "the mean/average", ``mean`` for the integer mean."""
+        x = self.v(self.r.randint(2, MAX_LENGTH), -10, 99)
+        X, N = self.operand(x), self.numbers(x)
+        if self.r.random() < 0.35:
+            e = f"mean({vec(x)})"
+            text = self.pick(self.ask(f"the integer mean of {X}"), self.ask(f"the integer average of {N}"),
+                             self.expression(e), self.ask(f"the mean of {X} rounded toward zero"))
+            return Question(text, e, c_div(sum(x), len(x)))
+        e = f"fmean({vec(x)})"
+        text = self.pick(self.ask(f"the mean of {X}"), self.ask(f"the average of {N}"), self.expression(e),
+                         self.ask(f"the arithmetic mean of {X}"), self.tell(f"average {N}"),
+                         self.ask(f"the exact mean of {X}"))
+        total = np.float32(0)
+        for y in x:
+            total = np.float32(total + np.float32(y))
+        return Question(text, e, Float(float(np.float32(total / np.float32(len(x))))))
+
+    def literal(self) -> Question:
+        """A nested expression written out, copied as it is (``sum([1, 2]) * 3``)."""
+        x, k = self.v(self.r.randint(2, 5)), self.num(2, 9)
+        name = self.pick("sum", "max", "min")
+        inner = {"sum": sum, "max": max, "min": min}[name](x)
+        e, value = self.pick((f"{name}({vec(x)}) * {k}", inner * k), (f"{name}({vec(x)}) + {k}", inner + k),
+                             (f"({k} + {x[0]}) * {x[1]}", (k + x[0]) * x[1]))
+        return Question(self.expression(e), e, _check(value))
 
 
 def tool_call_message(expression: str) -> dict:
@@ -232,10 +446,10 @@ def tool_call_message(expression: str) -> dict:
 
 
 def answer_text(q: Question, rng: random.Random) -> str:
-    """The final answer: the number with its expression, or why not."""
+    """The final answer: the number, or why not."""
     if q.error:
-        return rng.choice(FAILURES).format(expr=q.expression, why=q.error)
-    return rng.choice(ANSWERS).format(expr=q.expression, value=result_text(q.value))
+        return rng.choice(FAILURES).format(why=q.error)
+    return rng.choice(ANSWERS).format(value=result_text(q.value))
 
 
 def inject_error(q: Question, rng: random.Random) -> Question:
@@ -256,11 +470,11 @@ def small_talk_turn(rng: random.Random) -> list[dict]:
 
 
 def conversation(rng: random.Random) -> list[dict]:
-    """One conversation: optional system prompt, then one to three turns."""
+    """One conversation: optional system prompt, then one or two turns."""
     g = Gen(rng)
     messages = [{"role": "system", "content": rng.choice(SYSTEM_PROMPTS)}] if rng.random() < 0.5 else []
     for _ in range(rng.choices([1, 2], [8, 2])[0]):
-        if rng.random() < 0.12:
+        if rng.random() < 0.08:
             messages += small_talk_turn(rng)
             continue
         q = g.question()
