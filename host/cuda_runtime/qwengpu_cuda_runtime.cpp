@@ -433,28 +433,29 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total) {
 }
 
 /* ---- symbols ---- */
+/* A copy to or from `symbol`'s bytes [offset, offset + n): the symbol looked up, the range
+   and the direction checked as CUDA checks them (`toward` is the direction that writes the
+   symbol or reads it), then one memcpy_direction over the symbol's device pointer. */
+static cudaError_t symbol_copy(void *dst, const void *src, const void *symbol, size_t n, size_t offset,
+                               cudaMemcpyKind kind, cudaMemcpyKind toward, bool to_symbol) {
+  uint64_t address, size;
+  cudaError_t e = symbol_address(symbol, &address, &size);
+  if (e != cudaSuccess) return e;
+  if (offset + n > size) return cudaErrorInvalidValue;
+  if (kind != toward && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+    return cudaErrorInvalidMemcpyDirection;
+  void *at = device_pointer(address + offset);
+  return memcpy_direction(to_symbol ? at : dst, to_symbol ? src : at, n, kind);
+}
 cudaError_t cudaMemcpyToSymbol__qwengpu(const void *symbol, const void *src, size_t n, size_t offset,
                                         cudaMemcpyKind kind) {
   GUARD();
-  uint64_t address, size;
-  cudaError_t e = symbol_address(symbol, &address, &size);
-  if (e != cudaSuccess) return record(e);
-  if (offset + n > size) return record(cudaErrorInvalidValue);
-  if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
-    return record(cudaErrorInvalidMemcpyDirection);
-  return record(memcpy_direction(device_pointer(address + offset), src, n,
-                                 kind == cudaMemcpyDefault ? cudaMemcpyDefault : kind));
+  return record(symbol_copy(nullptr, src, symbol, n, offset, kind, cudaMemcpyHostToDevice, true));
 }
 cudaError_t cudaMemcpyFromSymbol__qwengpu(void *dst, const void *symbol, size_t n, size_t offset,
                                           cudaMemcpyKind kind) {
   GUARD();
-  uint64_t address, size;
-  cudaError_t e = symbol_address(symbol, &address, &size);
-  if (e != cudaSuccess) return record(e);
-  if (offset + n > size) return record(cudaErrorInvalidValue);
-  if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
-    return record(cudaErrorInvalidMemcpyDirection);
-  return record(memcpy_direction(dst, device_pointer(address + offset), n, kind));
+  return record(symbol_copy(dst, nullptr, symbol, n, offset, kind, cudaMemcpyDeviceToHost, false));
 }
 cudaError_t cudaGetSymbolAddress__qwengpu(void **ptr, const void *symbol) {
   GUARD();
