@@ -11,6 +11,7 @@ from pathlib import Path
 
 from qwengpu_mlx.core.errors import LaunchError
 from qwengpu_mlx.core.launch_spec import dims_text, dims_value, parse_dims, read_launch_spec, spec_beside
+from qwengpu_mlx.host.program_build import has_main
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -21,6 +22,9 @@ commands
         run a launch on the GPU compiled into the model; tokens stream live
         e.g. /run examples/kernels/dot.cu a=1,2,3 b=4,5,6 out=0 n=3
         KERNEL may be a name from /kernels; without NAME=... the kernel's .json arguments are used
+  /run PROGRAM.cu [-- ARGS...]
+        a file with main() runs as a program: its output here, each launch in the launch pane
+        e.g. /run examples/programs/argv_scale.cu -- 5 3
   /check on|off   replay each launch against the reference interpreter (now: {check})
   /kernels        pick one of examples/kernels/*.cu (type to filter, enter runs it)
   /help           this text
@@ -55,9 +59,22 @@ class RunRequest:
 
 
 @dataclass
+class ProgramRequest:
+    """A whole CUDA program (a file with ``main()``) and its command-line arguments."""
+
+    source: Path
+    args: list[str] = field(default_factory=list)
+    text: str = ""  # the command as typed
+    machine: str = "large"  # as ``qwengpu-mlx run prog.cu``: a tutorial's arrays and 32-thread blocks need it
+
+    def describe(self) -> str:
+        return " ".join([self.source.name] + (["--", *map(shlex.quote, self.args)] if self.args else []))
+
+
+@dataclass
 class Command:
     name: str  # "run", "check", "kernels", "help", "chat"
-    run: RunRequest | None = None
+    run: RunRequest | ProgramRequest | None = None
     flag: bool | None = None
     text: str = ""
     extra: dict = field(default_factory=dict)
@@ -76,8 +93,8 @@ def resolve_source(text: str, kernels: Path | None = None) -> Path:
     p = Path(text).expanduser()
     candidates = [p, REPO_ROOT / p]
     if p.suffix == "" or not p.parent.parts:
-        k = kernels or examples_dir()
-        candidates += [k / p.name, k / (p.name + ".cu")]
+        for k in (kernels or examples_dir(), REPO_ROOT / "examples" / "programs"):
+            candidates += [k / p.name, k / (p.name + ".cu")]
     for c in candidates:
         if c.is_file():
             return c
@@ -106,7 +123,15 @@ def _option_value(key: str, val: str):
         raise CommandError(f"/run: --{key} {val!r}: expected X, X,Y or X,Y,Z (integers)") from None
 
 
-def parse_run(rest: str, kernels: Path | None = None, full: str = "") -> RunRequest:
+def parse_program(source: Path, words: list[str], full: str = "") -> ProgramRequest:
+    """``/run PROGRAM.cu [-- ARGS...]``: the words after ``--`` are the program's ``argv``."""
+    if words and words[0] != "--":
+        raise CommandError(f"/run: {source.name} is a program (it has main()): its launches come from its own "
+                           f"code, and its arguments follow --: /run {source.name} -- {' '.join(words)}")
+    return ProgramRequest(source, words[1:], full)
+
+
+def parse_run(rest: str, kernels: Path | None = None, full: str = "") -> RunRequest | ProgramRequest:
     try:
         words = shlex.split(rest)
     except ValueError as e:
@@ -114,6 +139,8 @@ def parse_run(rest: str, kernels: Path | None = None, full: str = "") -> RunRequ
     if not words:
         raise CommandError("/run needs a kernel: /run KERNEL.cu NAME=values ... (see /kernels)")
     source = resolve_source(words[0], kernels)
+    if source.suffix == ".cu" and has_main(source):
+        return parse_program(source, words[1:], full)
     args: dict = {}
     opts: dict = {}
     i = 1

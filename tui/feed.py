@@ -77,9 +77,22 @@ class ChatEvent:
 
 
 @dataclass(frozen=True)
+class ProgramOutput:
+    job: int
+    stream: str  # "stdout" or "stderr"
+    text: str  # one line a program wrote, without its newline
+
+
+@dataclass(frozen=True)
+class LaunchRecorded:
+    job: int
+    record: object  # a program's launch ended: its runtime.program.LaunchRecord
+
+
+@dataclass(frozen=True)
 class JobDone:
     job: int
-    outcome: object = None  # a /run's LaunchOutcome; None for a chat turn
+    outcome: object = None  # a /run's LaunchOutcome (a program's ProgramOutcome); None for a chat turn
     error: str | None = None  # a chat turn that failed
     cancelled: bool = False
 
@@ -146,6 +159,12 @@ class FeedSink(LaunchEvents):
 
     def note(self, text: str) -> None:
         self.feed.put(Phase(self.job, text.strip("[]")))
+
+    def output(self, stream: str, text: str) -> None:
+        self.feed.put(ProgramOutput(self.job, stream, text))
+
+    def record(self, record) -> None:
+        self.feed.put(LaunchRecorded(self.job, record))
 
     def chat_event(self, event) -> None:
         self._stop_if_cancelled()

@@ -53,8 +53,9 @@ from qwengpu_mlx.core.machine import MACHINES
 from qwengpu_mlx.core.vocab import vocab_for
 from qwengpu_mlx.runtime import CircuitStore, LaunchCancelled, LaunchEvents
 
-from qwengpu_mlx.tui.commands import RunRequest
+from qwengpu_mlx.tui.commands import ProgramRequest, RunRequest
 from qwengpu_mlx.tui.launcher import LaunchOutcome, execute_launch
+from qwengpu_mlx.tui.program_job import ProgramOutcome, execute_program
 
 POLL_S = 0.05  # the caller checks the job's cancel event at least this often
 TOKENS_EVERY_S = 0.02  # the worker sends the launch's tokens this often (the screen draws at most every 0.1 s)
@@ -153,19 +154,34 @@ def _take_in(inbox: Connection, jobs: queue.SimpleQueue, cancels: _Cancels) -> N
         if message[0] == "cancel":
             cancels.up_to = max(cancels.up_to, message[1])
         else:
-            jobs.put(message[1:])
+            jobs.put(message)
+
+
+def _program(req: ProgramRequest, events: _PipeEvents, outbox: _Outbox, cancel: _JobCancel, check: bool,
+             store: CircuitStore) -> ProgramOutcome:
+    """A whole program's run (``program_job``): its output lines and each launch's record sent
+    as they come, a record after the launch's last tokens."""
+    def report(kind: str, *payload) -> None:
+        if kind == "record":
+            events.flush()
+        outbox.send((kind, *payload))
+
+    return execute_program(req, events, report, cancel, check=check, store=store)
 
 
 def serve(inbox: Connection, outbox: _Outbox) -> None:
-    """The worker: launches as they come, until ``None`` or the dashboard's end of the pipe closes."""
+    """The worker: launches and programs as they come, until ``None`` or the dashboard's end of the
+    pipe closes."""
     sys.stdout = sys.stderr = _PipeText(outbox)
     store, jobs, cancels = CircuitStore(), queue.SimpleQueue(), _Cancels()
     threading.Thread(target=_take_in, args=(inbox, jobs, cancels), name="inbox", daemon=True).start()
     while (job := jobs.get()) is not None:
-        job_id, req, check, machine = job
-        events = _PipeEvents(outbox)
-        outcome = execute_launch(req, events, _JobCancel(cancels, job_id), check=check, store=store,
-                                 machine=MACHINES[machine])
+        kind, job_id, req, check = job
+        events, cancel = _PipeEvents(outbox), _JobCancel(cancels, job_id)
+        if kind == "program":
+            outcome = _program(req, events, outbox, cancel, check, store)
+        else:
+            outcome = execute_launch(req, events, cancel, check=check, store=store, machine=MACHINES[req.machine])
         events.flush()
         outbox.send(("done", outcome))
 
@@ -183,6 +199,10 @@ def _forward(message: tuple, sink, vocab) -> None:
         sink.phase(message[1])
     elif kind == "note":
         sink.note(message[1])
+    elif kind == "output":
+        sink.output(message[1], message[2])
+    elif kind == "record":
+        sink.record(message[1])
 
 
 class LaunchProcess:
@@ -210,15 +230,18 @@ class LaunchProcess:
             os.close(from_w)
         self._to, self._from = Connection(to_w, readable=False), Connection(from_r, writable=False)
 
-    def run(self, req: RunRequest, sink, cancel: threading.Event, job: int, *, check: bool) -> LaunchOutcome:
-        """Job ``job``'s launch in the process; its events go to ``sink`` (a ``LaunchEvents``
-        with ``note``), until the outcome comes back (cancelled when ``cancel`` was set)."""
+    def run(self, req: RunRequest | ProgramRequest, sink, cancel: threading.Event, job: int, *,
+            check: bool) -> LaunchOutcome | ProgramOutcome:
+        """Job ``job``'s launch (or whole program) in the process; its events go to ``sink`` (a
+        ``LaunchEvents`` with ``note``, and for a program ``output`` and ``record``), until the
+        outcome comes back (cancelled when ``cancel`` was set)."""
         if self._proc is None or self._proc.poll() is not None:
             self._start()
         proc, to, from_ = self._proc, self._to, self._from  # close() may drop them meanwhile
         vocab = vocab_for(MACHINES[req.machine])
+        kind = "program" if isinstance(req, ProgramRequest) else "launch"
         try:
-            to.send(("launch", job, req, check, req.machine))
+            to.send((kind, job, req, check))
             while self._wait(proc, to, from_, cancel, job):
                 message = from_.recv()
                 if message[0] == "done":
@@ -232,7 +255,8 @@ class LaunchProcess:
             pass
         if self._proc is proc:
             self._proc = None
-        return LaunchOutcome(req, error=f"the launch process ended (exit code {proc.poll()})")
+        ended = f"the launch process ended (exit code {proc.poll()})"
+        return ProgramOutcome(req, error=ended) if kind == "program" else LaunchOutcome(req, error=ended)
 
     @staticmethod
     def _wait(proc, to: Connection, from_: Connection, cancel: threading.Event, job: int) -> bool:

@@ -30,10 +30,11 @@ from qwengpu_mlx.runtime import LaunchCancelled
 
 from qwengpu_mlx.tui import feed as fd
 from qwengpu_mlx.tui.activity import Activity
-from qwengpu_mlx.tui.commands import RunRequest
+from qwengpu_mlx.tui.commands import ProgramRequest, RunRequest
 from qwengpu_mlx.tui.decode import LaunchDecoder
 from qwengpu_mlx.tui.launch_process import LaunchProcess
 from qwengpu_mlx.tui.launcher import LaunchOutcome
+from qwengpu_mlx.tui.program_job import ProgramOutcome
 
 MACHINE_REFRESH_S = 0.5  # the machine pane's tables redraw at most this often mid-launch
 _job_ids = itertools.count(1)
@@ -41,8 +42,8 @@ _job_ids = itertools.count(1)
 
 @dataclass
 class Job:
-    kind: str  # "run" or "chat"
-    request: RunRequest | None = None  # a /run's
+    kind: str  # "run", "program" or "chat"
+    request: RunRequest | ProgramRequest | None = None  # a /run's
     cancel: threading.Event = None
     id: int = 0
 
@@ -80,13 +81,20 @@ class JobsMixin:
         return self.job is not None and self.job.kind == "chat"
 
     # ------------------------------------------------------------------ starting
-    def start_launch(self, req: RunRequest) -> None:
+    def start_launch(self, req: RunRequest | ProgramRequest) -> None:
+        """A /run: one launch, or a whole program (``programs.ProgramsMixin``)."""
         if self.running:
             self.transcript.say("a launch is running: cancel it first (escape or ctrl+c)", "error")
             return
         self.last_request = req
-        self.job = job = Job("run", req)
         self.decoder = None
+        if isinstance(req, ProgramRequest):
+            self.job = job = Job("program", req)
+            self.start_program(req)
+            self.job_workers.append(self._launch_worker(job, self.check))
+            self.refresh_bindings()
+            return
+        self.job = job = Job("run", req)
         self.launch_pane.clear()
         self.launch_pane.border_title = f"launch: {req.describe()}"
         self.machine_pane.show(None)
@@ -119,7 +127,8 @@ class JobsMixin:
         try:
             outcome = self.mlx.call(self.launches.run, req, sink, job.cancel, job.id, check=check)
         except Exception as e:  # the MLX thread closed (the app is ending); the launch process reports the rest
-            outcome = LaunchOutcome(req, error=f"{type(e).__name__}: {e}")
+            ended = ProgramOutcome if job.kind == "program" else LaunchOutcome
+            outcome = ended(req, error=f"{type(e).__name__}: {e}")
         sink.done(outcome)
 
     @work(thread=True, group="chat", exit_on_error=False, description="chat reply")
@@ -178,6 +187,10 @@ class JobsMixin:
             self.activity.prefill(event.tokens)
         elif isinstance(event, fd.LaunchBegin):
             self._launch_begin(event.program, event.prompt)
+        elif isinstance(event, fd.ProgramOutput):
+            self.program_output(event.stream, event.text)
+        elif isinstance(event, fd.LaunchRecorded):
+            self.program_launch_ended(event.record)
         elif isinstance(event, fd.JobDone):
             self._job_done(event)
 
@@ -191,7 +204,7 @@ class JobsMixin:
             return
         changes = {"phase": self.activity.text()}
         dec = self.decoder
-        if dec is not None and (self.job.kind == "run" or self._chat_launching):
+        if dec is not None and (self.job.kind != "chat" or self._chat_launching):
             elapsed = time.perf_counter() - self._launch_started
             changes.update(tokens=dec.count, steps=dec.kinds.get("EXEC", 0),
                            tokens_per_s=dec.count / elapsed if dec.count and elapsed > 0 else None)
@@ -205,6 +218,9 @@ class JobsMixin:
             self.launch_pane.border_title = f"launch (chat): {program.kernel}"
             self.status_bar.set(tokens=0, tokens_per_s=None, steps=0)
             self._chat_launching = True
+        elif job.kind == "program":  # its launches one after another in the pane
+            self.program_launch_begins(program.kernel)
+            self.status_bar.set(tokens=0, tokens_per_s=None, steps=0)
         machine = MACHINES[job.request.machine if job.request is not None else "default"]
         self.decoder = LaunchDecoder(program, machine)
         self.launch_pane.add_lines(self.decoder.prompt_lines(prompt))
@@ -234,6 +250,9 @@ class JobsMixin:
     def _job_done(self, event: fd.JobDone) -> None:
         if self.job.kind == "run":
             self._launch_done(event.outcome)
+        elif self.job.kind == "program":
+            self.last_outcome = event.outcome
+            self.program_done(event.outcome)
         elif event.cancelled:
             self._chat_cancelled()
         elif event.error:
@@ -367,6 +386,9 @@ class JobsMixin:
             return
         if job.kind == "run":
             self._launch_done(LaunchOutcome(job.request, cancelled=True))
+        elif job.kind == "program":
+            self.last_outcome = ProgramOutcome(job.request, cancelled=True)
+            self.program_done(self.last_outcome)
         else:
             self._chat_cancelled()
         self._machine_dirty = False

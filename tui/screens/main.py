@@ -15,6 +15,7 @@ from qwengpu_mlx.tui import commands
 from qwengpu_mlx.tui.chat import ChatBackend
 from qwengpu_mlx.tui.launcher import MlxThread
 from qwengpu_mlx.tui.screens.jobs import JobsMixin
+from qwengpu_mlx.tui.screens.programs import ProgramsMixin
 from qwengpu_mlx.tui.widgets import LaunchPane, LiveReply, MachinePane, PromptInput, Status, StatusBar, Transcript
 from qwengpu_mlx.tui.screens.kernel_picker import KernelPicker
 
@@ -29,8 +30,9 @@ def _short_path(path) -> str:
         return str(path)
 
 
-class MainScreen(JobsMixin, Screen):
-    """Layout, input and commands; running jobs and showing their progress: ``jobs.JobsMixin``."""
+class MainScreen(JobsMixin, ProgramsMixin, Screen):
+    """Layout, input and commands; running jobs and showing their progress: ``jobs.JobsMixin``
+    (a whole program's: ``programs.ProgramsMixin``)."""
 
     BINDINGS = [
         Binding("ctrl+r", "rerun", "Rerun last"),

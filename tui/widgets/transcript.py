@@ -13,6 +13,8 @@ STYLES = {
     "assistant": "#87d7ff",
     "dim": "dim",
     "reasoning": "italic dim #af87ff",  # the model's think block: shown, set apart from its answer
+    "stdout": "",  # a program's own lines, as it wrote them
+    "stderr": "#ff8787",
 }
 
 
