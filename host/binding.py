@@ -228,6 +228,8 @@ def bind_constants(bbs: list[BasicBlock], kernel: PtxKernel, params: list[Kernel
             if isinstance(it, LParamLoad):
                 p = by_ptx[it.param]
                 v = array_addr[p.name] if p.pointer else _extend(values[p.name], it.bits, it.signed)
+                if it.bits == 64:  # a 64-bit scalar's high word (wide64: the low word loads as 32 bits)
+                    v = (values[p.name] >> 32) & M32
                 bb.items[i] = LInstr(Op.MOV, it.dst, (Imm(v & M32),), line=it.line, text=f"ld.param {p.name}")
             elif isinstance(it, LConst):
                 v = shared_addr[it.value] if isinstance(it.value, str) else it.value

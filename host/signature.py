@@ -30,15 +30,23 @@ class KernelParam:
 
 def element_type(ctype: str) -> tuple[int, bool]:
     """``(bits, signed)`` of what a parameter's C type points to (or is): 8 for ``char``,
-    ``bool`` and ``[u]int8_t``, 16 for ``short`` and ``[u]int16_t``, else 32. Plain
+    ``bool`` and ``[u]int8_t``, 16 for ``short`` and ``[u]int16_t``, 64 for ``long``,
+    ``size_t`` and ``[u]int64_t``, else 32. Plain
     ``char`` is signed, as in CUDA."""
     words = re.findall(r"\w+", ctype)
-    unsigned = "unsigned" in words or any(w in ("uint8_t", "uint16_t", "bool") for w in words)
+    unsigned = "unsigned" in words or any(w in ("uint8_t", "uint16_t", "bool") + UNSIGNED64 for w in words)
+    if any(w in ("long",) + SIGNED64 + UNSIGNED64 for w in words):
+        return 64, not unsigned
     if any(w in ("char", "int8_t", "uint8_t", "bool") for w in words):
         return 8, not unsigned
     if any(w in ("short", "int16_t", "uint16_t") for w in words):
         return 16, not unsigned
     return 32, not unsigned
+
+
+SIGNED64 = ("int64_t", "ptrdiff_t", "ssize_t", "intptr_t", "longlong")
+UNSIGNED64 = ("uint64_t", "size_t", "uintptr_t", "ulonglong")
+"""The 64-bit integer type names besides ``long`` (LP64, as CUDA on Linux): ``host/wide64.py``."""
 
 
 def is_float_type(ctype: str) -> bool:
@@ -96,7 +104,8 @@ def cuda_kernel_params(source: str, kernel: str) -> list[KernelParam] | None:
 
 
 _TYPE_WORDS = {"int", "unsigned", "signed", "char", "short", "long", "const", "volatile",
-               "__restrict__", "float", "double", "bool", "void", "size_t", "uint32_t", "int32_t"}
+               "__restrict__", "float", "double", "bool", "void", "size_t", "uint32_t", "int32_t",
+               "int64_t", "uint64_t", "ptrdiff_t"}
 
 
 def _split_top_level(plist: str) -> list[str]:

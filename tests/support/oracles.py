@@ -8,8 +8,8 @@ its own ``ORACLES``. ``tests/host/test_conformance.py`` pairs this dict with
 
 from __future__ import annotations
 
-from tests.support import (oracles_atomics, oracles_base, oracles_float, oracles_float_io, oracles_launch,
-                           oracles_narrow, oracles_warps)
+from tests.support import (oracles_atomics, oracles_base, oracles_float, oracles_float_io, oracles_int64,
+                           oracles_launch, oracles_narrow, oracles_warps)
 from tests.support.oracles_base import TEST_ORACLES, Oracle, machine_of
 
 __all__ = ["ORACLES", "TEST_ORACLES", "Oracle", "machine_of"]
@@ -26,4 +26,4 @@ def _merged(*modules) -> dict[str, Oracle]:
 
 
 ORACLES: dict[str, Oracle] = _merged(oracles_base, oracles_warps, oracles_narrow, oracles_atomics, oracles_launch,
-                                     oracles_float, oracles_float_io)
+                                     oracles_float, oracles_float_io, oracles_int64)
