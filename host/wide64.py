@@ -145,7 +145,9 @@ def _compute(tr, ins, em, d: str, dh: str | None) -> list:
     if op in ("cvt", "mov", "cvta"):
         return _move(tr, ins, em, d, dh)
     if op in ("mul", "mad") and ("hi" in ins.mods or "cc" in ins.mods):
-        raise unsupported(ins, f"`{op}.hi`/carry of 64-bit integers (`__umul64hi`, `__mul64hi`) is not supported")
+        raise unsupported(ins, f"`{op}.hi`/carry of 64-bit integers is not supported (clang's division or remainder "
+                               f"of a 64-bit value by a constant, or `__umul64hi`): the machine's division routine is "
+                               f"32-bit; divide 32-bit values where they fit (cast to unsigned or int first)")
     if op in ("shr", "min", "max", "abs"):  # the low word needs the high words
         return _high_reader(tr, ins, em, d, dh, pre)
     if op == "selp":

@@ -1,0 +1,113 @@
+"""64-bit integer values (``host/wide64.py``): every operation clang emits for ``long long``
+and ``unsigned long long``, on values across the 32-bit boundary, against Python's
+integers wrapped to 64 bits (the oracle: C's meaning, never the lowering's code); 64-bit
+scalar parameters beyond 32 bits; what is refused, at the user's line.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from qwengpu_mlx.core.errors import MemoryFault, UnsupportedError
+from qwengpu_mlx.core.machine import LARGE_MACHINE
+from tests.support.cli import cu, needs_clang
+from tests.support.launching import reference
+
+pytestmark = needs_clang
+
+M64 = (1 << 64) - 1
+
+
+def s64(x: int) -> int:
+    x &= M64
+    return x - (1 << 64) if x >> 63 else x
+
+
+def word(x: int) -> int:
+    x &= 0xFFFFFFFF
+    return x - (1 << 32) if x >> 31 else x
+
+
+def words(x: int) -> list[int]:
+    return [word(x), word(x >> 32)]
+
+
+OPS = """\
+__device__ void put(unsigned *out, int k, long long v) {
+    out[2 * k] = (unsigned)v;
+    out[2 * k + 1] = (unsigned)(v >> 32);
+}
+__global__ void ops(long long x, long long y, unsigned *out) {
+    unsigned long long ux = x, uy = y;
+    put(out, 0, x + y); put(out, 1, x - y); put(out, 2, x * y); put(out, 3, -x);
+    put(out, 4, x & y); put(out, 5, x | y); put(out, 6, x ^ y); put(out, 7, ~x);
+    put(out, 8, x << 7); put(out, 9, x >> 9); put(out, 10, (long long)(ux >> 37)); put(out, 11, x < y ? x : y);
+    put(out, 12, (long long)(ux > uy ? ux : uy)); put(out, 13, x < 0 ? -x : x);
+    put(out, 14, (x < y) + 2 * (ux < uy) + 4 * (x == y) + 8 * (x >= y)); put(out, 15, (long long)(int)x);
+}
+"""
+
+
+def ops_oracle(x: int, y: int) -> list[int]:
+    ux, uy = x & M64, y & M64
+    r = [x + y, x - y, x * y, -x, x & y, x | y, x ^ y, ~x, x << 7, x >> 9, ux >> 37, min(x, y),
+         max(ux, uy), abs(x), (x < y) + 2 * (ux < uy) + 4 * (x == y) + 8 * (x >= y), s64(word(x))]
+    return [w for v in r for w in words(v)]
+
+
+@pytest.mark.parametrize("x, y", [
+    (0x123456789, -0x987654321), (-1, 1), (0xFFFFFFFF, 1), (-(1 << 63), -1), ((1 << 32) + 5, (1 << 32) + 5),
+    (7, -0x100000000),
+], ids=["mixed", "minus-one", "carry", "min", "equal", "borrow"])
+def test_every_operation_on_values_across_32_bits(tmp_path, x, y):
+    """Parameters beyond 32 bits given as launch arguments; 16 results, each as two words."""
+    run = reference(cu(tmp_path, OPS, "ops.cu"), args={"x": x, "y": y, "out": [0] * 32}, block=1,
+                    machine=LARGE_MACHINE)
+    assert run.outputs["out"] == ops_oracle(x, y)
+
+
+def test_a_size_t_loop_bound_beyond_memory_faults_as_an_out_of_bounds_access(tmp_path):
+    """n = 2^32 + 3: the loop runs past the array, which faults (on a GPU: an illegal address)."""
+    code = ("__global__ void fill(int *c, size_t n) {\n"
+            "    for (size_t i = threadIdx.x; i < n; i += blockDim.x) c[i] = (int)i;\n}\n")
+    path = cu(tmp_path, code, "fill.cu")
+    assert reference(path, args={"c": [0] * 6, "n": 6}).outputs["c"] == [0, 1, 2, 3, 4, 5]
+    with pytest.raises(MemoryFault):
+        reference(path, args={"c": [0] * 6, "n": (1 << 32) + 3})
+
+
+def test_an_index_beyond_32_bits_faults_and_never_wraps(tmp_path):
+    """a[k] with k = 2^32 + 1: the low word alone would read a[1]; the GPU's address is far outside."""
+    code = "__global__ void pick(const int *a, int *out, long long k) {\n    out[0] = a[k];\n}\n"
+    path = cu(tmp_path, code, "pick.cu")
+    assert reference(path, args={"a": [5, 6, 7], "out": [0], "k": 2}, block=1).outputs["out"] == [7]
+    with pytest.raises(MemoryFault):
+        reference(path, args={"a": [5, 6, 7], "out": [0], "k": (1 << 32) + 1}, block=1)
+
+
+def test_a_shared_array_of_long_long_holds_two_words_an_element(tmp_path):
+    code = ("__global__ void rev(const unsigned *lo, unsigned *out) {\n"
+            "    __shared__ unsigned long long s[4];\n    int t = threadIdx.x;\n"
+            "    s[t] = ((unsigned long long)lo[t] << 32) + t;\n    __syncthreads();\n"
+            "    unsigned long long v = s[3 - t];\n"
+            "    out[2 * t] = (unsigned)v;\n    out[2 * t + 1] = (unsigned)(v >> 32);\n}\n")
+    lo = [1, -1, 123, -2]
+    run = reference(cu(tmp_path, code, "rev.cu"), args={"lo": lo, "out": [0] * 8})
+    expected = [w for t in range(4) for w in words(((lo[3 - t] & 0xFFFFFFFF) << 32) + 3 - t)]
+    assert run.outputs["out"] == expected
+
+
+@pytest.mark.parametrize("code, needle, says", [
+    ("__global__ void k(int *o, long long a, long long b) {\n    o[0] = (int)(a / b);\n}\n", "a / b", "division"),
+    ("__global__ void k(int *o, unsigned long long a) {\n    o[0] = (int)(a % 10);\n}\n", "a % 10", "remainder"),
+    ("__global__ void k(long long *o, int n) {\n    o[0] = n;\n}\n", "o[0]", "array of 64-bit"),
+    ("__global__ void k(int *o, long long a, int s) {\n    o[0] = (int)(a << s);\n}\n", "a << s", "variable amount"),
+], ids=["division", "remainder", "array-parameter", "variable-shift"])
+def test_what_is_not_done_is_refused_at_the_line(tmp_path, code, needle, says):
+    path = cu(tmp_path, code, "k.cu")
+    line = next(n for n, text in enumerate(code.splitlines(), 1) if needle in text)
+    args = {"o": [0], "a": 5, "b": 2, "n": 1, "s": 1}
+    import re
+    names = re.findall(r"(\w+)[,)]", code.splitlines()[0])
+    with pytest.raises(UnsupportedError, match=rf"^k\.cu:{line}: .*{says}"):
+        reference(path, args={n: args[n] for n in names}, block=1)
