@@ -209,11 +209,17 @@ def size_dynamic_shared(dynamic: list, shared_bytes: int, kernel: PtxKernel, mac
     return [replace(v, size_bytes=shared_bytes) for v in dynamic]
 
 
-def param_kinds(kernel: PtxKernel, params: list[KernelParam]) -> dict[str, str]:
+def param_kinds(kernel: PtxKernel, params: list[KernelParam], packed: bool = False) -> dict[str, str]:
     """PTX parameter name -> ``"ptr"``, ``"ptr8"``/``"ptr16"`` (a ``char``/``short`` array,
-    one element per word: ``narrow_memory``) or ``"scalar"`` (what the translation reads)."""
-    return {pp.name: (("ptr" + (str(p.bits) if p.bits < 32 else "")) if p.pointer else "scalar")
-            for pp, p in zip(kernel.params, params)}
+    one element per word: ``narrow_memory``), ``"ptr64"`` (a ``long long`` array, which a
+    launch's arguments cannot lay out: ``wide64`` refuses its accesses; ``packed``: a
+    program's, whose host code copied it as the bytes it is, so a plain ``"ptr"``) or
+    ``"scalar"`` (what the translation reads)."""
+    def kind(p: KernelParam) -> str:
+        if not p.pointer:
+            return "scalar"
+        return "ptr" + (str(p.bits) if p.bits < 32 or (p.bits == 64 and not packed) else "")
+    return {pp.name: kind(p) for pp, p in zip(kernel.params, params)}
 
 
 def bind_constants(bbs: list[BasicBlock], kernel: PtxKernel, params: list[KernelParam],

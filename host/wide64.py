@@ -258,12 +258,13 @@ def _memory(tr, ins, em) -> list:
 
 
 def _refuse_parameter_array(tr, ins) -> None:
-    """A 64-bit element of an array parameter: the launch binds and prints arrays as words
-    (one value each), so such an array is refused where it is read or written; a
-    ``__shared__`` array of them works (two words an element)."""
+    """A 64-bit element of a kernel launch's array parameter (``"ptr64"``): the launch binds
+    and prints arrays as words (one value each), so such an array is refused where it is
+    read or written. A program's (its host code copied the bytes) and a ``__shared__``
+    array of them work: two words an element, the low word first."""
     roots, _ = _roots(tr)
     mem = next(o for o in ins.operands if isinstance(o, MemRef))
-    params = narrow_memory.address_roots(mem, roots) & {n for n, k in tr.params.items() if k.startswith("ptr")}
+    params = narrow_memory.address_roots(mem, roots) & {n for n, k in tr.params.items() if k == "ptr64"}
     if params:
         raise unsupported(ins, "an array of 64-bit integers (long long*, size_t*, int64_t*) as a kernel parameter is "
                                "not supported: pass int or unsigned arrays (a 64-bit scalar parameter, local "

@@ -1,0 +1,37 @@
+"""A whole program with 64-bit values (``examples/programs/grid_stride64.cu``): ``size_t``
+kernel parameters from ``main()``, grid-stride loops over ``size_t`` indices, a ``long
+long`` array the host copies back, and ``%zu``/``%lld``/``%llx`` in the host's and a
+kernel's ``printf``; its stdout against what the program means, computed here in Python.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from qwengpu_mlx.cli.main import main
+from tests.support.cli import needs_clang
+
+pytestmark = needs_clang
+
+PROGRAM = Path(__file__).resolve().parents[2] / "examples" / "programs" / "grid_stride64.cu"
+
+
+def grid_stride64_stdout() -> str:
+    """The program's meaning: y = 3x + y over n = 20 values, sums of squares strided by the
+    8 threads of a 2 x 4 grid (each a long long), the last thread's printed by a kernel."""
+    n, threads = 20, 8
+    x = [i * 9973 + 40000 for i in range(n)]
+    y = [3 * a + (i - 10) for i, a in enumerate(x)]
+    partial = [sum(x[i] * x[i] for i in range(t, n, threads)) for t in range(threads)]
+    total = sum(partial)
+    lines = [f"y[{i}] = {y[i]}" for i in range(0, n, 5)]
+    lines.append(f"thread {threads - 1} of {threads}: partial sum {partial[-1]}")
+    lines.append(f"sum of squares of {n} values: {total} ({total:#x})")
+    return "".join(line + "\n" for line in lines)
+
+
+def test_grid_stride64_program_output(capfd):
+    status = main(["run", str(PROGRAM), "--backend", "reference", "--quiet"])
+    out, err = capfd.readouterr()
+    assert status == 0, err
+    assert out == grid_stride64_stdout(), err
