@@ -92,10 +92,10 @@ static __device__ __forceinline__ __qwengpu_nodebug unsigned max(unsigned a, int
 #define warpSize QWENGPU_WARP_SIZE
 
 #endif /* __NVCC__ */
-#ifndef __NVCC__
-#include "prelude_wide64.h"
-#endif
 #include "prelude_atomics.h"
 #include "prelude_integer.h"
 #include "prelude_float.h"
+#ifndef __NVCC__
+#include "prelude_wide64.h"
+#endif
 #endif /* QWENGPU_PRELUDE_H */

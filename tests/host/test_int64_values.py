@@ -111,3 +111,45 @@ def test_what_is_not_done_is_refused_at_the_line(tmp_path, code, needle, says):
     names = re.findall(r"(\w+)[,)]", code.splitlines()[0])
     with pytest.raises(UnsupportedError, match=rf"^k\.cu:{line}: .*{says}"):
         reference(path, args={n: args[n] for n in names}, block=1)
+
+
+FUNCTIONS = """\\
+__device__ void put(unsigned *out, int k, unsigned long long v) {
+    out[2 * k] = (unsigned)v;
+    out[2 * k + 1] = (unsigned)(v >> 32);
+}
+__global__ void order(long long x, long long y, unsigned *out) {
+    put(out, 0, llmin(x, y)); put(out, 1, llmax(x, y)); put(out, 2, ullmin(x, y)); put(out, 3, min(x, y));
+    put(out, 4, max((unsigned long long)x, (unsigned long long)y)); put(out, 5, llabs(x));
+}
+__global__ void bits(long long x, long long y, unsigned *out) {
+    put(out, 0, __popcll(x)); put(out, 1, __clzll(x)); put(out, 2, __ffsll(y)); put(out, 3, __brevll(x));
+}
+__global__ void high(long long x, long long y, unsigned *out) {
+    put(out, 0, __umul64hi(x, y)); put(out, 1, __mul64hi(x, y));
+}
+"""
+
+
+def functions_oracle(x: int, y: int) -> dict[str, list[int]]:
+    """CUDA's 64-bit integer functions by their definitions."""
+    ux, uy = x & M64, y & M64
+    brev = int(f"{ux:064b}"[::-1], 2)
+    ffs = (uy & -uy).bit_length()
+    order = [min(x, y), max(x, y), min(ux, uy), min(x, y), max(ux, uy), abs(x)]
+    bits = [bin(ux).count("1"), 64 - ux.bit_length(), ffs, brev]
+    high = [(ux * uy) >> 64, (x * y) >> 64]
+    return {k: [w for v in vals for w in words(v)] for k, vals in
+            (("order", order), ("bits", bits), ("high", high))}
+
+
+@pytest.mark.parametrize("x, y", [(-0x123456789A, 0x700000000), (0x8000000000000000 - (1 << 64), -1),
+                                  (0xFFFFFFFF, 0x100000001), (0, 1 << 40)],
+                         ids=["mixed", "min-by-minus-one", "words", "zero"])
+@pytest.mark.parametrize("kernel", ["order", "bits", "high"])
+def test_cuda_64_bit_integer_functions(tmp_path, kernel, x, y):
+    """llmin/llmax/ullmin/min/max/llabs, __popcll/__clzll/__ffsll/__brevll, __umul64hi/__mul64hi."""
+    expected = functions_oracle(x, y)[kernel]
+    run = reference(cu(tmp_path, FUNCTIONS, "functions.cu"), kernel=kernel,
+                    args={"x": x, "y": y, "out": [0] * len(expected)}, block=1, machine=LARGE_MACHINE)
+    assert run.outputs["out"] == expected
