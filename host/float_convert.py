@@ -285,30 +285,36 @@ def op_cvt_float(tr, ins) -> list:
     if wide:
         raise unsupported(ins, f"{name}: a conversion between float and a 64-bit integer is not supported (the "
                                f"machine computes in 32 bits); convert to or from int")
+    kind = f"cvt.{mode}.{to}.{frm}"  # one shared routine per conversion (float_routines)
     if to == "f32" and frm == "f32" and mode in INTEGER_MODES:
-        return _emit(tr, ins, ins.operands[1], 32, False, lambda em, d, x: round_integral(em, d, x, mode))
+        return _emit(tr, ins, ins.operands[1], 32, False, lambda em, d, x: round_integral(em, d, x, mode), kind)
     if frm == "f32" and to != "f32" and mode in INTEGER_MODES:
-        return _emit(tr, ins, ins.operands[1], 32, False, lambda em, d, x: float_to_int(em, d, x, mode, to))
+        return _emit(tr, ins, ins.operands[1], 32, False, lambda em, d, x: float_to_int(em, d, x, mode, to), kind)
     if to == "f32" and frm != "f32" and mode in FLOAT_MODES:
         bits = narrow.type_bits(frm)
         return _emit(tr, ins, ins.operands[1], bits, frm[0] == "s",
-                     lambda em, d, x: int_to_float(em, d, x, mode, frm[0] == "s"))
+                     lambda em, d, x: int_to_float(em, d, x, mode, frm[0] == "s"), kind)
     raise unsupported(ins, f"{name}: conversion not supported (a float rounds to an integer with .rni, .rzi, "
                            f".rmi or .rpi, an integer to a float with .rn, .rz, .rm or .rp)")
 
 
-def _emit(tr, ins, opnd, bits: int, signed: bool, routine) -> list:
+def _emit(tr, ins, opnd, bits: int, signed: bool, routine, kind: str) -> list:
     """The source (a narrow integer extended first), the routine, and its result written to
     the destination under the instruction's guard; a destination that is also the source
-    gets a fresh register, since the routine reads its source after it first writes."""
+    gets a fresh register, since the routine reads its source after it first writes. The
+    routine is inlined, or called as the kernel's one copy of ``kind`` (``float_routines``)."""
     d = tr.dst(ins, ins.operands[0])
     pre: list = []
     x = narrow.extended(tr, ins, opnd, bits, signed, pre)
     guard = tr.guard_of(ins)
-    aliased = isinstance(opnd, RegRef) and opnd.name == d
-    target = d if guard is None and not aliased else tr.fresh("%cr")
+
+    def inline() -> list:
+        aliased = isinstance(opnd, RegRef) and opnd.name == d
+        target = d if guard is None and not aliased else tr.fresh("%cr")
+        items = routine(ConvertEmitter(ins.line, ins.src, ins.text, tr.fresh), target, x)
+        if target != d:
+            items.append(LInstr(Op.MOV, d, (VReg(target),), guard=guard, line=ins.line, src=ins.src, text=ins.text))
+        return items
+
     em = ConvertEmitter(ins.line, ins.src, ins.text, tr.fresh)
-    items = routine(em, target, x)
-    if target != d:
-        items.append(LInstr(Op.MOV, d, (VReg(target),), guard=guard, line=ins.line, src=ins.src, text=ins.text))
-    return pre + items
+    return pre + tr.float_calls.emit(kind, [x], d, guard, em, inline, body=routine)

@@ -77,6 +77,7 @@ class LTerm:
     target: str | None = None
     guard: VPred | None = None
     line: int = 0
+    returns_to: str | None = None  # a call of a shared routine (``float_routines``): where it comes back
 
 
 @dataclass
@@ -122,6 +123,7 @@ class MBlock:
     term: Terminator
     label: str | None = None
     term_pred: VPred | None = None  # the branch predicate, as a virtual predicate
+    returns_to: int | None = None  # a jump that calls a shared routine: the block its return continues at
 
 
 def successors(t: Terminator) -> list[int]:

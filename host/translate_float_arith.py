@@ -46,34 +46,42 @@ def _emitter(tr, ins) -> FloatEmitter:
     return FloatEmitter(ins.line, ins.src, ins.text, tr.fresh)
 
 
-def _routine(tr, ins, nsrc: int, body) -> list:
-    """Operands, the routine ``body(em, target, *srcs)`` and the guarded write of its result."""
+def _routine(tr, ins, nsrc: int, body, shared: str | None = None) -> list:
+    """Operands, the routine ``body(em, target, *srcs)`` and the guarded write of its result;
+    ``shared``: the operation's name where its routine may be one copy the kernel calls
+    (``float_routines``), inlined unless the lowering asks for that."""
     d = tr.dst(ins, ins.operands[0])
     pre: list = []
     srcs = [tr.value(ins, o, pre) for o in ins.operands[1:1 + nsrc]]
     guard = tr.guard_of(ins)
-    target = d if guard is None else tr.fresh("%fr")
-    items = body(_emitter(tr, ins), target, *srcs)
-    if guard is not None:
-        op = Op.PMOV if ins.opcode == "setp" else Op.MOV
-        kw = {"psrcs": (VPred(target),)} if op is Op.PMOV else {"srcs": (VReg(target),)}
-        items.append(LInstr(op, d, guard=guard, line=ins.line, src=ins.src, text=ins.text, **kw))
-    return pre + items
+
+    def inline() -> list:
+        target = d if guard is None else tr.fresh("%fr")
+        items = body(_emitter(tr, ins), target, *srcs)
+        if guard is not None:
+            op = Op.PMOV if ins.opcode == "setp" else Op.MOV
+            kw = {"psrcs": (VPred(target),)} if op is Op.PMOV else {"srcs": (VReg(target),)}
+            items.append(LInstr(op, d, guard=guard, line=ins.line, src=ins.src, text=ins.text, **kw))
+        return items
+
+    if shared is None:
+        return pre + inline()
+    return pre + tr.float_calls.emit(shared, srcs, d, guard, _emitter(tr, ins), inline)
 
 
 def op_add(tr, ins):
     _check_mods(ins, {"rn"})
-    return _routine(tr, ins, 2, float_addmul.add)
+    return _routine(tr, ins, 2, float_addmul.add, "add")
 
 
 def op_sub(tr, ins):
     _check_mods(ins, {"rn"})
-    return _routine(tr, ins, 2, lambda em, d, a, b: float_addmul.add(em, d, a, b, negate_b=True))
+    return _routine(tr, ins, 2, lambda em, d, a, b: float_addmul.add(em, d, a, b, negate_b=True), "sub")
 
 
 def op_mul(tr, ins):
     _check_mods(ins, {"rn"})
-    return _routine(tr, ins, 2, float_addmul.mul)
+    return _routine(tr, ins, 2, float_addmul.mul, "mul")
 
 
 def op_fma(tr, ins):
@@ -81,7 +89,7 @@ def op_fma(tr, ins):
         raise unsupported(ins, f"`{ins.opcode}{''.join('.' + m for m in ins.mods)}`: fma needs a rounding "
                                f"mode, and only .rn (nearest even) is supported")
     _check_mods(ins, {"rn"})
-    return _routine(tr, ins, 3, float_fma.fma)
+    return _routine(tr, ins, 3, float_fma.fma, "fma")
 
 
 def _check_rounded(ins, what: str) -> None:
@@ -99,19 +107,19 @@ def _check_rounded(ins, what: str) -> None:
 def op_div(tr, ins):
     _check_rounded(ins, "division")
     _check_mods(ins, {"rn"})
-    return _routine(tr, ins, 2, float_divide.divide)
+    return _routine(tr, ins, 2, float_divide.divide, "div")
 
 
 def op_rcp(tr, ins):
     _check_rounded(ins, "reciprocal")
     _check_mods(ins, {"rn"})
-    return _routine(tr, ins, 1, float_divide.reciprocal)
+    return _routine(tr, ins, 1, float_divide.reciprocal, "rcp")
 
 
 def op_sqrt(tr, ins):
     _check_rounded(ins, "square root")
     _check_mods(ins, {"rn"})
-    return _routine(tr, ins, 1, float_sqrt.square_root)
+    return _routine(tr, ins, 1, float_sqrt.square_root, "sqrt")
 
 
 def op_neg(tr, ins):

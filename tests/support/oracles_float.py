@@ -403,3 +403,49 @@ def float_to_int(spec: dict):
     return {"x": words(x), "trunc": [_to_int(b, toward_zero) for b in x],
             "nearest": [_to_int(b, _nearest_even) for b in x],
             "down": [_to_int(b, math.floor) for b in x], "up": [_to_int(b, math.ceil) for b in x]}
+
+
+# ------------------------------------------- kernels that call shared routines (float_routines)
+
+
+@oracle
+def float_variance(spec: dict):
+    """The sum in index order, the mean a division by n; the squared deviations summed by
+    an fma each (one rounding), the variance a division by n."""
+    x, n = float_arg(spec, "x"), spec["args"]["n"]
+    count = to_binary32(Fraction(n))
+    s = 0
+    for k in range(n):
+        s = add(s, x[k])
+    mean = div(s, count)
+    q = 0
+    for k in range(n):
+        d = add(x[k], mean ^ SIGN)
+        q = fma(d, d, q)
+    return {"x": words(x), "out": words([mean, div(q, count)])}
+
+
+@oracle
+def float_ratios(spec: dict):
+    a, b = float_arg(spec, "a"), float_arg(spec, "b")
+    one, three = to_binary32(Fraction(1)), to_binary32(Fraction(3))
+    out = []
+    for i, (x, y) in enumerate(zip(a, b)):
+        r = div(x, y) if i & 1 else div(y, x)
+        if i < 3:
+            r = div(r, add(x, one))
+        out.append(add(div(r, y), div(x, three)))
+    return {"a": words(a), "b": words(b), "out": words(out)}
+
+
+@oracle
+def float_normalise(spec: dict):
+    x, n = float_arg(spec, "x"), spec["args"]["n"]
+    out = float_arg(spec, "out")
+    s, lo, hi = 0, x[0], x[0]
+    for k in range(n):
+        s, lo, hi = add(s, x[k]), ptx_min(lo, x[k]), ptx_max(hi, x[k])
+    mean, scale = div(s, to_binary32(Fraction(n))), add(hi, lo ^ SIGN)
+    for i in range(n):
+        out[i] = div(add(x[i], mean ^ SIGN), scale)
+    return {"x": words(x), "out": words(out)}

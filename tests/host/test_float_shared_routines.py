@@ -1,0 +1,175 @@
+"""Float routines shared by their call sites (``host/float_routines.py``).
+
+A kernel whose inlined float routines do not fit the ROM is lowered again with one copy
+of a routine called from every use. The examples that need it (``float_variance``,
+``float_ratios``, ``float_normalise``) run on the reference against their exact oracles
+(``tests/support/oracles_float``, written with ``fractions``); here: that they needed
+sharing, that lanes of a warp calling from different sites (and under a branch, and
+before a barrier) each return to their own site without the return dispatch ever
+diverging, and that add, sub and mul computed by the fma routine are the add and the
+multiply bit for bit, the special operands included.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import struct
+from pathlib import Path
+
+import pytest
+
+from qwengpu_mlx.core.errors import ResourceError
+from qwengpu_mlx.core.isa import TermKind
+from qwengpu_mlx.core.machine import LARGE_MACHINE
+from qwengpu_mlx.core.readout import read_outputs
+from qwengpu_mlx.host import float_routines, lowering, translate
+from qwengpu_mlx.host.float_routines import BODIES, NEGATIVE_ZERO, ONE, RoutineCalls, Sharing, sharing_levels
+from qwengpu_mlx.host.ir import VReg
+from qwengpu_mlx.host.launch import bind, compile_kernel
+from qwengpu_mlx.runtime.check import reference_run
+from tests.support import oracles_float as f32
+from tests.support.cli import needs_clang
+from tests.support.float_routines import emitter, run
+from tests.support.oracles import ORACLES, machine_of
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "kernels"
+SHARING = ("float_variance", "float_ratios", "float_normalise")
+
+EDGES = [0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x00000001, 0x807FFFFF, 0x00800000, 0x3F800000,
+         0xBF800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x33800000, 0x4B800001, 0xCB000000]
+
+
+def _lowered(name: str, monkeypatch=None, sharing: Sharing | None = None):
+    """(launch file, program) of an example; ``sharing``: every translation shares that."""
+    if sharing is not None:
+        real = translate.Translator
+        monkeypatch.setattr(lowering, "Translator", lambda k, s, p: real(k, s, p, sharing))
+    spec = json.loads((EXAMPLES / f"{name}.json").read_text())
+    ck = compile_kernel(EXAMPLES / f"{name}.cu", spec["kernel"])
+    prog = bind(ck, spec["args"], block=spec["block"], grid=spec["grid"], machine=machine_of(spec))
+    return spec, prog
+
+
+def _routines(prog) -> list[str]:
+    return [b.label for b in prog.blocks if (b.label or "").startswith("$froutine_")]
+
+
+def _dispatch_blocks(prog) -> set[int]:
+    """Blocks that branch to a call's continuation: a routine's return."""
+    called = {b.index for b in prog.blocks if (b.label or "").startswith("$fcalled_")}
+    return {b.index for b in prog.blocks if b.term.kind is TermKind.BRANCH
+            and {b.term.target, b.term.fallthrough} & called}
+
+
+@needs_clang
+def test_a_kernel_that_fits_inlined_calls_no_routine():
+    _, prog = _lowered("float_mean")
+    assert _routines(prog) == []
+
+
+@needs_clang
+@pytest.mark.parametrize("name", SHARING)
+def test_inlined_the_kernel_does_not_fit(name, monkeypatch):
+    monkeypatch.setattr(translate.Translator, "shared_variants", lambda self: [])
+    with pytest.raises(ResourceError, match="machine blocks"):
+        _lowered(name)
+
+
+@needs_clang
+@pytest.mark.parametrize("name", SHARING)
+def test_each_lane_returns_to_its_own_call_site(name):
+    """Exact results, and no divergence at a routine's return: lanes enter a routine
+    together only from one site (the branches before reconverge at their own joins)."""
+    spec, prog = _lowered(name)
+    m = machine_of(spec)
+    assert _routines(prog) and len(prog.blocks) <= m.rom_blocks
+    ref = reference_run(prog, m, budget=m.step_budget)
+    assert ref.fault is None
+    assert read_outputs(prog, ref.memory) == ORACLES[name](spec)
+    returns = _dispatch_blocks(prog)
+    assert returns
+    assert not [r.block for r in ref.trace if r.event == "diverge" and r.block in returns]
+    if name == "float_ratios":  # odd and even lanes of the warp call from two sites
+        assert any(r.event == "diverge" for r in ref.trace)
+
+
+@needs_clang
+def test_the_variance_shares_the_add_and_the_division_and_keeps_the_fma_inline():
+    _, prog = _lowered("float_variance")
+    kinds = {label.split("_")[1] for label in _routines(prog)}
+    assert kinds == {"add", "div"}
+
+
+def _decimals(patterns: list[int]) -> list:
+    """Float arguments as the launch takes them: each pattern's exact value, or "inf"/"-inf"."""
+    out = []
+    for b in patterns:
+        v = float(struct.unpack("<f", struct.pack("<I", b))[0])
+        out.append(("-inf" if b >> 31 else "inf") if v in (float("inf"), float("-inf")) else v)
+    return out
+
+
+def _through_fma(op: str, a: int, b: int) -> int:
+    """``op`` (add, sub, mul) as the shared fma routine computes it: the call site's
+    arguments (``float_routines._canonical``) run through the fma routine's body."""
+    em = emitter()
+    kind, args, pre = float_routines._canonical(op, [VReg("a"), VReg("b")], True, em)
+    assert kind == "fma"
+    items = pre + BODIES["fma"](em, "d", *args)
+    return run(items, {"a": a, "b": b}).regs["d"]
+
+
+def test_add_sub_and_mul_through_the_fma_are_the_add_sub_and_mul():
+    rng = random.Random(36)
+    pairs = [(a, b) for a in EDGES for b in EDGES[::2]]
+    pairs += [(rng.getrandbits(32), rng.getrandbits(32)) for _ in range(60)]
+    pairs += [(a, a ^ 0x80000000 ^ rng.choice([0, 1])) for a in (rng.getrandbits(32) for _ in range(20))]
+    bad = []
+    for a, b in pairs:
+        for op, want in (("add", f32.add(a, b)), ("sub", f32.add(a, b ^ f32.SIGN)), ("mul", f32.mul(a, b))):
+            if _through_fma(op, a, b) != want:
+                bad.append((op, hex(a), hex(b)))
+    assert not bad, bad[:5]
+    assert (ONE, NEGATIVE_ZERO) == (0x3F800000, 0x80000000)
+
+
+def test_the_sharing_levels_least_first():
+    calls = RoutineCalls()
+    for op, items in (("div", 90), ("div", 90), ("add", 50), ("sub", 50), ("fma", 140), ("mul", 60)):
+        calls.emit(op, [], "d", None, emitter(), lambda n=items: [None] * n)
+    levels = sharing_levels(calls)
+    assert [sorted(s.kinds) for s in levels] == [["div"], ["add", "div"], ["div", "fma"]]
+    assert [s.through_fma for s in levels] == [False, False, True]
+    assert dict(levels[2].sites)["fma"] == 4 and dict(levels[0].sites)["add"] == 2
+
+
+@needs_clang
+def test_the_fused_sharing_through_the_lowering(monkeypatch, tmp_path):
+    """add, sub and mul as calls of one fma routine, forced, on special operands per lane."""
+    src = tmp_path / "fused.cu"
+    src.write_text("""
+__global__ void fused(const float* a, const float* b, const float* c, float* out) {
+    int i = threadIdx.x;
+    float x = a[i], y = b[i];
+    out[4 * i] = x + y;
+    out[4 * i + 1] = x - y;
+    out[4 * i + 2] = x * y;
+    out[4 * i + 3] = fmaf(x, y, c[i]);
+}
+""")
+    a = [0x80000000, 0x7F800000, 0x00000001, 0x3F800001]
+    b = [0x80000000, 0xFF800000, 0x80000001, 0xBF800000]
+    c = [0x00000000, 0x3F800000, 0x00000001, 0x3F800001]
+    sharing = Sharing(frozenset({"fma"}), through_fma=True)
+    real = translate.Translator
+    monkeypatch.setattr(lowering, "Translator", lambda k, s, p: real(k, s, p, sharing))
+    args = {"a": _decimals(a), "b": _decimals(b), "c": _decimals(c), "out": [0] * 16}
+    prog = bind(compile_kernel(src, "fused"), args, block=4, grid=1, machine=LARGE_MACHINE)
+    assert {label.split("_")[1] for label in _routines(prog)} == {"fma"}
+    ref = reference_run(prog, LARGE_MACHINE, budget=LARGE_MACHINE.step_budget)
+    want = []
+    for x, y, z in zip(a, b, c):
+        want += [f32.add(x, y), f32.add(x, y ^ f32.SIGN), f32.mul(x, y), f32.fma(x, y, z)]
+    assert read_outputs(prog, ref.memory)["out"] == f32.words(want)
