@@ -10,7 +10,10 @@ in the subnormal range, ties, and the special operands.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import random
+import struct
 
 import numpy as np
 import pytest
@@ -46,6 +49,45 @@ def test_the_oracle_rounding_agrees_with_numpy():
             assert f32.div(a, b) == numpy_word(value(a) / value(b)), (hex(a), hex(b))
             assert f32.sqrt(a) == numpy_word(np.sqrt(value(a))), hex(a)
     assert f32.fma(bits(1 + 2 ** -23), bits(1 - 2 ** -23), bits(-1.0)) == bits(-(2.0 ** -46))  # one rounding
+
+
+def _c_fmaf():
+    """C's ``fmaf`` from the C library (correctly rounded once, as C99 requires), or None."""
+    name = ctypes.util.find_library("m") or ctypes.util.find_library("c")
+    try:
+        fn = ctypes.CDLL(name).fmaf
+    except (OSError, AttributeError, TypeError):
+        return None
+    fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float] * 3
+    return fn
+
+
+def _c_word(fn, a: int, b: int, c: int) -> int:
+    """``fmaf`` on three patterns, its result's pattern (any NaN as the canonical one)."""
+    args = [ctypes.c_float.from_buffer_copy(struct.pack("<I", x)) for x in (a, b, c)]
+    r = fn(*args)
+    return f32.CANONICAL_NAN if r != r else struct.unpack("<I", struct.pack("<f", r))[0]
+
+
+def test_the_fma_oracle_is_c_fmaf():
+    """The exact-fraction oracle against the C library's ``fmaf`` on random operands and on
+    the edges: subnormal products and sums, overflow, cancellation to the last bits and to
+    zero, signed zeros, infinities and NaNs."""
+    fn = _c_fmaf()
+    if fn is None:
+        pytest.skip("no C library fmaf")
+    rng = random.Random(43)
+    cases = fma_cases(44, 400)
+    tiny, big = [0x00000001, 0x80000003, 0x007FFFFF, 0x00800000, 0x0C000000], [0x7F7FFFFF, 0x7E800000, 0xFF000001]
+    cases += [(a, b, c) for a in tiny + big for b in tiny + big for c in (0, 0x80000000, 0x00000001, 0xFF7FFFFF)]
+    for _ in range(400):   # products that c cancels exactly, or to a few ulps, of either sign
+        a, b = rng.getrandbits(32), rng.getrandbits(32)
+        with np.errstate(all="ignore"):
+            p = value(a) * value(b)
+        cases.append((a, b, bits(-p) ^ rng.choice([0, 1, 2, 0x80000000])))
+    cases += [(z1, z2, z3) for z1 in (0, 0x80000000) for z2 in (0x3F800000, 0xBF800000) for z3 in (0, 0x80000000)]
+    bad = [(hex(a), hex(b), hex(c)) for a, b, c in cases if f32.fma(a, b, c) != _c_word(fn, a, b, c)]
+    assert not bad, f"{len(bad)} of {len(cases)} differ from C's fmaf, e.g. {bad[:5]}"
 
 
 def fma_cases(seed: int, n: int) -> list[tuple[int, int, int]]:
