@@ -11,15 +11,26 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from qwengpu_mlx.core.encoding import block_live_out
 from qwengpu_mlx.core.errors import ResourceError
 from qwengpu_mlx.core.isa import Block, Imm, Instr, Op, Pred, Reg, Special
 from qwengpu_mlx.core.machine import LARGE_MACHINE, MachineConfig
 
+from qwengpu_mlx.host import call_liveness
 from qwengpu_mlx.host.ir import LInstr, MBlock, VPred, VReg
 from qwengpu_mlx.host.srcloc import where
 
 PURE_OPS = {o for o in Op} - {Op.ST, Op.ATOM_ADD}
+
+
+def float_registers(reg_decls: dict[str, tuple[str, int]]) -> frozenset[str]:
+    """The register names a kernel declares ``.f32`` (``%f<3>``: ``%f0``, ``%f1``, ``%f2``; a
+    plain ``.reg .f32 %x``: ``%x``), from the parser's ``reg_decls``."""
+    names = set()
+    for prefix, (rtype, count) in reg_decls.items():
+        if rtype == "f32":
+            names.add(prefix)
+            names.update(f"{prefix}{i}" for i in range(count))
+    return frozenset(names)
 
 
 def _data_uses(it: LInstr) -> set[str]:
@@ -65,7 +76,7 @@ def live_before(it: LInstr, data: set, preds: set) -> None:
 
 def _liveness(blocks: list[MBlock], uses, defs, term_uses) -> dict[int, set[str]]:
     """Live-out set of every block: each block's use (read before written, the terminator's
-    reads included) and kill (written unguarded), solved by :func:`block_live_out`."""
+    reads included) and kill (written unguarded), solved by ``call_liveness.live_out``."""
     use, kill = {}, {}
     for b in blocks:
         live, killed = set(term_uses(b)), set()
@@ -75,7 +86,7 @@ def _liveness(blocks: list[MBlock], uses, defs, term_uses) -> dict[int, set[str]
                 killed |= defs(it)
             live |= uses(it)
         use[b.index], kill[b.index] = live, killed
-    return block_live_out(blocks, use, kill)
+    return call_liveness.live_out(blocks, use, kill)  # a shared routine's call as the routine it runs
 
 
 def _term_pred(b: MBlock) -> set[str]:
@@ -139,7 +150,7 @@ def _interference(blocks, uses, defs, term_uses):
             graph.setdefault(t, set())
             if t not in order:
                 order.append(t)
-    return graph, order, worst
+    return graph, call_liveness.across_calls_first(blocks, live_out, order), worst
 
 
 def _colour(graph, order, first: int, count: int) -> dict[str, int] | None:
@@ -153,8 +164,10 @@ def _colour(graph, order, first: int, count: int) -> dict[str, int] | None:
     return colour
 
 
-def allocate(blocks: list[MBlock], machine: MachineConfig, kernel: str):
-    """Assign registers; returns (isa blocks, registers used, predicates used)."""
+def allocate(blocks: list[MBlock], machine: MachineConfig, kernel: str, float_names: frozenset[str] = frozenset()):
+    """Assign registers; returns (isa blocks, registers used, predicates used). An instruction
+    writing one of ``float_names`` (the PTX's ``.f32`` registers) is marked ``float_dst``: what
+    the machine holds there is a float's bits, which a display shows as the float."""
     eliminate_dead_code(blocks)
     dgraph, dorder, dworst = _interference(blocks, _data_uses, _data_defs, lambda b: set())
     rmap = _colour(dgraph, dorder, 1, machine.usable_regs)
@@ -196,7 +209,7 @@ def allocate(blocks: list[MBlock], machine: MachineConfig, kernel: str):
                                 psrcs=tuple(pred(p) for p in it.psrcs), guard=pred(it.guard),
                                 signed=it.signed, cmp=it.cmp, mode=it.mode, offset=it.offset,
                                 space=it.space, pdst=None if it.pdst is None else pmap[it.pdst],
-                                trap=it.trap))
+                                trap=it.trap, float_dst=not it.writes_pred and it.dst in float_names))
         term = b.term
         if b.term_pred is not None:
             term = replace(term, pred=pred(b.term_pred))

@@ -5,7 +5,9 @@ dashboard feeds it every generated token as the model writes it:
 
 * ``EXEC(b, w, mask)`` sets the current step (block, warp, active lanes);
 * ``VAL(slot, lane)`` + ``C0 C1 C2`` writes register
-  ``program.blocks[b].instrs[slot].dst`` of lane ``lane`` of the current warp;
+  ``program.blocks[b].instrs[slot].dst`` of lane ``lane`` of the current warp (a float's
+  bits where that instruction writes a register the PTX declares ``.f32``: the lowering
+  marks it ``float_dst``, and the value is shown as that float);
 * ``PVAL(lane, bits)`` is the predicate file of ``lane`` of the current warp;
 * ``MEM(item, addr)`` + chunks writes memory word ``addr``;
 * ``ENT``/``WST`` + chunks are SIMT stack entries and warp statuses (decoded with
@@ -22,7 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from qwengpu_mlx.core import records
-from qwengpu_mlx.core.isa import Program
+from qwengpu_mlx.core.float32 import float32_text
+from qwengpu_mlx.core.isa import Instr, Program
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig, to_signed
 from qwengpu_mlx.core.records import mask_bits  # noqa: F401 - re-exported for the panes
 from qwengpu_mlx.core.vocab import CHUNK_KINDS, FAULT_CODES, RECORD_KINDS, SHORT_KINDS, Token, chunk_value, vocab_for
@@ -55,6 +58,7 @@ class MachineState:
     warp: int | None = None
     mask: int = 0
     regs: dict = field(default_factory=dict)  # (warp, lane, reg) -> value
+    float_regs: set = field(default_factory=set)  # the (warp, lane, reg) whose last write was a float
     preds: dict = field(default_factory=dict)  # (warp, lane) -> predicate bits
     memory: list[int] = field(default_factory=list)
     memory_source: str = "program (inputs)"
@@ -189,6 +193,7 @@ class LaunchDecoder:
         elif tok.kind == "CTA":
             st.ctaid = tok.get("ctaid")
             st.regs.clear()
+            st.float_regs.clear()
             st.preds.clear()
             st.block = st.warp = None
             st.mask = 0
@@ -240,7 +245,8 @@ class LaunchDecoder:
             return f"ROM B{tok.get('block')} piece {tok.get('piece')}"
         return ""
 
-    def _val_reg(self, slot: int) -> int | None:
+    def _val_instr(self, slot: int) -> Instr | None:
+        """The instruction of the current step a ``VAL`` of ``slot`` reports (None: none writes a register)."""
         st = self.state
         if st.block is None or st.block >= len(self.program.blocks):
             return None
@@ -248,20 +254,28 @@ class LaunchDecoder:
         if slot >= len(instrs):
             return None
         ins = instrs[slot]
-        return None if ins.dst is None or ins.writes_pred else ins.dst
+        return None if ins.dst is None or ins.writes_pred else ins
+
+    def _val_reg(self, slot: int) -> int | None:
+        ins = self._val_instr(slot)
+        return None if ins is None else ins.dst
 
     def _complete(self, tok: Token, value: int) -> str:
         st = self.state
         head = self._header_meaning(tok)
         joined = f"= {to_signed(value)}" + (f" (0x{value:08x})" if value > 0xFFFF else "")
         if tok.kind in ("VAL", "VALU"):
-            reg = self._val_reg(tok.get("slot"))
+            ins = self._val_instr(tok.get("slot"))
             w = st.warp if st.warp is not None else 0
             lanes = [tok.get("lane")] if tok.kind == "VAL" else \
                 [lane for lane in range(self.machine.lanes) if st.mask >> lane & 1]
-            for lane in lanes if reg is not None else ():
-                st.regs[(w, lane, reg)] = value
-                st.changed_regs.add((w, lane, reg))
+            for lane in lanes if ins is not None else ():
+                cell = (w, lane, ins.dst)
+                st.regs[cell] = value
+                st.changed_regs.add(cell)
+                (st.float_regs.add if ins.float_dst else st.float_regs.discard)(cell)
+            if ins is not None and ins.float_dst:
+                joined = f"= {float32_text(value)} (0x{value:08x})"
             return f"{head} {joined}"
         if tok.kind == "MEM":
             addr = tok.get("addr")

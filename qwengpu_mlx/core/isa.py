@@ -137,6 +137,7 @@ class Instr:
     space: str | None = None  # "global" or "shared", for display only
     pdst: int | None = None
     trap: str | None = field(default=None, compare=False)  # the meaning of a fault here, for errors only
+    float_dst: bool = field(default=False, compare=False)  # writes a register the PTX declares .f32: shown as a float
 
     @property
     def writes_pred(self) -> bool:

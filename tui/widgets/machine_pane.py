@@ -102,7 +102,8 @@ def step_text(st: MachineState | None) -> Text:
 
 
 def registers_table(st: MachineState | None) -> Table:
-    """Rows (warp, register) and (warp, predicates); columns are lanes (``·`` = never written)."""
+    """Rows (warp, register) and (warp, predicates); columns are lanes (``·`` = never written); a
+    register last written as a float (the PTX's ``.f32``: ``decode``) shows that float."""
     lanes = st.machine.lanes if st else 4
     table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold", expand=False)
     table.add_column("", style="bold", no_wrap=True)
@@ -129,7 +130,8 @@ def registers_table(st: MachineState | None) -> Table:
                     style = CHANGED
                 elif current and not st.mask >> lane & 1:
                     style = INACTIVE
-                cells.append(Text("" if not exist[lane] else ("·" if v is None else _val(v)), style=style))
+                shown = float32_text(v) if (w, lane, r) in st.float_regs else _val(v) if v is not None else "·"
+                cells.append(Text(shown if exist[lane] else "", style=style))
             table.add_row(Text(f"w{w} r{r}", style="bold" if current else ""), *cells)
         if st.program.preds_used or any(k[0] == w for k in st.preds):  # rows only when predicates exist
             _pred_row(table, st, w, lanes, exist, npreds)
