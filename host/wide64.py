@@ -128,12 +128,10 @@ def _operands(tr, ins, n: int, dh, pre: list) -> list:
     return [halves(tr, ins, o, pre) for o in srcs]
 
 
-def _shift_amount(ins) -> int:
+def _shift_amount(tr, ins, pre: list):
+    """A shift's amount: an int for a constant, else the 32-bit operand (a routine shifts by it)."""
     k = ins.operands[2]
-    if not isinstance(k, ImmRef):
-        raise unsupported(ins, "a 64-bit shift by a variable amount is not supported: shift by a constant, or shift "
-                               "32-bit halves (`(unsigned)x << k` where k < 32)")
-    return k.value
+    return k.value if isinstance(k, ImmRef) else tr.value(ins, k, pre)
 
 
 def _compute(tr, ins, em, d: str, dh: str | None) -> list:
@@ -169,7 +167,8 @@ def _compute(tr, ins, em, d: str, dh: str | None) -> list:
         return pre + ops.bitwise(em, Op[op.upper()], d, dh, *_operands(tr, ins, n, dh, pre))
     if op == "shl":
         (a,) = _operands(tr, ins, 1, dh, pre)
-        return pre + ops.shl(em, d, dh, a, _shift_amount(ins))
+        k = _shift_amount(tr, ins, pre)
+        return pre + (ops.shl(em, d, dh, a, k) if isinstance(k, int) else ops.shl_var(em, d, dh, a, k))
     raise unsupported(ins, f"PTX instruction `{ins.opcode}{''.join('.' + m for m in ins.mods)}` on 64-bit "
                            f"integers ({t}) is not supported by the machine")
 
@@ -179,7 +178,8 @@ def _high_reader(tr, ins, em, d, dh, pre: list) -> list:
     signed = instr_type(ins)[0] == "s"
     op = ins.opcode
     if op == "shr":
-        return pre + ops.shr(em, d, dh, halves(tr, ins, ins.operands[1], pre), _shift_amount(ins), signed)
+        a, k = halves(tr, ins, ins.operands[1], pre), _shift_amount(tr, ins, pre)
+        return pre + (ops.shr(em, d, dh, a, k, signed) if isinstance(k, int) else ops.shr_var(em, d, dh, a, k, signed))
     if op == "abs":
         return pre + ops.absolute(em, d, dh, halves(tr, ins, ins.operands[1], pre))
     a, b = (halves(tr, ins, o, pre) for o in ins.operands[1:3])

@@ -158,3 +158,39 @@ def absolute(em: division.Emitter, dl: str, dh: str | None, a) -> list:
     nl, nh, p = em.reg(), em.reg(), em.reg("%wq")
     return sub(em, nl, nh, (Imm(0), Imm(0)), a) + [em.ins(Op.SETP, p, (a[1], Imm(0)), cmp="lt", signed=True)] + \
         select(em, dl, dh, (VReg(nl), VReg(nh)), a, VPred(p))
+
+
+def _clamped(em: division.Emitter, s) -> tuple[list, VReg]:
+    """A variable shift amount clamped to 64 (PTX: larger amounts shift by 64), so that
+    ``32 - m`` and ``m - 32`` below never wrap into a small amount."""
+    m = em.reg()
+    return [em.ins(Op.MIN, m, (s, Imm(64)))], VReg(m)
+
+
+def shl_var(em: division.Emitter, dl: str, dh: str | None, a, s) -> list:
+    """``d = a << s`` for a variable ``s``: the machine's shifts give 0 for amounts of 32 and
+    more (as PTX's 32-bit ones), so each word's three pieces are ORed without a branch:
+    ``hi = ah << m | al >> (32 - m) | al << (m - 32)``, ``lo = al << m`` (9 instructions)."""
+    al, ah = a
+    out, m = _clamped(em, s)
+    if dh is not None:
+        t, u, v, w = em.reg(), em.reg(), em.reg(), em.reg()
+        out += [em.ins(Op.SHL, t, (ah, m)), em.ins(Op.SUB, u, (Imm(32), m)), em.ins(Op.SHR, u, (al, VReg(u))),
+                em.ins(Op.OR, t, (VReg(t), VReg(u))), em.ins(Op.SUB, v, (m, Imm(32))),
+                em.ins(Op.SHL, w, (al, VReg(v))), em.ins(Op.OR, dh, (VReg(t), VReg(w)))]
+    return out + [em.ins(Op.SHL, dl, (al, m))]
+
+
+def shr_var(em: division.Emitter, dl: str, dh: str | None, a, s, signed: bool) -> list:
+    """``d = a >> s`` for a variable ``s``: below 32 the low word is ``al >> m | ah << (32 - m)``,
+    from 32 on ``ah >> (m - 32)`` (arithmetic where ``signed``, whose fill would spoil the OR,
+    so a comparison picks one); the high word is ``ah >> m`` (the machine's arithmetic shift
+    by 32 or more gives the sign). 11 instructions."""
+    al, ah = a
+    out, m = _clamped(em, s)
+    t, u, v, p = em.reg(), em.reg(), em.reg(), em.reg("%wq")
+    hi = [em.ins(Op.SHR, dh, (ah, m), signed=signed)] if dh is not None else []
+    out += [em.ins(Op.SHR, t, (al, m)), em.ins(Op.SUB, u, (Imm(32), m)), em.ins(Op.SHL, u, (ah, VReg(u))),
+            em.ins(Op.OR, t, (VReg(t), VReg(u))), em.ins(Op.SUB, v, (m, Imm(32))),
+            em.ins(Op.SHR, v, (ah, VReg(v)), signed=signed), em.ins(Op.SETP, p, (m, Imm(32)), cmp="lt", signed=False)]
+    return out + [em.ins(Op.SELP, dl, (VReg(t), VReg(v)), psrcs=(VPred(p),))] + hi
