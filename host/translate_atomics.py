@@ -73,7 +73,7 @@ def op_atom(tr, ins: PtxInstr, result: bool = True) -> list:
     if op == "exch" and d is None:
         return pre + [mk.store(vals[0], g)]
     pre += _unaliased(tr, d, mk, vals, g)
-    return pre + _serialised(tr, op, t, d, vals, g, mk)
+    return pre + _serialised(tr, d, g, mk, lambda old: _new_value(tr, op, t, old, vals, mk))
 
 
 IDENTITY = {"or": 0, "xor": 0, "and": M32, "max.u32": 0, "max.s32": 1 << 31, "min.u32": M32, "min.s32": (1 << 31) - 1}
@@ -194,9 +194,12 @@ def _names(opnd, name: str) -> bool:
     return False
 
 
-def _serialised(tr, op: str, t: str, d: str | None, vals: list, g: VPred | None, mk) -> list:
+def _serialised(tr, d: str | None, g: VPred | None, mk, new_value, prepare=list) -> list:
     """A loop of one round per lane: in round ``k`` lane ``k`` alone reads the word, computes
     and stores (``p = lane == k``); the branch back is uniform (every lane counts alike).
+    ``new_value(old)``: ``(the word's new value, the instructions computing it)`` from the
+    value the round loaded (every lane computes it; only lane ``k`` stores it); ``prepare()``:
+    instructions the rounds share, run once before them (a float operand's flush).
 
     A loop, not ``LANES`` copies: 3 machine blocks in the ROM instead of 6 to 9 (two
     rounds' worth of steps more), so a kernel holds several atomics on the default machine
@@ -211,6 +214,7 @@ def _serialised(tr, op: str, t: str, d: str | None, vals: list, g: VPred | None,
         sel = tr.fresh()
         out.append(mk(Op.SELP, sel, (VReg(lane), Imm(M32)), psrcs=(g,)))
         lane = sel
+    out += prepare()
     guarded = d is not None or g is not None
     old = d if d is not None else tr.fresh()
     if guarded:  # a guarded load keeps the old value on the other lanes: give it one
@@ -218,7 +222,7 @@ def _serialised(tr, op: str, t: str, d: str | None, vals: list, g: VPred | None,
     out += [mk(Op.MOV, k, (Imm(0),)), mk(Op.SETP, p, (VReg(lane), Imm(0)), cmp="eq")]
     top = tr.fresh("$atom_round")
     out += [LLabel(top), mk.load(old, VPred(p) if guarded else None)]
-    new, body = _new_value(tr, op, t, VReg(old), vals, mk)
+    new, body = new_value(VReg(old))
     out += body + [mk.store(new, VPred(p)),
                    mk(Op.ADD, k, (VReg(k), Imm(4))),
                    mk(Op.SETP, p, (VReg(lane), VReg(k)), cmp="eq"),

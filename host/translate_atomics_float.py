@@ -20,15 +20,15 @@ wherever it can see it (a kernel's pointer parameters, ``__shared__`` arrays).
 
 from __future__ import annotations
 
-from qwengpu_mlx.core.isa import Imm, Op, Special
+from qwengpu_mlx.core.isa import Imm, Op
 
 from qwengpu_mlx.host import float_addmul
 from qwengpu_mlx.host.float_pack import MAGNITUDE, SIGN, FloatEmitter
-from qwengpu_mlx.host.ir import LLabel, LTerm, VPred, VReg
+from qwengpu_mlx.host.ir import VPred, VReg
 from qwengpu_mlx.host.ptx_ast import PtxInstr
-from qwengpu_mlx.host.translate_atomics import LANES, ORDERING, _Emitter, _read_elsewhere, _unaliased
+from qwengpu_mlx.host.translate_atomics import ORDERING, _Emitter, _read_elsewhere, _serialised, _unaliased
 from qwengpu_mlx.host.translate_memory import on_word_arrays
-from qwengpu_mlx.host.translate_types import M32, unsupported
+from qwengpu_mlx.host.translate_types import unsupported
 
 SMALLEST_NORMAL = 0x00800000
 
@@ -78,39 +78,28 @@ def _space(ins: PtxInstr, result: bool) -> str:
 
 
 def _rounds(tr, ins: PtxInstr, d: str | None, b, g: VPred | None, mk, flush: bool) -> list:
-    """A loop of one round per lane (``translate_atomics._serialised``'s shape): in round
-    ``k`` lane ``k`` alone loads the word, adds ``b`` and stores the sum (``p``: this lane
-    is ``k``). Every lane runs the add on what it loaded (the routine has no side
-    effects); only lane ``k``'s sum is stored. Nobody reading the old value, the load is
-    unguarded into a temporary the round consumes; under a PTX guard ``g`` the loads are
-    guarded (a lane that skips the atomic may hold no valid address)."""
+    """``translate_atomics._serialised``'s loop of one round per lane, each round's new
+    value the float add routine on what it loaded; with ``flush`` the operand is flushed
+    once before the rounds, and each round's word and sum."""
     em = FloatEmitter(ins.line, ins.src, ins.text, tr.fresh)
-    lane, k, p, more = tr.fresh(), tr.fresh(), tr.fresh("%atp"), tr.fresh("%atp")
-    out: list = [mk(Op.AND, lane, (Special("tid.x*4"), Imm(4 * (LANES - 1))))]
-    if g is not None:
-        sel = tr.fresh()
-        out.append(mk(Op.SELP, sel, (VReg(lane), Imm(M32)), psrcs=(g,)))
-        lane = sel
-    if flush:
-        b = _flushed(em, b, em.reg(), out)
-    guarded = d is not None or g is not None
-    old = d if d is not None else tr.fresh()
-    if guarded:  # a guarded load keeps the old value on the other lanes: give it one
-        out.append(mk(Op.MOV, old, (Imm(0),)))
-    out += [mk(Op.MOV, k, (Imm(0),)), mk(Op.SETP, p, (VReg(lane), Imm(0)), cmp="eq")]
-    top = tr.fresh("$atom_round")
-    out += [LLabel(top), mk.load(old, VPred(p) if guarded else None)]
-    x = _flushed(em, VReg(old), em.reg(), out) if flush else VReg(old)
-    s = em.reg()
-    out += float_addmul.add(em, s, x, b)
-    if flush:
-        _flushed(em, VReg(s), s, out)
-    out += [mk.store(VReg(s), VPred(p)),
-            mk(Op.ADD, k, (VReg(k), Imm(4))),
-            mk(Op.SETP, p, (VReg(lane), VReg(k)), cmp="eq"),
-            mk(Op.SETP, more, (VReg(k), Imm(4 * LANES)), cmp="ne"),
-            LTerm("bra", top, VPred(more), ins.line)]
-    return out
+    operand = [b]
+
+    def flushed_operand() -> list:
+        out: list = []
+        if flush:
+            operand[0] = _flushed(em, b, em.reg(), out)
+        return out
+
+    def new_value(old: VReg) -> tuple:
+        out: list = []
+        x = _flushed(em, old, em.reg(), out) if flush else old
+        s = em.reg()
+        out += float_addmul.add(em, s, x, operand[0])
+        if flush:
+            _flushed(em, VReg(s), s, out)
+        return VReg(s), out
+
+    return _serialised(tr, d, g, mk, new_value, flushed_operand)
 
 
 def _flushed(em: FloatEmitter, x, dst: str, out: list) -> VReg:
