@@ -192,8 +192,11 @@ def _wide_product(tr, ins, em, d, dh, pre: list) -> list:
     if t not in ("s32", "u32"):
         raise unsupported(ins, f"`{ins.opcode}.wide.{t}` into a 64-bit value is not supported (32-bit operands only)")
     a, b = (tr.value(ins, o, pre) for o in ins.operands[1:3])
+    small = [isinstance(x, VReg) and x.name in tr.wide_plan.small for x in (a, b)]
+    if small[1] and not small[0]:
+        a, b = b, a
     if ins.opcode == "mul":
-        return ops.mul_wide(em, d, dh, a, b, t == "s32")
+        return ops.mul_wide(em, d, dh, a, b, t == "s32", small=any(small))
     pl, ph = em.reg(), (em.reg() if dh else None)
     c = halves(tr, ins, ins.operands[3], pre) if dh else (_low(tr, ins, ins.operands[3], pre), Imm(0))
     return ops.mul_wide(em, pl, ph, a, b, t == "s32") + \

@@ -116,12 +116,26 @@ def mul_lo(em: division.Emitter, dl: str, dh: str | None, a, b) -> list:
     return out + [em.ins(Op.MOV, dh, (VReg(h),)), em.ins(Op.MUL, dl, (al, bl))]
 
 
-def mul_wide(em: division.Emitter, dl: str, dh: str | None, a: Half, b: Half, signed: bool) -> list:
-    """``mul.wide.{s32,u32}``: the exact 64-bit product of two 32-bit values."""
+def mul_wide(em: division.Emitter, dl: str, dh: str | None, a: Half, b: Half, signed: bool,
+             small: bool = False) -> list:
+    """``mul.wide.{s32,u32}``: the exact 64-bit product of two 32-bit values; ``small``:
+    ``a`` is below 2^16 (a thread index or block size), so the unsigned high word is
+    ``(a (b >> 16) + (a (b & 0xffff) >> 16)) >> 16`` (6 instructions, not the routine's 11)."""
     if isinstance(a, Imm) and not isinstance(b, Imm):
         a, b = b, a
+    if dh and small and not signed:
+        return _small_mul_hi(em, dh, a, b) + [em.ins(Op.MUL, dl, (a, b))]
     hi = division.mul_hi(em, dh, a, b, signed=signed) if dh else []
     return hi + [em.ins(Op.MUL, dl, (a, b))]
+
+
+def _small_mul_hi(em: division.Emitter, dh: str, a: Half, b: Half) -> list:
+    """``(a b) >> 32`` for ``a < 2^16``: ``a (b & 0xffff) < 2^32`` and ``a (b >> 16)`` plus the
+    first's top half stays below 2^32, so no partial sum wraps."""
+    lo16, hi16, p, q, s = (em.reg() for _ in range(5))
+    return [em.ins(Op.AND, lo16, (b, Imm(0xFFFF))), em.ins(Op.SHR, hi16, (b, Imm(16))),
+            em.ins(Op.MUL, p, (a, VReg(lo16))), em.ins(Op.SHR, q, (VReg(p), Imm(16))),
+            em.ins(Op.MAD, s, (a, VReg(hi16), VReg(q))), em.ins(Op.SHR, dh, (VReg(s), Imm(16)))]
 
 
 def compare(em: division.Emitter, d: str, cmp: str, signed: bool, a, b, guard=None) -> list:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from qwengpu_mlx.host.ptx_ast import ImmRef, MemRef, PtxInstr, PtxKernel, RegRef, SymRef
+from qwengpu_mlx.host.ptx_ast import ImmRef, MemRef, PtxInstr, PtxKernel, RegRef, SpecialRef, SymRef
 
 TYPES64 = {"s64", "u64", "b64"}
 
@@ -42,11 +42,16 @@ NO_DATA_DST = {"st", "red", "bra", "ret", "exit", "bar", "barrier", "membar", "f
 """Instructions whose first operand is not a 64-bit data destination."""
 
 
+SMALL_SPECIALS = {"tid.x", "tid.y", "tid.z", "ntid.x", "ntid.y", "ntid.z", "laneid", "warpid"}
+"""Special registers below 2^16 in every launch (a thread block holds at most 32 threads)."""
+
+
 @dataclass(frozen=True)
 class WidePlan:
     address: frozenset[str]
     tainted: frozenset[str]
     pairs: frozenset[str]
+    small: frozenset[str] = frozenset()  # 32-bit registers that only ever hold a SMALL_SPECIALS value
 
 
 def instr_type(ins: PtxInstr) -> str:
@@ -125,7 +130,24 @@ def plan(kernel: PtxKernel, params: dict[str, str]) -> WidePlan:
     for ins in body:
         if is_wide_typed(ins) and (ins.opcode in HIGH_READERS or ins.opcode == "st"):
             seeds.update(data_sources(ins, regs))
-    return WidePlan(frozenset(address), frozenset(tainted), frozenset(_backward(body, regs, seeds)))
+    return WidePlan(frozenset(address), frozenset(tainted), frozenset(_backward(body, regs, seeds)),
+                    frozenset(_small_registers(body)))
+
+
+def _small_registers(body: list[PtxInstr]) -> set[str]:
+    """Registers every definition of which moves a special register below 2^16 into them
+    (``mov.u32 %r1, %ntid.x``): a product with one of them has a short high word."""
+    small, other = set(), set()
+    for ins in body:
+        d = ins.operands[0] if ins.operands else None
+        if not isinstance(d, RegRef) or ins.opcode in NO_DATA_DST:
+            continue
+        src = ins.operands[1] if len(ins.operands) > 1 else None
+        if ins.opcode == "mov" and isinstance(src, SpecialRef) and src.name in SMALL_SPECIALS:
+            small.add(d.name)
+        else:
+            other.add(d.name)
+    return small - other
 
 
 def _backward(body: list[PtxInstr], regs: _Registers, seeds: set[str]) -> set[str]:

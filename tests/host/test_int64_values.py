@@ -181,3 +181,14 @@ def test_shifts_by_a_variable_amount(tmp_path, x):
     ux = x & M64
     expected = [w for k in amounts for v in (ux << k, ux >> k, x >> k) for w in words(v)]
     assert run.outputs["out"] == expected
+
+
+def test_a_product_with_a_thread_index_takes_the_short_high_word(tmp_path):
+    """``(unsigned long long)threadIdx.x * b``: the thread index is below 2^16, whose product's
+    high word is a shorter routine (``wide64_ops._small_mul_hi``); exact for every b."""
+    code = ("__global__ void scale(const unsigned *b, unsigned *out) {\n    unsigned t = threadIdx.x;\n"
+            "    unsigned long long p = (unsigned long long)t * b[t];\n"
+            "    out[2 * t] = (unsigned)p;\n    out[2 * t + 1] = (unsigned)(p >> 32);\n}\n")
+    b = [-1, -65536, 0x7FFFFFFF, 65535, -2, 123456789, 1, 0xFFFF]
+    run = reference(cu(tmp_path, code, "scale.cu"), args={"b": b, "out": [0] * 16}, block=8)
+    assert run.outputs["out"] == [w for t in range(8) for w in words(t * (b[t] & 0xFFFFFFFF))]
