@@ -79,8 +79,9 @@ def _space(ins: PtxInstr, result: bool) -> str:
 
 def _rounds(tr, ins: PtxInstr, d: str | None, b, g: VPred | None, mk, flush: bool) -> list:
     """``translate_atomics._serialised``'s loop of one round per lane, each round's new
-    value the float add routine on what it loaded; with ``flush`` the operand is flushed
-    once before the rounds, and each round's word and sum."""
+    value the float add routine on what it loaded (inlined, or a call of the kernel's shared
+    add: ``float_routines``); with ``flush`` the operand is flushed once before the rounds,
+    and each round's word and sum."""
     em = FloatEmitter(ins.line, ins.src, ins.text, tr.fresh)
     operand = [b]
 
@@ -93,8 +94,8 @@ def _rounds(tr, ins: PtxInstr, d: str | None, b, g: VPred | None, mk, flush: boo
     def new_value(old: VReg) -> tuple:
         out: list = []
         x = _flushed(em, old, em.reg(), out) if flush else old
-        s = em.reg()
-        out += float_addmul.add(em, s, x, operand[0])
+        s, y = em.reg(), operand[0]
+        out += tr.float_calls.emit("add", [x, y], s, None, em, lambda: float_addmul.add(em, s, x, y))
         if flush:
             _flushed(em, VReg(s), s, out)
         return VReg(s), out

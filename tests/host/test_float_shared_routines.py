@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import random
 import struct
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -173,3 +174,32 @@ __global__ void fused(const float* a, const float* b, const float* c, float* out
     for x, y, z in zip(a, b, c):
         want += [f32.add(x, y), f32.add(x, y ^ f32.SIGN), f32.mul(x, y), f32.fma(x, y, z)]
     assert read_outputs(prog, ref.memory)["out"] == f32.words(want)
+
+
+@needs_clang
+def test_a_float_atomic_add_calls_the_shared_add(tmp_path):
+    """The atomic's rounds (one per lane, ``translate_atomics._serialised``) call the add
+    the kernel's other adds call: the sum in the machine's serial order, lanes ascending."""
+    src = tmp_path / "atomic.cu"
+    src.write_text("""
+__global__ void atomic(const float* x, float* sum, float* out) {
+    int i = threadIdx.x;
+    float v = x[i] / 3.0f + x[i] / 7.0f;
+    out[i] = v - 1.0f;
+    atomicAdd(sum, v);
+}
+""")
+    xs = [1.0, 2.0, 1e-3, -4.5]
+    prog = bind(compile_kernel(src, "atomic"), {"x": xs, "sum": [0.5], "out": [0.0] * 4}, block=4, grid=1,
+                machine=LARGE_MACHINE)
+    assert {label.split("_")[1] for label in _routines(prog)} == {"add"}
+    ref = reference_run(prog, LARGE_MACHINE, budget=LARGE_MACHINE.step_budget)
+    x = [f32.to_binary32(Fraction(v)) for v in xs]
+    three, seven, one = (f32.to_binary32(Fraction(n)) for n in (3, 7, 1))
+    v = [f32.add(f32.div(a, three), f32.div(a, seven)) for a in x]
+    word = f32.to_binary32(Fraction(1, 2))
+    for a in v:
+        word = f32.flushed(f32.add(f32.flushed(word), f32.flushed(a)))
+    got = read_outputs(prog, ref.memory)
+    assert got["out"] == f32.words([f32.add(a, one ^ f32.SIGN) for a in v])
+    assert got["sum"] == f32.words([word])
