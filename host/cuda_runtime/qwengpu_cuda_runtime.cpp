@@ -281,7 +281,9 @@ std::string format_record(const std::string &fmt, const std::vector<char> &frame
     } else if (strchr("feEgGaA", conv)) {
       double v = 0; if ((p = take(8))) memcpy(&v, p, 8); snprintf(buf, sizeof buf, spec.c_str(), v);
     } else if (conv == 'p') {
-      uint64_t v = 0; if ((p = take(8))) memcpy(&v, p, 8); snprintf(buf, sizeof buf, "%p", (void *)(uintptr_t)v);
+      /* a kernel's pointer holds the machine's byte address; the program sees DEVICE_BASE + it */
+      uint64_t v = 0; if ((p = take(8))) memcpy(&v, p, 8);
+      snprintf(buf, sizeof buf, "%p", (void *)(uintptr_t)(v + DEVICE_BASE));
     } else if (conv == 's') {
       take(8);
       snprintf(buf, sizeof buf, "%s", "(string)");

@@ -35,3 +35,36 @@ def test_grid_stride64_program_output(capfd):
     out, err = capfd.readouterr()
     assert status == 0, err
     assert out == grid_stride64_stdout(), err
+
+
+FORMATS = """\\
+#include <cstdio>
+#include <cuda_runtime.h>
+__global__ void show(int *p, long a, unsigned long b, size_t n) {
+  if (threadIdx.x == 0) printf("%ld %lu %zu\\n", a, b, n);
+  if (threadIdx.x == 0) printf("%zd %lx %p\\n", (ptrdiff_t)(a - 3), b, p + 1);
+}
+int main() {
+  int *d;
+  cudaMalloc(&d, 16);
+  show<<<1, 2>>>(d, -5000000000L, 0xFEDCBA9876543210UL, (size_t)1 << 40);
+  cudaDeviceSynchronize();
+  printf("host: %p\\n", (void *)(d + 1));
+  return 0;
+}
+"""
+
+
+def test_a_kernels_printf_of_64_bit_arguments(tmp_path, capfd):
+    """%ld %lu %zu %zd %lx of 64-bit values beyond 32 bits, and %p of a device pointer, which
+    the kernel prints as the host program sees it."""
+    path = tmp_path / "formats.cu"
+    path.write_text(FORMATS)
+    status = main(["run", str(path), "--backend", "reference", "--quiet"])
+    out, err = capfd.readouterr()
+    assert status == 0, err
+    lines = out.splitlines()
+    host_pointer = lines[-1].split(": ")[1]
+    assert lines[0] == f"{-5000000000} {0xFEDCBA9876543210} {1 << 40}"
+    assert lines[1] == f"{-5000000003} {0xFEDCBA9876543210:x} {host_pointer}"
+    assert len(lines) == 3
