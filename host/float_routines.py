@@ -44,6 +44,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from qwengpu_mlx.core.errors import ResourceError
 from qwengpu_mlx.core.isa import Imm, Op
 
 from qwengpu_mlx.host import float_addmul, float_divide, float_fma, float_sqrt
@@ -220,3 +221,17 @@ def sharing_levels(calls: RoutineCalls) -> list[Sharing]:
         fused = frozenset(k for k, n in calls.fused_uses.items() if n >= 2)
         levels.append(Sharing(fused, through_fma=True, sites=tuple(sorted(calls.fused_uses.items()))))
     return list(dict.fromkeys(levels))
+
+
+UNROLL_HINT = ("; with its float routines shared (one copy each, called from every use) it still does not "
+               "fit: a loop clang unrolled repeats its float operations, and `#pragma unroll 1` before it keeps one")
+
+
+def refusal_after_sharing(refusal: ResourceError) -> ResourceError:
+    """The last refusal of a kernel whose shared routines did not fit either: a ROM one
+    (unless the large machine's ROM would hold it, which it says) says what sharing did
+    and the way left (an unrolled loop repeats every float operation)."""
+    text = str(refusal)
+    if "machine blocks" not in text or "--machine large" in text:
+        return refusal
+    return ResourceError(text + UNROLL_HINT)
