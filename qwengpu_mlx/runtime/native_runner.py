@@ -78,8 +78,10 @@ class PackedRunner:
 
 
 def pack_key(machine) -> str:
-    """The circuit's cache key and the packing code's source, hashed."""
+    """The circuit's cache key, the packing code's source and the native step's build key
+    (the program a pack holds is read by that step's C++), hashed."""
     h = hashlib.sha256(f"native pack {FORMAT}\n{circuit_key(machine, NARROW, DEFAULT_LEVELS)}\n".encode())
+    h.update(native.build_key().encode())
     for name in _SOURCES:
         h.update(name.encode() + b"\0" + (_HERE / name).read_bytes() + b"\0")
     return h.hexdigest()

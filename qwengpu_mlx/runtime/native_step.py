@@ -67,11 +67,29 @@ class _Blobs:
     def product(self, p: Product) -> list[int]:
         """A product's record: by row (the dense step) and by input column (the sparse one)."""
         rowptr, cols, vals, targets = by_row(p)
+        if targets is not None and np.unique(targets).size != targets.size:  # the step adds rows in any order
+            raise ValueError("the native step needs a product's rows to add into distinct residual dims")
         rows = np.repeat(np.arange(p.out), np.diff(rowptr))
         order = np.lexsort((rows, cols))  # by input column, then row
         colptr = np.searchsorted(cols[order], np.arange(p.inp + 1))
         return [p.out, p.inp, self.i(rowptr), self.i(cols), self.f(vals), -1 if targets is None else self.i(targets),
                 self.i(colptr), self.i(rows[order]), self.f(vals[order])]
+
+    def row_groups(self, p: Product, most: int = 64) -> list[int]:
+        """A product's leading columns that every row holds, its rows grouped by their values
+        there (``circuit_step.cpp``'s RowGroups): ``[columns, groups, group of each row,
+        the groups' values]``; no columns when there are more than ``most`` groups."""
+        rowptr, cols, vals, _ = by_row(p)
+        held = np.bincount(cols, minlength=p.inp)
+        lead = int(np.argmin(held == p.out)) if (held != p.out).any() else p.inp
+        W = np.zeros((p.out, lead), np.float32)
+        rows = np.repeat(np.arange(p.out), np.diff(rowptr))
+        first = cols < lead
+        W[rows[first], cols[first]] = vals[first]
+        table, group_of = np.unique(W, axis=0, return_inverse=True)
+        if lead == 0 or len(table) > most:
+            return [0, 0, self.i(np.zeros(p.out, np.int64)), self.f(np.zeros(0))]
+        return [lead, len(table), self.i(group_of.ravel()), self.f(table)]
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         cat = lambda parts, dt: np.concatenate(parts) if parts else np.zeros(0, dt)  # noqa: E731
@@ -141,9 +159,10 @@ class NativeStep:
                 blocks += 1
         self.conv_size, self.state_size, self.aux_size = conv_at, state_at, aux_at
         self.V = weights.emb_out.shape[1]
+        tied = Product(np.array(weights.emb_out).T)  # the tied rows, [V, |out|]
         header = [weights.width, self.V, blocks, 0, weights.one_pos, weights.out_pos.size,
-                  blobs.i(weights.out_pos), blobs.f(weights.final_norm),
-                  *blobs.product(Product(np.array(weights.emb_out).T))]  # the tied rows, [V, |out|]
+                  blobs.i(weights.out_pos), blobs.f(weights.final_norm), *blobs.product(tied),
+                  *blobs.row_groups(tied)]
         key_dims = {weights.mixers[L].Dk for L in self.layout}
         if len(key_dims) > 1:  # the q/k scales below are one pair of constants for every mixer
             raise ValueError(f"the native step needs one key width in every mixer, not {sorted(key_dims)}")
@@ -196,7 +215,8 @@ class NativeStep:
             rec += [1, ml.up_col, blobs.f([ml.up_val])]
         else:
             rec += [0, *blobs.product(ml.up)]
-        return rec + [*blobs.product(ml.down), units]
+        bias_max = float(np.abs(np.array(ml.gate.bias)).max(initial=0.0)) if isinstance(ml.gate, PairedGate) else 0.0
+        return rec + [*blobs.product(ml.down), units, blobs.f([bias_max])]
 
     def zeros(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Packed conv and recurrent states and activity bytes of a fresh sequence (the MLX

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, LARGE_MACHINE
-from qwengpu_mlx.runtime import CircuitStore
+from qwengpu_mlx.runtime import CircuitStore, native
 from qwengpu_mlx.runtime.circuit_runner import CircuitRunner
-from qwengpu_mlx.runtime.native_runner import PackedRunner, _paths, pack_key
+from qwengpu_mlx.runtime.native_runner import PackedRunner, _paths, load_pack, pack_key
 from tests.support.launching import bound_program, on_runner
 from tests.support.oracles import ORACLES
 
@@ -49,3 +49,13 @@ def test_a_corrupt_pack_is_not_used(tmp_path):
     data[len(data) // 2] ^= 1
     arrays.write_bytes(bytes(data))
     assert isinstance(CircuitStore(directory=tmp_path).runner(DEFAULT_MACHINE), CircuitRunner)
+
+
+def test_a_pack_of_another_native_build_is_not_used(tmp_path, monkeypatch):
+    """The program a pack holds is read by the step's C++: a pack saved under another build
+    of it (its source changed) is not the one a load looks for."""
+    CircuitStore(directory=tmp_path).runner(DEFAULT_MACHINE)
+    saved = pack_key(DEFAULT_MACHINE)
+    monkeypatch.setattr(native, "build_key", lambda: "another build of circuit_step.cpp")
+    assert pack_key(DEFAULT_MACHINE) != saved
+    assert load_pack(DEFAULT_MACHINE, tmp_path) is None

@@ -68,3 +68,23 @@ def test_the_sparse_step_equals_the_dense_one_bit_for_bit(store, module, machine
     assert sparse.min_margin == dense.min_margin
     for got, want in zip(sparse._packed[:2], dense._packed[:2]):
         assert np.array_equal(_bits(got), _bits(want))
+
+
+@pytest.mark.parametrize("machine_name,name", [("published", "shfl_broadcast"), ("large", "dot")])
+def test_the_sparse_step_without_margins_equals_the_dense_one_bit_for_bit(store, module, machine_name, name):
+    """The launch path (no gate margins measured: the MLPs skip what the margins need)."""
+    machine = MACHINES[machine_name]
+    cc = store.compact(machine)
+    sparse = CircuitRunner(cc, machine, native=module)
+    dense = CircuitRunner(cc, machine)
+    dense.native = NativeStep(dense.narrow, module, sparse=False)
+    spec, prog = _program(name, machine)
+    launch = on_runner(prog, sparse)
+    for r in (sparse, dense):
+        r.reset()
+        r.track_margins = False
+    fed = [prompt_tokens(prog, machine)] + [[t] for t in launch.tokens[:-1]]
+    for i, tokens in enumerate(fed):
+        assert np.array_equal(_bits(sparse.step(tokens)), _bits(dense.step(tokens))), f"logits of token {i}"
+    for got, want in zip(sparse._packed[:2], dense._packed[:2]):
+        assert np.array_equal(_bits(got), _bits(want))

@@ -34,7 +34,9 @@
 // packed in one float32 array each, activity their uint8 activity bytes (zeros for a
 // fresh sequence); all three are updated in place.
 
+#include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -82,14 +84,20 @@ struct Plan {
   mutable long tokens = 0;
 };
 
-// Adds the time since the last mark to a stage, when the plan profiles.
+// Adds the thread's CPU time since the last mark to a stage, when the plan profiles (CPU
+// time: on a machine other processes load, wall time would count their turns too).
+inline double thread_seconds() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec + 1e-9 * t.tv_nsec;
+}
 struct Clock {
   const Plan& plan;
-  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+  double last = plan.profile ? thread_seconds() : 0.0;
   void mark(Stage s) {
     if (!plan.profile) return;
-    auto now = std::chrono::steady_clock::now();
-    plan.seconds[s] += std::chrono::duration<double>(now - last).count();
+    double now = thread_seconds();
+    plan.seconds[s] += now - last;
     last = now;
   }
 };
@@ -121,18 +129,51 @@ struct Scratch {
   std::vector<float> y;
   std::vector<unsigned char> seen;
   std::vector<int> touched;
+  int every = 0;  // > 0: every row below it counts as touched (`touched` is empty)
   void fit(int n) {
     if ((int)y.size() < n) {
       y.resize(n, 0.0f);
       seen.resize(n, 0);
     }
   }
+  // f(r) for every touched row
+  template <typename F>
+  void each(F f) const {
+    if (every)
+      for (int r = 0; r < every; r++) f(r);
+    else
+      for (int r : touched) f(r);
+  }
   void clear() {
+    if (every) std::fill(y.begin(), y.begin() + every, 0.0f);
+    every = 0;
     for (int r : touched) {
       y[r] = 0.0f;
       seen[r] = 0;
     }
     touched.clear();
+  }
+};
+
+// The residual's dims that ever held a non-zero this token, ascending (the embedding's and
+// every dim a product added into): an RMSNorm over these alone is the same float as over
+// all W dims (see rms_live), and a token's residual holds a few hundred of ten thousand.
+struct Live {
+  std::vector<unsigned char> on;
+  std::vector<int> dims;
+  void start(const float* x, int W) {
+    on.assign(W, 0);
+    dims.clear();
+    for (int i = 0; i < W; i++)
+      if (x[i] != 0.0f) {
+        on[i] = 1;
+        dims.push_back(i);
+      }
+  }
+  void add(int i) {
+    if (on[i]) return;
+    on[i] = 1;
+    dims.insert(std::lower_bound(dims.begin(), dims.end(), i), i);
   }
 };
 
@@ -177,36 +218,68 @@ struct Product {
   // each row adds its non-zero terms in the order row() does. A skipped term is v * w
   // with v = 0, a signed zero: a sum that starts at +0 never becomes -0, and adding a
   // zero leaves any other value as it is, so every row sum is the same float.
+  //
+  // When the terms are at least half as many as the rows, remembering which rows they
+  // reach costs more than taking every row as reached (`every`; a row no term reached
+  // holds +0, which every user of the rows treats as nothing).
   void scatter(const float* v, Scratch& s) const {
     s.fit(out);
+    long terms = 0;
+    for (int j = 0; j < in; j++)
+      if (v[j] != 0.0f) terms += colptr[j + 1] - colptr[j];
+    float* __restrict y = s.y.data();
+    const int* __restrict rows = crows;
+    const float* __restrict w = cvals;
+    if (2 * terms >= out) {
+      for (int j = 0; j < in; j++) {
+        float a = v[j];
+        if (a == 0.0f) continue;
+        for (int k = colptr[j]; k < colptr[j + 1]; k++) y[rows[k]] += a * w[k];
+      }
+      s.every = out;
+      return;
+    }
+    unsigned char* __restrict seen = s.seen.data();
     for (int j = 0; j < in; j++) {
       float a = v[j];
       if (a == 0.0f) continue;
       for (int k = colptr[j]; k < colptr[j + 1]; k++) {
-        int r = crows[k];
-        if (!s.seen[r]) {
-          s.seen[r] = 1;
+        int r = rows[k];
+        if (!seen[r]) {
+          seen[r] = 1;
           s.touched.push_back(r);
         }
-        s.y[r] += a * cvals[k];
+        y[r] += a * w[k];
       }
     }
   }
   // add_into over the non-zero inputs: a row no input reached adds +0, which leaves the
   // residual as it is (it never holds -0: its values are sums that start at +0).
-  void scatter_into(const float* v, float* x, Scratch& s) const {
+  void scatter_into(const float* v, float* x, Scratch& s, Live* live) const {
     scatter(v, s);
-    for (int r : s.touched) x[targets[r]] += s.y[r];
+    add_touched(x, s, live);
+  }
+  // x[targets[r]] += y[r] over the touched rows, then the scratch is all zeros again. The
+  // targets are distinct (native_step.py checks), so the order rows are added in is no
+  // matter; a row that holds a zero is skipped: x + 0 is x (x never holds -0).
+  void add_touched(float* x, Scratch& s, Live* live) const {
+    const float* y = s.y.data();
+    s.each([&](int r) {
+      if (y[r] == 0.0f) return;
+      x[targets[r]] += y[r];
+      if (live) live->add(targets[r]);
+    });
     s.clear();
   }
   // apply into a dense y of `out` values over the non-zero inputs; a column that holds
   // every row in order (a tied logits column) is one contiguous loop.
-  void apply_sparse(const float* v, float* __restrict y) const { apply_rows(v, y, 0, out); }
-  // apply_sparse's rows [r0, r1) only: each row still adds its terms in input order, so
-  // threads that take disjoint row ranges give the same floats.
-  void apply_rows(const float* v, float* __restrict y, int r0, int r1) const {
-    std::fill(y + r0, y + r1, 0.0f);
-    for (int j = 0; j < in; j++) {
+  void apply_sparse(const float* v, float* __restrict y) const { apply_rows(v, y, 0, out, 0); }
+  // apply_sparse's rows [r0, r1) from input column `first` on, over the partial sums
+  // already in y (first = 0: from +0): each row adds its terms in input order, so threads
+  // that take disjoint row ranges give the same floats.
+  void apply_rows(const float* v, float* __restrict y, int r0, int r1, int first) const {
+    if (first == 0) std::fill(y + r0, y + r1, 0.0f);
+    for (int j = first; j < in; j++) {
       float a = v[j];
       if (a == 0.0f) continue;
       const int k0 = colptr[j];
@@ -219,14 +292,44 @@ struct Product {
       }
     }
   }
-  // apply_sparse on `threads` threads, by row ranges (the logits: the step's widest product).
-  void apply_threads(const float* v, float* y, int threads) const {
-    if (threads <= 1 || out < 4096) return apply_sparse(v, y);
+};
+
+// A product's leading input columns that every row holds, the rows grouped by their
+// values there (the tied logits: the 17 bipolar class columns give 17 groups, one per
+// token kind). Every row of a group adds the same terms to +0 in the same order over
+// those columns, so its partial sum after them is the group's: computed once per group,
+// not once per row, it is the same float, and the rows go on from there in input order.
+struct RowGroups {
+  int cols = 0, groups = 0;
+  const int* group_of = nullptr;  // [out]
+  const float* vals = nullptr;  // [groups, cols]
+  static RowGroups read(Cursor& c, const Blobs& b) {
+    RowGroups g;
+    g.cols = c.next();
+    g.groups = c.next();
+    g.group_of = b.i + c.next();
+    g.vals = b.f + c.next();
+    return g;
+  }
+  // y = p v (p.apply_sparse's floats) over `threads` threads by row ranges
+  void apply(const Product& p, const float* v, float* y, int threads) const {
+    std::vector<float> head(groups);
+    for (int g = 0; g < groups; g++) {
+      float s = 0.0f;
+      for (int j = 0; j < cols; j++)
+        if (v[j] != 0.0f) s += v[j] * vals[(size_t)g * cols + j];
+      head[g] = s;
+    }
+    auto rows = [&](int r0, int r1) {
+      for (int r = r0; r < r1; r++) y[r] = head[group_of[r]];
+      p.apply_rows(v, y, r0, r1, cols);
+    };
+    int out = p.out;
+    if (threads <= 1 || out < 4096) return rows(0, out);
     std::vector<std::thread> pool;
     int per = (out + threads - 1) / threads;
-    for (int t = 1; t < threads; t++)
-      pool.emplace_back([=] { apply_rows(v, y, std::min(out, t * per), std::min(out, (t + 1) * per)); });
-    apply_rows(v, y, 0, std::min(out, per));
+    for (int t = 1; t < threads; t++) pool.emplace_back([&, t] { rows(std::min(out, t * per), std::min(out, (t + 1) * per)); });
+    rows(0, std::min(out, per));
     for (auto& th : pool) th.join();
   }
 };
@@ -260,6 +363,22 @@ float rms_factor(const float* x, int W, float inv_hidden, float eps) {
   return rsqrt(s * inv_hidden + eps);
 }
 
+// rms_factor over the dims that ever held a non-zero: every other dim adds 0 * 0 = +0 to
+// its lane of dot8 (or to the tail sum), which leaves the sum as it is, and each lane
+// still adds its dims in increasing order, so the factor is the same float.
+float rms_live(const float* x, const Live& live, int W, float inv_hidden, float eps) {
+  int body = W - W % 8;
+  float p[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  size_t i = 0;
+  for (; i < live.dims.size() && live.dims[i] < body; i++) {
+    int d = live.dims[i];
+    p[d & 7] += x[d] * x[d];
+  }
+  float s = ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
+  for (; i < live.dims.size(); i++) s += x[live.dims[i]] * x[live.dims[i]];
+  return rsqrt(s * inv_hidden + eps);
+}
+
 // One head's delta-rule step over its [Dv, Dk] state, stored by key dim (column d is
 // s[d * Dv, (d + 1) * Dv): a key dim in use is a few cache lines, and the loops over the
 // value dims vectorize); y [Dv] is read after the write. Over the key dims `act`
@@ -270,7 +389,10 @@ float rms_factor(const float* x, int W, float inv_hidden, float eps) {
 void head_step(float* __restrict s, const float* __restrict q, const float* __restrict k,
                const float* __restrict v, float g, float beta, int Dv, const int* act, int n,
                float* __restrict y) {
-  std::vector<float> p(8 * Dv, 0.0f), w(8 * Dv, 0.0f), delta(Dv);
+  static thread_local std::vector<float> p, w, delta;  // the lanes' partial sums, all zeros from here
+  p.assign(8 * Dv, 0.0f);
+  w.assign(8 * Dv, 0.0f);
+  delta.resize(Dv);
   for (int i = 0; i < n; i++) {
     int d = act[i];
     float* __restrict col = s + (size_t)d * Dv;
@@ -318,7 +440,10 @@ __attribute__((optimize("no-tree-vectorize"))) void silu_nonzero(float* v, int n
 // The scratch rows of the products that add into the residual, per thread (MLX runs a
 // stream's tasks on one thread; the buffers are all zeros between uses).
 struct Work {
-  Scratch out;
+  Scratch out;  // rows added into the residual
+  Scratch proj;  // a mixer's input projection
+  Scratch gate;  // an MLP's shared gate rows
+  std::vector<float> g;  // an MLP's gate
 };
 
 // A mixer's record in the program (native_step.py writes it).
@@ -348,8 +473,8 @@ struct MixerRec {
     return m;
   }
   // the block's normed inputs (RMSNorm over the live residual, then the read dims)
-  std::vector<float> normed(const float* x, int W, const Consts& k) const {
-    float r = rms_factor(x, W, k.inv_hidden, k.eps);
+  std::vector<float> normed(const float* x, int W, const Consts& k, const Live* live) const {
+    float r = live ? rms_live(x, *live, W, k.inv_hidden, k.eps) : rms_factor(x, W, k.inv_hidden, k.eps);
     std::vector<float> hi(n_in);
     for (int i = 0; i < n_in; i++) hi[i] = (x[inputs[i]] * r) * nw[inputs[i]];
     return hi;
@@ -360,7 +485,7 @@ struct MixerRec {
 void mixer(const MixerRec& m, const Consts& k, Clock& clock, float* x, int W, const float* conv_in,
            float* conv_out, const float* state_in, float* state_out) {
   int C = m.C, H = m.H, Dk = m.Dk, Dv = m.Dv;
-  std::vector<float> hi = m.normed(x, W, k), proj(m.w_in.out);
+  std::vector<float> hi = m.normed(x, W, k, nullptr), proj(m.w_in.out);
   m.w_in.apply(hi.data(), proj.data());
   const float* qkv = proj.data();
   const float* z = qkv + C;
@@ -406,46 +531,71 @@ void mixer(const MixerRec& m, const Consts& k, Clock& clock, float* x, int W, co
   clock.mark(MIX_OUT);
 }
 
-// One head's conv channels [first, first + n) into cv, the conv state shifted in place;
-// a channel whose conv state was never non-zero holds +0 there and gives 0.
+// One head's conv channels [first, first + n): their conv outputs before SiLU into cv, the
+// conv state shifted in place; a channel whose conv state was never non-zero holds +0
+// there and gives 0.
 void conv_channels(const MixerRec& m, float* state, const float* qkv, const unsigned char* chan, int first, int n,
                    float* cv) {
   int C = m.C;
   for (int i = 0; i < n; i++) {
     int j = first + i;
+    if (i % 8 == 0 && i + 8 <= n) {  // eight channels never non-zero at once: one load
+      uint64_t eight;
+      std::memcpy(&eight, chan + j, sizeof eight);
+      if (eight == 0) {
+        std::fill(cv + i, cv + i + 8, 0.0f);
+        i += 7;
+        continue;
+      }
+    }
     if (!chan[j]) {
       cv[i] = 0.0f;
       continue;
     }
     float c0 = state[j], c1 = state[C + j], c2 = state[2 * C + j], c3 = qkv[j];
     const float* t = m.cw + 4 * j;
-    float v = c0 * t[0] + c1 * t[1] + c2 * t[2] + c3 * t[3];
+    cv[i] = c0 * t[0] + c1 * t[1] + c2 * t[2] + c3 * t[3];
     state[j] = c1;
     state[C + j] = c2;
     state[2 * C + j] = c3;
-    cv[i] = silu_skip(v);
   }
+}
+
+// SiLU over n conv outputs in place (silu_skip's floats; a zero's is the zero times
+// sigmoid(0), which is computed once).
+__attribute__((optimize("no-tree-vectorize"))) void silu_conv(float* v, int n) {
+  static const float at_zero[2] = {sigmoid_lane(0.0f), sigmoid_lane(-0.0f)};
+  for (int i = 0; i < n; i++) v[i] = v[i] == 0.0f ? v[i] * at_zero[std::signbit(v[i])] : silu_skip(v[i]);
 }
 
 // The mixer over what is live: the projection's rows its non-zero inputs reach, the conv
 // channels that ever held a non-zero, and per head only the key dims whose state column
 // or key is non-zero (the activity bytes in aux record both). A head with neither a key
 // nor a state writes y = +0 and adds nothing. conv, state and aux are updated in place.
-void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, float* x, int W, float* conv,
-                  float* state, unsigned char* aux) {
+void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, float* x, Live& live, int W,
+                  float* conv, float* state, unsigned char* aux) {
   int C = m.C, H = m.H, Dk = m.Dk, Dv = m.Dv;
   unsigned char* head_conv = aux + m.aux_off;  // [H] a conv channel of the head held a non-zero
   unsigned char* head_state = head_conv + H;  // [H] a state column of the head is non-zero
   unsigned char* chan = head_state + H;  // [C] the channel's conv state held a non-zero
   unsigned char* col = chan + C;  // [H * Dk] the state column holds a non-zero
-  std::vector<float> hi = m.normed(x, W, k), proj(m.w_in.out);
-  m.w_in.apply_sparse(hi.data(), proj.data());
-  for (int r = 0; r < C; r++)
+  std::vector<float> hi = m.normed(x, W, k, &live);
+  // the projection's rows the non-zero inputs reach; every other row is +0 in w.proj.y,
+  // as apply_sparse leaves it
+  m.w_in.scatter(hi.data(), w.proj);
+  const float* proj = w.proj.y.data();
+  auto mark = [&](int r) {
     if (proj[r] != 0.0f && !chan[r]) {
       chan[r] = 1;
       head_conv[r < 2 * H * Dk ? (r % (H * Dk)) / Dk : (r - 2 * H * Dk) / Dv] = 1;
     }
-  const float* z = proj.data() + C;
+  };
+  if (w.proj.every)
+    for (int r = 0; r < C; r++) mark(r);
+  else
+    for (int r : w.proj.touched)
+      if (r < C) mark(r);
+  const float* z = proj + C;
   const float* beta_in = z + H * Dv;
   const float* a = beta_in + H;
   float* prev = conv + m.conv_off;
@@ -455,12 +605,15 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
   std::vector<int> act(Dk);
   for (int h = 0; h < H; h++) {
     if (!head_conv[h] && !head_state[h]) continue;
-    conv_channels(m, prev, proj.data(), chan, h * Dk, Dk, cv.data());
-    conv_channels(m, prev, proj.data(), chan, H * Dk + h * Dk, Dk, cv.data() + Dk);
-    conv_channels(m, prev, proj.data(), chan, 2 * H * Dk + h * Dv, Dv, cv.data() + 2 * Dk);
+    conv_channels(m, prev, proj, chan, h * Dk, Dk, cv.data());
+    conv_channels(m, prev, proj, chan, H * Dk + h * Dk, Dk, cv.data() + Dk);
+    conv_channels(m, prev, proj, chan, 2 * H * Dk + h * Dv, Dv, cv.data() + 2 * Dk);
+    silu_conv(cv.data() + Dk, Dk);  // the key first: a head with neither a key nor a state needs no query or value
     bool keyed = false;
     for (int d = 0; d < Dk; d++) keyed |= cv[Dk + d] != 0.0f;
     if (!keyed && !head_state[h]) continue;
+    silu_conv(cv.data(), Dk);
+    silu_conv(cv.data() + 2 * Dk, Dv);
     rms_norm(cv.data(), Dk, k.qk_eps, nullptr, q.data());
     rms_norm(cv.data() + Dk, Dk, k.qk_eps, nullptr, kk.data());
     for (int d = 0; d < Dk; d++) {
@@ -479,10 +632,16 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
     float* st = state + m.state_off + (size_t)h * Dv * Dk;
     head_step(st, q.data(), kk.data(), cv.data() + 2 * Dk, g, sigmoid(beta_in[h]), Dv, act.data(), n, y.data());
     rms_norm(y.data(), Dv, k.eps, m.gnorm, o.data() + h * Dv);
-    for (int e = 0; e < Dv; e++) o[h * Dv + e] = silu(z[h * Dv + e]) * o[h * Dv + e];
+    // silu(z) * 0 is a signed zero when z is finite, and the output product skips zeros
+    for (int e = 0; e < Dv; e++) {
+      float& oe = o[h * Dv + e];
+      float ze = z[h * Dv + e];
+      oe = (oe == 0.0f && std::isfinite(ze)) ? 0.0f : silu(ze) * oe;
+    }
   }
+  w.proj.clear();
   clock.mark(MIX_HEADS);
-  m.o_proj.scatter_into(o.data(), x, w.out);
+  m.o_proj.scatter_into(o.data(), x, w.out, &live);
   clock.mark(MIX_OUT);
 }
 
@@ -500,6 +659,7 @@ struct MlpRec {
   const float* up_val = nullptr;
   Product up, down;
   int U;
+  const float* bias_max = nullptr;  // [1]: the largest |ONE weight| of a paired gate
   static MlpRec read(Cursor& c, const Blobs& b) {
     MlpRec m;
     m.nw = b.f + c.next();
@@ -520,6 +680,7 @@ struct MlpRec {
     }
     m.down = Product::read(c, b);
     m.U = c.next();
+    m.bias_max = b.f + c.next();
     return m;
   }
 };
@@ -532,22 +693,57 @@ float gate_margin(const float* g, int U, const float* x, const float* nw, float 
   return margin;
 }
 
-// A SwiGLU MLP added into the residual x; returns its smallest gate margin (or +inf).
-// `sparse`: the gate over its non-zero inputs, the activation only where the gate is
-// above -88 (elsewhere SiLU is -0), the down product over the non-zero units.
-float mlp(const MlpRec& m, const Consts& k, Clock& clock, Work& w, float* x, int W, int one_pos, bool track,
-          bool sparse) {
-  sparse = sparse && m.paired && m.up_single;
-  float r = rms_factor(x, W, k.inv_hidden, k.eps);
+// The sparse MLP (a paired gate, one up value uv for every unit): the gate over its
+// non-zero inputs (w.gate.y holds +0 in every row none reached, as apply_sparse leaves
+// it), the activation only where the gate is above -88 (elsewhere SiLU is -0), the down
+// product over the non-zero units. When uv is 0 and every gate value is finite, each
+// activation is silu(g) * 0, a signed zero that adds nothing, so the MLP adds nothing and
+// neither the activations nor the down product are computed. A gate value is finite when
+// its row is finite and one * bias is (|one * bias| <= |one * bias_max|: rounding is
+// monotonic; an unreached row's g is +0 + one * bias).
+float mlp_sparse(const MlpRec& m, const Consts& k, Clock& clock, Work& w, float* x, Live& live, const float* hi,
+                 float r, int one_pos, bool track) {
   int U = m.U;
-  std::vector<float> hi(m.n_in), g(U), u(U);
+  m.gate.scatter(hi, w.gate);
+  const float* s = w.gate.y.data();
+  float one = hi[m.one_col], uv = hi[m.up_col] * m.up_val[0];
+  bool idle = uv == 0.0f && std::isfinite(one * m.bias_max[0]);
+  if (idle)
+    w.gate.each([&](int row) {
+      for (int j = 2 * row; j < 2 * row + 2 && j < U; j++) idle = idle && std::isfinite(s[row] + one * m.bias[j]);
+    });
+  float margin = std::numeric_limits<float>::infinity();
+  std::vector<float>& g = w.g;
+  if (track || !idle) {
+    g.resize(U);
+    for (int j = 0; j < U; j++) g[j] = s[j / 2] + one * m.bias[j];
+    if (track) margin = gate_margin(g.data(), U, x, m.nw, r, one_pos, k);
+  }
+  w.gate.clear();
+  clock.mark(MLP_GATE);
+  if (idle) return margin;
+  for (int j = 0; j < U; j++) g[j] = g[j] < -88.0f ? 0.0f : g[j];
+  silu_nonzero(g.data(), U, uv);
+  clock.mark(MLP_ACT);
+  m.down.scatter_into(g.data(), x, w.out, &live);
+  clock.mark(MLP_DOWN);
+  return margin;
+}
+
+// A SwiGLU MLP added into the residual x; returns its smallest gate margin (or +inf).
+// `live` (the sparse step): the norm over the live dims, and a paired gate with one up
+// value runs as mlp_sparse; every other MLP densely.
+float mlp(const MlpRec& m, const Consts& k, Clock& clock, Work& w, float* x, int W, int one_pos, bool track,
+          Live* live) {
+  float r = live ? rms_live(x, *live, W, k.inv_hidden, k.eps) : rms_factor(x, W, k.inv_hidden, k.eps);
+  int U = m.U;
+  std::vector<float> hi(m.n_in);
   for (int i = 0; i < m.n_in; i++) hi[i] = (x[m.inputs[i]] * r) * m.nw[m.inputs[i]];
+  if (live && m.paired && m.up_single) return mlp_sparse(m, k, clock, w, x, *live, hi.data(), r, one_pos, track);
+  std::vector<float> g(U), u(U);
   if (m.paired) {  // g = repeat(shared(x), 2) + x[ONE] * bias
     std::vector<float> s(m.gate.out);
-    if (sparse)
-      m.gate.apply_sparse(hi.data(), s.data());
-    else
-      m.gate.apply(hi.data(), s.data());
+    m.gate.apply(hi.data(), s.data());
     float one = hi[m.one_col];
     for (int j = 0; j < U; j++) g[j] = s[j / 2] + one * m.bias[j];
   } else {
@@ -555,15 +751,6 @@ float mlp(const MlpRec& m, const Consts& k, Clock& clock, Work& w, float* x, int
   }
   float margin = track ? gate_margin(g.data(), U, x, m.nw, r, one_pos, k) : std::numeric_limits<float>::infinity();
   clock.mark(MLP_GATE);
-  if (sparse) {
-    float uv = hi[m.up_col] * m.up_val[0];
-    for (int j = 0; j < U; j++) g[j] = g[j] < -88.0f ? 0.0f : g[j];
-    silu_nonzero(g.data(), U, uv);
-    clock.mark(MLP_ACT);
-    m.down.scatter_into(g.data(), x, w.out);
-    clock.mark(MLP_DOWN);
-    return margin;
-  }
   if (m.up_single) {
     float uv = hi[m.up_col] * m.up_val[0];
     for (int j = 0; j < U; j++) u[j] = uv;
@@ -573,6 +760,9 @@ float mlp(const MlpRec& m, const Consts& k, Clock& clock, Work& w, float* x, int
   for (int j = 0; j < U; j++) g[j] = silu(g[j]) * u[j];
   clock.mark(MLP_ACT);
   m.down.add_into(g.data(), x);
+  if (live)  // every row of the down product with a term added into its dim
+    for (int row = 0; row < m.down.out; row++)
+      if (m.down.rowptr[row] != m.down.rowptr[row + 1]) live->add(m.down.targets[row]);
   clock.mark(MLP_DOWN);
   return margin;
 }
@@ -600,6 +790,7 @@ float run(const Plan& plan, const Buffers& io) {
   const int* out_pos = b.i + c.next();
   const float* final_norm = b.f + c.next();
   Product logits_of = Product::read(c, b);  // the tied output rows [V, n_out], by row
+  RowGroups logit_groups = RowGroups::read(c, b);
   const auto& kc = plan.consts;
   Consts k{kc[0], kc[1], kc[2], kc[3], kc[4], kc[5], kc[6], kc[7]};
   if (plan.blocks >= 0) n_blocks = plan.blocks;
@@ -608,26 +799,28 @@ float run(const Plan& plan, const Buffers& io) {
   float margin = std::numeric_limits<float>::infinity();
   Clock clock{plan};
   static thread_local Work work;
+  static thread_local Live live;
+  if (plan.sparse) live.start(x.data(), W);
   for (int blk = 0; blk < n_blocks; blk++) {
     int op = c.next();
     if (op == MIXER) {
       MixerRec m = MixerRec::read(c, b);
       if (plan.sparse)
-        mixer_sparse(m, k, clock, work, x.data(), W, io.conv, io.state, io.aux);
+        mixer_sparse(m, k, clock, work, x.data(), live, W, io.conv, io.state, io.aux);
       else  // in place: each conv channel and state row is read before it is written
         mixer(m, k, clock, x.data(), W, io.conv, io.conv, io.state, io.state);
     } else if (op == MLP) {
       MlpRec m = MlpRec::read(c, b);
-      margin = std::fmin(margin, mlp(m, k, clock, work, x.data(), W, one_pos, track != 0, plan.sparse));
+      margin = std::fmin(margin, mlp(m, k, clock, work, x.data(), W, one_pos, track != 0, plan.sparse ? &live : nullptr));
     } else {
       throw std::runtime_error("circuit_step: unknown layer record");
     }
   }
-  float r = rms_factor(x.data(), W, k.inv_hidden, k.eps);
+  float r = plan.sparse ? rms_live(x.data(), live, W, k.inv_hidden, k.eps) : rms_factor(x.data(), W, k.inv_hidden, k.eps);
   std::vector<float> hn(n_out);
   for (int i = 0; i < n_out; i++) hn[i] = (x[out_pos[i]] * r) * final_norm[i];
   if (plan.sparse)
-    logits_of.apply_threads(hn.data(), io.logits, plan.threads);
+    logit_groups.apply(logits_of, hn.data(), io.logits, plan.threads);
   else
     logits_of.apply(hn.data(), io.logits);
   clock.mark(LOGITS);
