@@ -17,14 +17,20 @@ and no calls, so this PTX is rewritten into what it runs (:func:`rewrite_printf`
 
 The model runs these instructions like any others: the text printed is formatted on
 the host from the words the kernel stored (the format string is the program's own,
-in device memory), which is I/O, not a kernel result. Only integer and pointer
-arguments are printed (a ``double`` argument is refused by the translation, which has
-no 64-bit floats).
+in device memory), which is I/O, not a kernel result. Integer arguments of every width
+are printed (``%d``, ``%ld``, ``%lld``, ``%zu``, ``%lx`` ...: a 64-bit one is two words
+of the frame, ``host/wide64.py``) and pointers for ``%p``; a ``%s`` string is refused
+here, at its call's line (the record holds the string's address, not its characters),
+and a ``double`` argument by the translation, which has no 64-bit floats.
 """
 
 from __future__ import annotations
 
 import re
+
+from qwengpu_mlx.core.errors import UnsupportedError
+
+from qwengpu_mlx.host.srcloc import SourceLoc, source_error
 
 COUNTER = "__qwengpu_printf_count"
 BUFFER = "__qwengpu_printf_records"
@@ -108,6 +114,7 @@ def rewrite_printf(ptx: str) -> str:
     """The PTX with every kernel's ``printf`` turned into record stores (unchanged without printf)."""
     if not uses_printf(ptx):
         return ptx
+    _refuse_string_conversions(ptx)
     words = record_words(ptx)
     text = _EXTERN_RE.sub("", ptx)
     header_end = text.find(".visible .entry")
@@ -119,3 +126,26 @@ def rewrite_printf(ptx: str) -> str:
     pieces = re.split(r"(?=\.(?:visible\s+)?\.?entry\s)", text)
     return "".join(_rewrite_kernel(p, words, i) if re.match(r"\.(visible\s+)?\.?entry", p) else p
                    for i, p in enumerate(pieces))
+
+
+_STRING_RE = re.compile(r"^\s*\.global\s+\.align\s+\d+\s+\.b8\s+(_?\$_?str\w*)\[\d+\]\s*=\s*\{([^}]*)\};", re.M)
+_CONVERSION_RE = re.compile(r"%[-+ #0]*\d*(?:\.\d*)?[hlLqjzt]*([a-zA-Z%])")
+_LOC_RE = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)", re.M)
+_FILE_RE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', re.M)
+
+
+def _refuse_string_conversions(ptx: str) -> None:
+    """A format with ``%s`` is refused at the line of the first code that takes its address."""
+    for m in _STRING_RE.finditer(ptx):
+        text = bytes(int(b) for b in m.group(2).split(",") if b.strip()).decode("latin-1")
+        if "s" not in [c.group(1) for c in _CONVERSION_RE.finditer(text)]:
+            continue
+        use = re.search(r"[,\s]" + re.escape(m.group(1)) + r"\s*;", ptx[m.end():])
+        at = m.end() + use.start() if use else m.start()
+        locs = list(_LOC_RE.finditer(ptx, 0, at))
+        files = dict(_FILE_RE.findall(ptx))
+        src = SourceLoc(files.get(locs[-1].group(1), "?"), int(locs[-1].group(2))) if locs else None
+        raise source_error(UnsupportedError, ptx.count("\n", 0, at) + 1, src,
+                           "printf's %s (a string argument) is not supported in a kernel: the record holds the "
+                           "string's address, not its characters; print its characters with %c, or print the "
+                           "string from the host")

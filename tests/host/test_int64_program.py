@@ -68,3 +68,14 @@ def test_a_kernels_printf_of_64_bit_arguments(tmp_path, capfd):
     assert lines[0] == f"{-5000000000} {0xFEDCBA9876543210} {1 << 40}"
     assert lines[1] == f"{-5000000003} {0xFEDCBA9876543210:x} {host_pointer}"
     assert len(lines) == 3
+
+
+def test_a_kernels_printf_of_a_string_is_refused_at_its_line(tmp_path, capfd):
+    """%s would print the string's address as text: refused at the call (a GPU prints the characters)."""
+    path = tmp_path / "named.cu"
+    path.write_text('#include <cstdio>\n__global__ void k(int n) {\n  printf("%d%%\\n", n);\n'
+                    '  printf("hello %s %d\\n", "x", n);\n}\nint main() { k<<<1, 1>>>(3); return 0; }\n')
+    status = main(["run", str(path), "--backend", "reference", "--quiet"])
+    out, err = capfd.readouterr()
+    assert status == 1 and out == ""
+    assert err.startswith("error: named.cu:4: ") and "%s" in err, err
