@@ -192,3 +192,22 @@ def test_a_product_with_a_thread_index_takes_the_short_high_word(tmp_path):
     b = [-1, -65536, 0x7FFFFFFF, 65535, -2, 123456789, 1, 0xFFFF]
     run = reference(cu(tmp_path, code, "scale.cu"), args={"b": b, "out": [0] * 16}, block=8)
     assert run.outputs["out"] == [w for t in range(8) for w in words(t * (b[t] & 0xFFFFFFFF))]
+
+
+def test_a_warp_sum_of_long_longs_by_shuffles(tmp_path):
+    """The canonical 16-8-4-2-1 __shfl_down_sync reduction on long long values past 2^32
+    (CUDA's 64-bit overload: two 32-lane shuffles, one a word); lane 0 holds the sum."""
+    code = ("__global__ void wsum(const int *a, unsigned *out) {\n    int t = threadIdx.x;\n"
+            "    long long v = (long long)a[t] * a[t] * 3;\n"
+            "    for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffff, v, o);\n"
+            "    if (t == 0) { out[0] = (unsigned)v; out[1] = (unsigned)(v >> 32); }\n}\n")
+    a = [2147483647, -2147483648, 123456789, -5, 65536, 99999, -77777, 1]
+    run = reference(cu(tmp_path, code, "wsum.cu"), args={"a": a, "out": [0, 0]}, block=8, machine=LARGE_MACHINE)
+    assert run.outputs["out"] == words(sum(x * x * 3 for x in a))
+
+
+def test_a_64_bit_shuffle_with_a_computed_mask_is_refused_at_the_call(tmp_path):
+    code = ("__global__ void k(long long *o, unsigned m) {\n    long long v = m;\n"
+            "    v = __shfl_down_sync(m, v, 1);\n}\n")
+    with pytest.raises(FrontendError, match=r"k\.cu:3:.*member mask"):
+        reference(cu(tmp_path, code, "k.cu"), args={"o": [0], "m": 3}, block=4)
