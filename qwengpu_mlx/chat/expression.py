@@ -12,7 +12,8 @@ division into a routine the model executes, and a divisor of 0 stops the launch 
 evaluator turns that stop into an error that says which divisor was 0.
 
 Floats (:class:`F32`, a float32's bits): a decimal literal is parsed to the nearest
-float32; ``+ - * /`` with a float side, ``-x``, ``sqrt`` and the float reductions run the
+float32; ``+ - * /`` with a float side, ``-x``, ``sqrt``, the float reductions (``sum``,
+``mean``, ``fmean``, ``min``, ``max``), ``@`` of two float vectors and ``sort`` run the
 ``float_*.cu`` kernels, which convert an int operand themselves, and the result is read
 back as bits, never computed here. Those kernels need the large machine's ROM.
 """
@@ -361,7 +362,7 @@ def _integers(value, what: str, column: int):
     """Refuse a float where a form computes in integers only."""
     if is_float(value):
         raise ExpressionError(f"{what} takes integers only, got a float (column {column}); floats take + - * /, "
-                              f"sqrt, sum, mean and fmean")
+                              f"@, sqrt, sum, mean, fmean, min, max and sort")
     return value
 
 
@@ -426,12 +427,40 @@ def _float_reduction(name: str, v: list, column: int) -> KernelJob:
                 kernel="mean_i", geometry=(min(len(v), BLOCK), 1), per_element=("x",), floats=True)
 
 
+def _float_dot(a, b, column: int) -> KernelJob:
+    """``@`` of two float vectors: ``float_reduce.cu``'s dot_f, one fma per element in index order."""
+    if _kind(a) != "a vector" or _kind(b) != "a vector" or not (is_float(a) and is_float(b)):
+        raise ExpressionError(f"'@' of floats takes two float vectors, got {_kind(a)} @ {_kind(b)} (column "
+                              f"{column}); write integers as floats (1.0) to take their float dot product")
+    a, b = _vector(a, "'@'", column), _vector(b, "'@'", column)
+    if len(a) != len(b):
+        raise ExpressionError(f"the vectors have {len(a)} and {len(b)} elements ('@' at column {column})")
+    return _job("float_reduce.cu", "float dot", {"a": _words(a), "b": _words(b), "out": ["0f00000000"],
+                "n": len(a)}, "out", threads=0, kernel="dot_f", geometry=(1, 1), per_element=("a", "b"), floats=True)
+
+
+def _float_vector_form(name: str, v: list, column: int) -> KernelJob:
+    """``min``/``max`` of floats (fminf/fmaxf folded by one thread) and ``sort`` of floats
+    (``float_sort.cu``, the integer sort's phases with a float comparison)."""
+    n = len(v)
+    if name in ("min", "max"):
+        return _job("float_reduce.cu", name, {"x": _words(v), "out": ["0f00000000"], "n": n}, "out", threads=0,
+                    kernel=f"{name}_f", geometry=(1, 1), per_element=("x",), floats=True)
+    if n > MAX_SORT:
+        raise ExpressionError(f"sort supports at most {MAX_SORT} elements (its n^2/2 compare steps must fit the "
+                              f"GPU's step budget), got {n} (column {column})")
+    return _job("float_sort.cu", name, {"x": _words(v), "n": n}, "x", threads=0, kernel="sort_f", length=n,
+                geometry=(1 if n <= 16 else 4, 1), floats=True)
+
+
 def _float_call(name: str, args: list, column: int) -> KernelJob | None:
     """The float form of a call, or None when the call computes in integers."""
     if name == "sqrt":
         return _sqrt(args[0], column)
     if name == "fmean" or (name in ("sum", "mean") and is_float(args[0])):
         return _float_reduction(name, _vector(args[0], name, column), column)
+    if name in ("min", "max", "sort") and is_float(args[0]):
+        return _float_vector_form(name, _vector(args[0], name, column), column)
     for arg in args:
         _integers(arg, name, column)
     return None
@@ -521,6 +550,8 @@ class _Evaluator:
 
     @staticmethod
     def binop_job(op: str, a, b, column: int) -> KernelJob:
+        if (is_float(a) or is_float(b)) and op == "@":
+            return _float_dot(a, b, column)
         if is_float(a) or is_float(b):
             return _float_binop(op, a, b, column)
         if op in ("/", "%"):

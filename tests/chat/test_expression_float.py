@@ -14,6 +14,7 @@ import pytest
 from qwengpu_mlx.chat.expression import ExpressionError, F32, evaluate, parse, reference_launch
 from qwengpu_mlx.chat.tools import result_text
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, LARGE_MACHINE
+from tests.support import oracles_float
 
 LAUNCH = reference_launch(LARGE_MACHINE)
 f32 = np.float32
@@ -79,6 +80,30 @@ def test_negate_sqrt_sum_mean():
     assert run("mean([1, 2, 4])")[0] == 2  # mean of integers stays C's integer mean
 
 
+def literal(v) -> str:
+    return "[" + ", ".join(repr(float(x)) for x in v) + "]"
+
+
+def test_dot_min_max_sort_of_floats():
+    """``@`` one fma per element in index order from +0 (the oracle: the exact value rounded
+    once, ``oracles_float.fma``); min/max folded as PTX's min.f32/max.f32; sort the
+    odd-even transposition's phases with IEEE's <, NaN-free here: a stable ascending sort."""
+    rng = random.Random(36)
+    a = [f32(rng.uniform(-4, 4)) for _ in range(6)]
+    b = [f32(rng.uniform(-4, 4)) for _ in range(6)]
+    want = 0
+    for x, y in zip(a, b):
+        want = oracles_float.fma(bits(x), bits(y), want)
+    assert run(f"{literal(a)} @ {literal(b)}") == (want, ["dot_f"])
+    xs = [f32(2.5), f32(-0.0), f32(0.0), f32(1e-40), f32(-3.0), f32(7.25)]
+    assert run(f"min({literal(xs)})") == (bits(f32(-3.0)), ["min_f"])
+    assert run(f"max({literal(xs)})") == (bits(f32(7.25)), ["max_f"])
+    assert run("min([0.0, -0.0])")[0] == bits(-f32(0.0))  # -0 below +0, as PTX's min.f32
+    got, kernels = run(f"sort({literal(xs)})")
+    assert kernels == ["sort_f"]
+    assert got == [bits(x) for x in sorted(xs)]  # Python's sort is stable: -0 stays before +0
+
+
 def test_results_print_the_shortest_decimal():
     assert result_text(F32(bits(f32(1) / f32(3)))) == "0.33333334"
     assert result_text([F32(bits(f32(0.5))), F32(0x7FFFFFFF)]) == "[0.5, nan]"
@@ -87,8 +112,9 @@ def test_results_print_the_shortest_decimal():
 @pytest.mark.parametrize("text, message", [
     ("[1, 2.0]", "mixes integers and floats"),
     ("2.5 % 2", "'%' takes integers only"),
-    ("[1.0, 2.0] @ [1.0, 2.0]", "'@' takes integers only"),
-    ("sort([2.0, 1.0])", "sort takes integers only"),
+    ("[1.0, 2.0] @ [1, 2]", "'@' of floats takes two float vectors"),
+    ("[1.0, 2.0] @ [1.0]", "the vectors have 2 and 1 elements"),
+    ("histogram([2.0, 1.0], 2)", "histogram takes integers only"),
     ("[1.0, 2.0] + [1.0]", "the vectors have 2 and 1 elements"),
 ])
 def test_refusals(text, message):

@@ -25,3 +25,28 @@ __global__ void mean_f(const float* x, float* out, int n) {
     for (int k = 0; k < n; k++) s += x[k];
     out[0] = s / (float)n;
 }
+
+// dot_f: one thread, s = fma(a[k], b[k], s) in index order: each product added with one
+// rounding (what clang's contraction of s += a[k] * b[k] gives), from s = +0.
+__global__ void dot_f(const float* a, const float* b, float* out, int n) {
+    float s = 0.0f;
+#pragma unroll 1
+    for (int k = 0; k < n; k++) s = fmaf(a[k], b[k], s);
+    out[0] = s;
+}
+
+// min_f and max_f: one thread folds fminf/fmaxf in index order (min.f32/max.f32: a NaN
+// gives the other operand, all NaNs the canonical NaN, -0 below +0).
+__global__ void min_f(const float* x, float* out, int n) {
+    float m = x[0];
+#pragma unroll 1
+    for (int k = 1; k < n; k++) m = fminf(m, x[k]);
+    out[0] = m;
+}
+
+__global__ void max_f(const float* x, float* out, int n) {
+    float m = x[0];
+#pragma unroll 1
+    for (int k = 1; k < n; k++) m = fmaxf(m, x[k]);
+    out[0] = m;
+}
