@@ -211,3 +211,13 @@ def test_a_64_bit_shuffle_with_a_computed_mask_is_refused_at_the_call(tmp_path):
             "    v = __shfl_down_sync(m, v, 1);\n}\n")
     with pytest.raises(FrontendError, match=r"k\.cu:3:.*member mask"):
         reference(cu(tmp_path, code, "k.cu"), args={"o": [0], "m": 3}, block=4)
+
+
+def test_a_wide_product_truncated_to_int_keeps_its_low_word(tmp_path):
+    """``(int)((long long)a * a + 7)``: a value whose low word C keeps (2^40 + 7 truncates
+    to 7), never clamped as an address's arithmetic is where it may leave 32 bits."""
+    code = "__global__ void tr(const int *a, int *out) {\n    int t = threadIdx.x;\n" \
+           "    out[t] = (int)((long long)a[t] * a[t] + 7);\n}\n"
+    a = [1 << 20, 65537, -3, 46341]
+    run = reference(cu(tmp_path, code, "tr.cu"), args={"a": a, "out": [0] * 4})
+    assert run.outputs["out"] == [word(x * x + 7) for x in a]
