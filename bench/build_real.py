@@ -1,12 +1,15 @@
 """``build --base`` at Qwen3.5-2B's real size, from a local base directory.
 
-    .venv/bin/python -m bench.build_real --work DIR [--width 2b|4b] [--layers N]
+    .venv/bin/python -m bench.build_real --work DIR [--width 2b|4b] [--layers N] [--bits 4]
 
 No Qwen3.5 weights can be downloaded here, so the base is random at the real config
 (Qwen3.5-2B: 24 layers, hidden 2048, vocabulary 248,320, bfloat16; Qwen-like statistics,
-``splice/random_base.py``), written once to ``DIR/base`` as a standard checkpoint. Then:
+``splice/random_base.py``), written once to ``DIR/base`` as a standard checkpoint
+(``--bits 4``: then converted by mlx-lm's own ``convert``, 4 bits in groups of 64, as
+the mlx-community conversions are). Then:
 
-* the whole ``build --base DIR/base`` pipeline, timed, and the checkpoint's size on disk
+* the whole ``build --base DIR/base`` pipeline, timed phase by phase (loading, the
+  calibration's forward pass and full-vocabulary logits, the shards), and the checkpoint's size on disk
   with the circuit matrices' formats (``splice/storage.py``) against all-float32;
 * our runner over the result (``open_combined``: the base's slices through mlx-lm's own
   model, the compact circuit): a dot-product launch exact under the complete check, and
@@ -74,6 +77,35 @@ def write_base(d: Path, cfg: dict) -> Path:
     return d
 
 
+def quantized_base(dense: Path, bits: int) -> Path:
+    """``dense`` converted by mlx-lm's ``convert`` (``bits`` bits, groups of 64), kept for reruns."""
+    from mlx_lm.convert import convert
+
+    out = dense.with_name(f"{dense.name}-q{bits}")
+    if not (out / "config.json").is_file():
+        convert(str(dense), str(out), quantize=True, q_group_size=64, q_bits=bits)
+        qwen_tokenizer_files(out)
+    return out
+
+
+class PhaseClock:
+    """``progress`` for ``build_from_base`` that prints each phase's wall time when the next begins."""
+
+    def __init__(self):
+        self.start = self.since = time.perf_counter()
+        self.what, self.count = None, ""
+
+    def __call__(self, what: str, done: int, total: int) -> None:
+        if what != self.what:
+            self.close()
+            self.what, self.since = what, time.perf_counter()
+        self.count = f" ({done:,} of {total:,})" if total else ""
+
+    def close(self) -> None:
+        if self.what is not None:
+            print(f"  [{time.perf_counter() - self.since:6.1f} s] {self.what}{self.count}", flush=True)
+
+
 def launch_dot(combined) -> None:
     """The dot product (unseen arguments) through our runner's combined model, checked."""
     spec = {"a": [7, -3, 12, 5], "b": [2, 9, -4, 11], "out": [1], "n": 4}
@@ -93,17 +125,24 @@ def main() -> int:
     ap.add_argument("--work", type=Path, required=True, help="where the base and the combined checkpoint go")
     ap.add_argument("--width", choices=sorted(REAL), default="2b")
     ap.add_argument("--layers", type=int, help="fewer base layers (a multiple of 4) for a quicker run")
+    ap.add_argument("--bits", type=int, choices=[4, 8], help="build from mlx-lm's conversion of the base "
+                    "to this many bits (groups of 64)")
     ns = ap.parse_args()
     cfg = dict(REAL[ns.width], **({"num_hidden_layers": ns.layers} if ns.layers else {}))
     cfg.pop("layer_types", None)  # mlx-lm derives them from full_attention_interval
     base_dir = write_base(ns.work / f"base-{ns.width}-{cfg['num_hidden_layers']}", cfg)
-    out = ns.work / f"combined-{ns.width}-{cfg['num_hidden_layers']}"
+    if ns.bits:
+        base_dir = quantized_base(base_dir, ns.bits)
+    out = ns.work / f"combined-{base_dir.name.removeprefix('base-')}"
 
     from qwengpu_mlx.splice.pipeline import build_from_base
 
     start = time.perf_counter()
-    report = build_from_base(str(base_dir), out, "default", log=lambda s: print("  " + s, flush=True)) \
+    clock = PhaseClock()
+    report = build_from_base(str(base_dir), out, "default", log=lambda s: print("  " + s, flush=True),
+                             progress=clock) \
         if not (out / "config.json").is_file() else None
+    clock.close()
     if report is not None:
         st = report.storage
         print(f"build: {time.perf_counter() - start:.0f} s; {report.bytes / 1e9:.2f} GB of weights "
@@ -129,9 +168,13 @@ def main() -> int:
             ids.append(step(ids))
         return ids[len(prompt):]
 
-    ours = greedy(lambda ids: int(mx.argmax(combined.text_logits(ids)[-1])))
+    from qwengpu_mlx.splice.logits import combined_text_logits
+
+    # the last position's logits only: a 4-bit base's full-vocabulary product runs seconds per position here
+    ours = greedy(lambda ids: int(mx.argmax(combined_text_logits(
+        combined.base, final_hidden(combined.base, ids)[-1:], combined.launch_row, combined.layout.launch_tokens)[0])))
     theirs = greedy(lambda ids: int(mx.argmax(base.language_model.model.embed_tokens.as_linear(
-        final_hidden(base, ids))[-1])))
+        final_hidden(base, ids)[-1:])[0])))
     print(f"greedy text, 8 tokens: ours {ours}, the base's {theirs}, identical {ours == theirs}")
     return 0
 

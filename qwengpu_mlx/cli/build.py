@@ -18,14 +18,17 @@ from qwengpu_mlx.splice import pipeline
 
 
 def _build_base(ns) -> int:
-    """``build --base``: the circuit spliced into a base Qwen3.5 checkpoint (``splice.pipeline``)."""
+    """``build --base``: the circuit spliced into a base Qwen3.5 checkpoint (``splice.pipeline``);
+    each phase (loading, calibration by chunks, each shard) on the live line on stderr."""
     if ns.shape is not None:
         raise LaunchError("--shape does not apply with --base: the combined checkpoint takes the base's sizes")
     out = Path(ns.out)
     # the pipeline writes weights, then the tokenizer and manifest: all of it into one temporary
     # directory that becomes --out at the end, so Ctrl-C or a refusal leaves nothing half-written
-    with splice_errors("build --base"), _write_errors(out), atomic_directory(out, force=ns.force) as tmp:
-        report = pipeline.build_from_base(ns.base, tmp, ns.machine, revision=ns.revision, max_params=ns.max_params)
+    with splice_errors("build --base"), _write_errors(out), progress.display(ns) as shown, \
+            atomic_directory(out, force=ns.force) as tmp:
+        report = pipeline.build_from_base(ns.base, tmp, ns.machine, revision=ns.revision, max_params=ns.max_params,
+                                          progress=shown.counted)
     lay = report.layout
     print(f"wrote {out}: {lay.base_layers} base + {lay.circuit_layers} circuit layers, hidden {lay.hidden:,} "
           f"({lay.base_hidden:,} base dims x2 scale, circuit at {lay.circuit_offset:,}), {lay.launch_tokens:,} launch "

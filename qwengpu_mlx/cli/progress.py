@@ -62,6 +62,11 @@ class Display(LaunchEvents):
         if self._progress is not None:
             self._progress.update(self._task, description=text, count="")
 
+    def counted(self, text: str, done: int, total: int) -> None:
+        """A phase and how far it got (``done`` of ``total``; ``total`` 0: a phase with no count)."""
+        if self._progress is not None:
+            self._progress.update(self._task, description=text, count=f"{done:,} of {total:,}" if total else "")
+
     def begin(self, program, prompt) -> None:
         self.tokens = 0
 

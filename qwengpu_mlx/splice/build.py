@@ -25,6 +25,7 @@ from qwengpu_mlx.runtime.checkpoint import atomic_directory, check_output_dir
 
 from qwengpu_mlx.splice.layout import SpliceLayout, splice_misfits, text_config
 from qwengpu_mlx.splice.logits import Suppression, suppression_row
+from qwengpu_mlx.splice.reporting import Progress, no_progress
 from qwengpu_mlx.splice.sizes import estimate
 from qwengpu_mlx.splice.storage import StorageTally, compact_circuit, quantization_entry
 from qwengpu_mlx.splice.weights import combined_shards, launch_row_as_held, wide_columns
@@ -76,8 +77,10 @@ def load_base(path: Path):
     return load(str(path))
 
 
-def _write_shards(out: Path, shards, count: int, log: Callable[[str], None]) -> tuple[dict, int]:
-    """Each part as ``model-0000k-of-0000n.safetensors``; the weight map and bytes written."""
+def _write_shards(out: Path, shards, count: int, log: Callable[[str], None],
+                  progress: Progress = no_progress) -> tuple[dict, int]:
+    """Each part as ``model-0000k-of-0000n.safetensors``; the weight map and bytes written.
+    ``progress`` hears each shard as it is written (a shard is one layer: seconds to a minute)."""
     weight_map, written = {}, 0
     for k, part in enumerate(shards):
         name = f"model-{k + 1:05d}-of-{count:05d}.safetensors"
@@ -86,19 +89,21 @@ def _write_shards(out: Path, shards, count: int, log: Callable[[str], None]) -> 
         weight_map.update({key: name for key in part})
         written += sum(v.nbytes for v in part.values())
         log(f"wrote {name} ({len(part)} tensors)")
+        progress("writing the combined checkpoint's shards", k + 1, count)
     return weight_map, written
 
 
 def write_combined(out: Path, base_model, base_config: dict, circuit_plan, launch_vocab: list[str],
                    calibration: list[int], *, machine_name: str = "", log: Callable[[str], None] = lambda s: None,
-                   force: bool = False) -> BuildReport:
+                   force: bool = False, progress: Progress = no_progress) -> BuildReport:
     """Splice ``circuit_plan`` into ``base_model`` and write the combined weights, config and
     splice record (``SPLICE_RECORD``, which our runner reads back).
 
     Atomically: everything goes into a temporary directory beside ``out`` that is renamed
     to ``out`` at the end (``checkpoint.atomic_directory``), so an interrupt or a failure
     leaves no half-written checkpoint; a non-empty ``out`` is refused (before any work)
-    unless ``force``. The tokenizer and the provenance manifest are the caller's
+    unless ``force``. ``progress(what, done, total)`` hears the calibration's chunks and
+    each shard written. The tokenizer and the provenance manifest are the caller's
     (``tokenizer.extend_tokenizer``, ``source.write_manifest``)."""
     start = time.perf_counter()
     check_output_dir(out, force=force)
@@ -106,16 +111,18 @@ def write_combined(out: Path, base_model, base_config: dict, circuit_plan, launc
     lay = SpliceLayout(text_config(base_config), circuit_plan.config(), len(launch_vocab))
     log("size model: " + estimate(base_config, lay.circuit_layers, len(launch_vocab)).line())
     base = dict(tree_flatten(base_model.parameters()))
-    sup = suppression_row(base_model, calibration, len(launch_vocab), represent=launch_row_as_held(base, lay))
+    sup = suppression_row(base_model, calibration, len(launch_vocab), represent=launch_row_as_held(base, lay),
+                          progress=progress)
     log(f"launch rows' shared part: alpha {sup.alpha:.3g} (smallest projection {sup.min_projection:.3g} "
-        f"over {sup.positions} calibration positions)")
+        f"over {sup.positions} calibration positions; launch mass at most {sup.target:g}, "
+        f"{sup.margin:.1f} nats to spare)")
     count = 1 + lay.base_layers + lay.circuit_layers
     tally = StorageTally()
     wide = wide_columns(circuit_plan.weight_shards())
     shards = compact_circuit(combined_shards(base, circuit_plan.weight_shards(), mx.array(sup.stored), lay, wide),
                              lay.base_layers, tally)
     with atomic_directory(out, force=force) as tmp:
-        written = _write_files(tmp, shards, count, lay, base_config, tally, log)
+        written = _write_files(tmp, shards, count, lay, base_config, tally, log, progress)
         log(tally.summary())
         report = BuildReport(out, lay, sup, count, written, time.perf_counter() - start, tally)
         (tmp / SPLICE_RECORD).write_text(json.dumps(splice_record(report, machine_name), indent=2) + "\n")
@@ -123,9 +130,9 @@ def write_combined(out: Path, base_model, base_config: dict, circuit_plan, launc
 
 
 def _write_files(out: Path, shards, count: int, lay: SpliceLayout, base_config: dict, tally: StorageTally,
-                 log: Callable[[str], None]) -> int:
+                 log: Callable[[str], None], progress: Progress = no_progress) -> int:
     """The shards, their index and config.json into ``out``; the bytes of weights written."""
-    weight_map, written = _write_shards(out, shards, count, log)
+    weight_map, written = _write_shards(out, shards, count, log, progress)
     (out / "model.safetensors.index.json").write_text(
         json.dumps({"metadata": {"format": "mlx", "total_size": written}, "weight_map": dict(sorted(weight_map.items()))},
                    indent=2) + "\n")
@@ -140,5 +147,6 @@ def splice_record(report: BuildReport, machine_name: str) -> dict:
     return {"machine": machine_name, "base_text_config": lay.base, "circuit_config": lay.circuit,
             "launch_tokens": lay.launch_tokens, "first_launch_id": lay.launch_id(0),
             "suppression": {"alpha": report.suppression.alpha, "min_projection": report.suppression.min_projection,
-                            "target": report.suppression.target, "positions": report.suppression.positions},
+                            "target": report.suppression.target, "positions": report.suppression.positions,
+                            "margin_nats": round(report.suppression.margin, 3)},
             "circuit_storage": {"matrices": dict(report.storage.matrices), "bytes": dict(report.storage.nbytes)}}

@@ -12,6 +12,12 @@ launch tokens' total probability stays under ``target`` at every calibration pos
 times a safety factor. At launch positions the circuit's output dims dominate the
 RMS, and ``b``'s share of the logits is below 1e-6 of the circuit's margin.
 
+The base's states and its full-vocabulary log-normalizers on the calibration text come
+from ``calibration`` (float32 products of each layer's exact values, on an optimized
+BLAS: mlx-lm's own CPU path for a 4-bit base ran an hour). They differ from what mlx-lm
+computes by rounding only, so the check keeps :func:`rounding_allowance` below the target
+at each position, and ``margin`` records what was left beyond it.
+
 What is measured, not assumed: :func:`launch_mass` runs the whole combined vocabulary
 on held-out text and reports the largest and mean launch mass per position.
 """
@@ -24,6 +30,9 @@ from typing import Callable
 
 import mlx.core as mx
 import numpy as np
+
+from qwengpu_mlx.splice.calibration import final_states, output_layer_logsumexp
+from qwengpu_mlx.splice.reporting import Progress, no_progress
 
 SAFETY = 1.5
 GROWTH, MAX_GROWTH = 1.25, 40  # alpha's steps when the held row falls short of the target
@@ -41,6 +50,7 @@ class Suppression:
     target: float  # launch mass asked for at every calibration position
     positions: int
     unrounded: np.ndarray | None = None  # b before the embedding's format rounds it: what the splice stores
+    margin: float = 0.0  # nats between the target and the worst position's launch mass, allowance included
 
     @property
     def stored(self) -> np.ndarray:
@@ -82,21 +92,39 @@ def identity(row: np.ndarray) -> np.ndarray:
     return row
 
 
+def rounding_allowance(largest_logit: np.ndarray, launch: np.ndarray, dtype_bits: int) -> np.ndarray:
+    """Nats the check keeps below ``target`` at each position for arithmetic that differs from
+    mlx-lm's only in rounding (``calibration``: float32 sums in another order, logits mlx-lm
+    rounds to the base's dtype): each logit within ``2^-(bits-2)`` of its size, 4 half-ulps of
+    a ``bits``-bit significand, so the log-normalizer within that of the largest and the
+    launch logit within that of its own. (MLX's CPU ``quantized_matmul`` sums in bfloat16
+    and strays further, up to a tenth of a large product, ``tests/splice/test_calibration.py``;
+    what SAFETY leaves, typically 8 nats and more, is what covers it: ``margin``.)"""
+    return (np.abs(largest_logit) + np.abs(launch)) * 2.0 ** -(dtype_bits - 2)
+
+
+def significand_bits(dtype) -> int:
+    """Bits of the significand of the dtype mlx-lm's logits come out in (8 for bfloat16)."""
+    return {mx.bfloat16: 8, mx.float16: 11}.get(dtype, 24)
+
+
 def suppression_row(model, tokens: list[int], launch_tokens: int, *, target: float = 1e-9,
-                    represent: Callable[[np.ndarray], np.ndarray] = identity) -> Suppression:
+                    represent: Callable[[np.ndarray], np.ndarray] = identity,
+                    progress: Progress = no_progress) -> Suppression:
     """``b`` for this base, from its final states on calibration ``tokens``.
 
     ``represent``: the row as the checkpoint will hold it (a quantized embedding holds
-    it rounded); the target is checked on that row at every calibration position, and
-    ``alpha`` grows until it holds."""
-    hidden = final_hidden(model, tokens)
-    lse = mx.logsumexp(base_logits(model, hidden), axis=-1)
-    h = hidden.astype(mx.float32)
-    mean = mx.mean(h, axis=0)
-    u = mean / mx.linalg.norm(mean)
-    proj = h @ u
-    mx.eval(proj, lse, u)
-    p, lse_np = np.array(proj), np.array(lse)
+    it rounded); the target is checked on that row at every calibration position, with
+    :func:`rounding_allowance` to spare, and ``alpha`` grows until it holds. The states
+    and log-normalizers come from ``calibration`` (``progress`` hears each chunk)."""
+    h = final_states(model, tokens, progress)
+    lse_np, largest = output_layer_logsumexp(model, h, progress)
+    bits = significand_bits(model.language_model.model.embed_tokens.weight.dtype
+                            if not hasattr(model.language_model.model.embed_tokens, "scales")
+                            else model.language_model.model.embed_tokens.scales.dtype)
+    mean = h.mean(axis=0, dtype=np.float64)
+    u = (mean / np.linalg.norm(mean)).astype(np.float32)
+    p = h @ u
     if float(p.min()) <= 0:
         raise SuppressionError(f"the base's final hidden states share no direction: at {int((p <= 0).sum())} of "
                                f"{len(p)} calibration positions the mean direction projects to <= 0")
@@ -104,12 +132,13 @@ def suppression_row(model, tokens: list[int], launch_tokens: int, *, target: flo
     need = (math.log(launch_tokens) - math.log(target) - lse_np) / p
     alpha = SAFETY * max(float(need.max()), 0.0)
     for _ in range(MAX_GROWTH):
-        unrounded = -alpha * np.array(u)
+        unrounded = -alpha * u
         row = represent(unrounded)
-        worst = math.log(launch_tokens) + np.array(h @ mx.array(row.astype(np.float32))) - lse_np
+        launch = h @ row.astype(np.float32)
+        worst = math.log(launch_tokens) + launch - lse_np + rounding_allowance(largest, launch, bits)
         if float(worst.max()) <= math.log(target):
             return Suppression(row=row, alpha=alpha, min_projection=float(p.min()), target=target, positions=len(p),
-                               unrounded=unrounded)
+                               unrounded=unrounded, margin=math.log(target) - float(worst.max()))
         alpha *= GROWTH
     raise SuppressionError(f"the launch rows' shared part, as the embedding holds it, keeps the launch tokens "
                            f"above {target:g} of the probability at some calibration positions")

@@ -21,6 +21,7 @@ from qwengpu_mlx.runtime import CircuitStore
 
 from qwengpu_mlx.splice.build import SpliceTooLarge, check_fits, load_base, write_combined
 from qwengpu_mlx.splice.layout import WIDTH_FACTOR, SpliceLayout, shape_sizes, text_config
+from qwengpu_mlx.splice.reporting import Progress, no_progress
 from qwengpu_mlx.splice.source import acquire, write_manifest
 from qwengpu_mlx.splice.tokenizer import extend_tokenizer
 from qwengpu_mlx.splice.weights import PREFIX, tensor_role
@@ -68,18 +69,24 @@ def combined_parameters(lay: SpliceLayout, base_model) -> int:
 
 
 def build_from_base(base: str, out: Path, machine_name: str, *, revision: str | None = None,
-                    max_params: float = float("inf"), plan=None, log: Callable[[str], None] = print):
+                    max_params: float = float("inf"), plan=None, log: Callable[[str], None] = print,
+                    progress: Progress = no_progress):
     """The whole ``build --base`` pipeline; returns the write's ``BuildReport``.
 
     ``plan``: the circuit plan to splice (default: the machine's, folded at Qwen3.5-2B's
-    shape); a small plan makes the whole pipeline testable at a small size."""
+    shape); a small plan makes the whole pipeline testable at a small size.
+    ``progress(what, done, total)`` hears every phase (``total`` 0: no count) and every
+    counted step: calibration chunks, shards written."""
     sizes = plan.config() if plan is not None else shape_sizes(QWEN35_2B)
+    progress(f"the base {base}: config, fit check, files", 0, 0)
     src = acquire(base, revision=revision, fits=lambda cfg: check_fits(cfg, sizes))
     if plan is None:
         log(f"compiling the {machine_name} machine's circuit at Qwen3.5-2B's shape")
+        progress(f"compiling the {machine_name} machine's circuit at Qwen3.5-2B's shape", 0, 0)
         plan = CircuitStore().compiled(MACHINES[machine_name], QWEN35_2B).plan
     circuit_cfg = plan.config()
     log(f"base {src.repo_id or src.path} ({src.revision or 'local directory'}): loading with mlx-lm")
+    progress("loading the base with mlx-lm", 0, 0)
     model, tokenizer = load_base(src.path)
     lay = SpliceLayout(text_config(src.config), circuit_cfg, len(plan.vocab))
     n = combined_parameters(lay, model)
@@ -87,7 +94,8 @@ def build_from_base(base: str, out: Path, machine_name: str, *, revision: str | 
         raise SpliceTooLarge(n, max_params)
     calibration = tokenizer.encode(calibration_text())
     report = write_combined(out, model, src.config, plan, list(plan.vocab), calibration,
-                            machine_name=machine_name, log=log)
+                            machine_name=machine_name, log=log, progress=progress)
+    progress("the tokenizer and the manifest", 0, 0)
     extend_tokenizer(src.path, out, list(plan.vocab), lay.launch_id(0))
     write_manifest(src, out, {"machine": machine_name, "parameters": n, "bytes": report.bytes,
                               "build_seconds": round(report.seconds, 1)})

@@ -26,7 +26,11 @@ take a bias where a group spans both signs.
 
 Exactness is not assumed from a format: a matrix takes one only if MLX's own
 ``mx.dequantize`` (what ``QuantizedLinear`` computes with) gives back its float32
-values bit for bit. A quantized matrix is written as mlx-lm writes one (``weight``
+values bit for bit. ``mx.dequantize`` works row by row (a group never spans rows), so
+the check runs on the rows that hold a non-zero value, and on one all-zero row packed
+as the others' zero groups are (what every other row is): at Qwen3.5-2B's width a
+circuit matrix is 50-200 million values, most of its rows empty, and the whole-matrix
+check was most of a build's time on a CPU. A quantized matrix is written as mlx-lm writes one (``weight``
 packed, ``scales``, ``biases`` for affine) and unmodified ``mlx_lm.load`` reads each
 module's format back from those tensors (``infer_quant_config``): ``config.json``
 carries only the ``quantization`` key that tells mlx-lm to look. Only ``Linear``
@@ -199,17 +203,33 @@ def pack_affine(plan: AffinePlan, rows: int, cols: int) -> tuple[mx.array, mx.ar
             mx.array(biases).astype(plan.dtype))
 
 
-def _affine(module: str, w: mx.array) -> tuple[str, dict[str, mx.array]] | None:
+def checked_rows(w: np.ndarray) -> np.ndarray:
+    """The rows the exactness check reads: every row holding a non-zero value, and one
+    all-zero row where there is one (it stands for the rest: all pack alike)."""
+    used = w.any(axis=1)
+    empty = np.flatnonzero(~used)[:1]
+    return np.sort(np.concatenate([np.flatnonzero(used), empty]))
+
+
+def gives_back(w: np.ndarray, rows: np.ndarray, dequantize) -> bool:
+    """Whether ``dequantize(rows)`` (float32, MLX's own) is ``w[rows]`` bit for bit."""
+    if not len(rows):
+        return True
+    return bool(mx.array_equal(dequantize(mx.array(rows)), mx.array(w[rows])).item())
+
+
+def _affine(module: str, w: np.ndarray) -> tuple[str, dict[str, mx.array]] | None:
     """The smallest affine form that ``mx.dequantize`` gives back exactly (biases only in
     the modules of ``BIASED``)."""
     if w.ndim != 2 or w.shape[-1] % GROUP:
         return None
     rows, cols = w.shape
     biased = module.rsplit(".", 1)[-1] in BIASED
-    for plan in sorted(_affine_plans(np.array(w), biased), key=lambda p: p.nbytes(rows, cols)):
+    check = checked_rows(w)
+    for plan in sorted(_affine_plans(w, biased), key=lambda p: p.nbytes(rows, cols)):
         packed, scales, biases = pack_affine(plan, rows, cols)
-        back = mx.dequantize(packed, scales, biases, group_size=plan.group_size, bits=plan.bits, dtype=mx.float32)
-        if mx.array_equal(back, w).item():
+        if gives_back(w, check, lambda r: mx.dequantize(packed[r], scales[r], biases[r], group_size=plan.group_size,
+                                                         bits=plan.bits, dtype=mx.float32)):
             return affine_name(plan.bits, plan.group_size, plan.dtype), {
                 module + ".weight": packed, module + ".scales": scales, module + ".biases": biases}
     return None
@@ -220,14 +240,15 @@ def _zero_group_scale(mode: str, bits: int) -> mx.array:
     return mx.quantize(mx.zeros((1, GROUP)), group_size=GROUP, bits=bits, mode=mode)[1][0, 0]
 
 
-def _microscaled(module: str, w: mx.array) -> tuple[str, dict[str, mx.array]] | None:
+def _microscaled(module: str, w: np.ndarray) -> tuple[str, dict[str, mx.array]] | None:
     """(format, tensors) of the smallest microscaled format that gives ``w`` back exactly.
     Only the non-zero groups go through ``mx.quantize`` (slow on the CPU at this size);
-    the whole matrix is checked with ``mx.dequantize``."""
+    the matrix is checked with ``mx.dequantize`` (:func:`checked_rows`)."""
     if w.ndim != 2 or w.shape[-1] % GROUP:
         return None
     rows, cols = w.shape
-    dense = np.array(w).reshape(rows, cols // GROUP, GROUP)
+    check = checked_rows(w)
+    dense = w.reshape(rows, cols // GROUP, GROUP)
     where = np.nonzero((dense != 0).any(axis=-1))
     vecs = mx.array(dense[where])
     for mode, bits in MICROSCALED:
@@ -237,8 +258,8 @@ def _microscaled(module: str, w: mx.array) -> tuple[str, dict[str, mx.array]] | 
             p, sc = mx.quantize(vecs, group_size=GROUP, bits=bits, mode=mode)
             packed[where], scales[where] = np.array(p), np.array(sc)[:, 0]
         packed_mx, scales_mx = mx.array(packed.reshape(rows, -1)), mx.array(scales)
-        back = mx.dequantize(packed_mx, scales_mx, group_size=GROUP, bits=bits, mode=mode, dtype=mx.float32)
-        if mx.array_equal(back, w).item():
+        if gives_back(w, check, lambda r: mx.dequantize(packed_mx[r], scales_mx[r], group_size=GROUP, bits=bits,
+                                                         mode=mode, dtype=mx.float32)):
             return mode, {module + ".weight": packed_mx, module + ".scales": scales_mx}
     return None
 
@@ -248,9 +269,10 @@ def exact_storage(name: str, w: mx.array) -> tuple[str, dict[str, mx.array]]:
     w = w.astype(mx.float32)
     if is_linear_weight(name):
         module = name[: -len(".weight")]
-        found = _affine(module, w)
+        dense = np.array(w)  # one host copy for every format tried
+        found = _affine(module, dense)
         if found is None:  # a group of both signs, or values no few-bit grid holds
-            found = _microscaled(module, w)
+            found = _microscaled(module, dense)
         if found is not None:
             return found
         if mx.array_equal(w.astype(mx.bfloat16).astype(mx.float32), w).item():

@@ -274,7 +274,7 @@ def _fake_splice(monkeypatch, shards: list[dict], interrupt_at: int | None):
     monkeypatch.setattr(build, "SpliceLayout", lambda *a: lay)
     monkeypatch.setattr(build, "text_config", lambda cfg: cfg)
     monkeypatch.setattr(build, "suppression_row", lambda *a, **kw: SimpleNamespace(
-        alpha=1.0, min_projection=1.0, target=1.0, positions=1, row=[0.0], stored=[0.0]))
+        alpha=1.0, min_projection=1.0, target=1.0, positions=1, margin=1.0, row=[0.0], stored=[0.0]))
     monkeypatch.setattr(build, "launch_row_as_held", lambda *a: None)
     monkeypatch.setattr(build, "combined_shards", combined_shards)
     plan = SimpleNamespace(config=lambda: {}, weight_shards=lambda: iter(()))

@@ -112,3 +112,25 @@ def test_a_threshold_read_matrix_takes_a_bias_only_in_the_groups_that_need_one()
     assert fmt == "affine2/g128/bfloat16" and mx.array_equal(_back(GATE, fmt, stored), w).item()
     biases = stored[GATE[: -len(".weight")] + ".biases"]
     assert biases[0].tolist() == [-1.0, 0.0]
+
+
+def test_the_exactness_check_reads_every_non_zero_row_and_one_empty_row():
+    """``mx.dequantize`` works row by row and every empty row packs alike, so one stands for all."""
+    from qwengpu_mlx.splice.storage import checked_rows
+
+    w = np.zeros((6, 64), np.float32)
+    w[1, 3], w[4, 60] = 1.0, -2.0
+    assert checked_rows(w).tolist() == [0, 1, 4]
+    assert checked_rows(np.ones((3, 64), np.float32)).tolist() == [0, 1, 2]
+    assert checked_rows(np.zeros((3, 64), np.float32)).tolist() == [0]
+
+
+def test_a_value_no_format_holds_is_still_caught_in_a_mostly_empty_matrix():
+    """2^24 + 2 (24 significant bits) in one row of an otherwise empty matrix: no affine
+    or microscaled format and not bfloat16 hold it, so it stays float32."""
+    w = np.zeros((512, 256), np.float32)
+    w[300, 17] = 2.0 ** 24 + 2.0  # representable in float32 (even), not in 8 significant bits
+    w[300, 18] = 3.0
+    fmt, stored = exact_storage(UP, mx.array(w))
+    back = stored[UP]
+    assert fmt == "float32" and np.array_equal(np.array(back), w)
