@@ -36,7 +36,7 @@ from tests.support.oracles import ORACLES, machine_of
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "kernels"
-SHARING = ("float_variance", "float_ratios", "float_normalise")
+SHARING = ("float_variance", "float_ratios", "float_normalise", "float_add3")
 
 EDGES = [0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x00000001, 0x807FFFFF, 0x00800000, 0x3F800000,
          0xBF800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x33800000, 0x4B800001, 0xCB000000]

@@ -449,3 +449,10 @@ def float_normalise(spec: dict):
     for i in range(n):
         out[i] = div(add(x[i], mean ^ SIGN), scale)
     return {"x": words(x), "out": words(out)}
+
+
+@oracle
+def float_add3(spec: dict):
+    a, b, c = float_arg(spec, "a"), float_arg(spec, "b"), float_arg(spec, "c")
+    return {"a": words(a), "b": words(b), "c": words(c),
+            "out": words([add(add(x, y), z) for x, y, z in zip(a, b, c)])}
