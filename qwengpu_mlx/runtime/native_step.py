@@ -149,7 +149,8 @@ class NativeStep:
                 self.layout[L] = ((3, C), conv_at, (1, mz.H, mz.Dv, mz.Dk), state_at)
                 body += [MIXER, blobs.f(w_in), blobs.i(mz.inputs), mz.inputs.size, *blobs.product(mz.w_in),
                          C, mz.H, mz.Dk, mz.Dv, blobs.f(mz.conv), blobs.f(mz.dt_bias), blobs.f(mz.A_log),
-                         blobs.f(mz.norm), *blobs.product(mz.out), conv_at, state_at, aux_at]
+                         blobs.f(mz.norm), *blobs.product(mz.out), conv_at, state_at, aux_at,
+                         blobs.f(np.array(mz.conv).T)]  # the taps again by tap: [4, C]
                 conv_at += 3 * C
                 state_at += mz.H * mz.Dv * mz.Dk
                 aux_at += 2 * mz.H + C + mz.H * mz.Dk  # activity: heads' conv and state, channels, state columns

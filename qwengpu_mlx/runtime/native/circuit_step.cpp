@@ -129,6 +129,7 @@ struct Scratch {
   std::vector<float> y;
   std::vector<unsigned char> seen;
   std::vector<int> touched;
+  std::vector<int> inputs;  // the non-zero inputs of the product being scattered
   int every = 0;  // > 0: every row below it counts as touched (`touched` is empty)
   void fit(int n) {
     if ((int)y.size() < n) {
@@ -224,25 +225,32 @@ struct Product {
   // holds +0, which every user of the rows treats as nothing).
   void scatter(const float* v, Scratch& s) const {
     s.fit(out);
+    s.inputs.resize(in + 1);
+    int* nz = s.inputs.data();
+    int n = 0;
     long terms = 0;
-    for (int j = 0; j < in; j++)
-      if (v[j] != 0.0f) terms += colptr[j + 1] - colptr[j];
+    for (int j = 0; j < in; j++) {  // without branches: most inputs are zeros, in no pattern
+      nz[n] = j;
+      bool on = v[j] != 0.0f;
+      n += on;
+      terms += on * (colptr[j + 1] - colptr[j]);
+    }
     float* __restrict y = s.y.data();
     const int* __restrict rows = crows;
     const float* __restrict w = cvals;
     if (2 * terms >= out) {
-      for (int j = 0; j < in; j++) {
+      for (int i = 0; i < n; i++) {
+        int j = nz[i];
         float a = v[j];
-        if (a == 0.0f) continue;
         for (int k = colptr[j]; k < colptr[j + 1]; k++) y[rows[k]] += a * w[k];
       }
       s.every = out;
       return;
     }
     unsigned char* __restrict seen = s.seen.data();
-    for (int j = 0; j < in; j++) {
+    for (int i = 0; i < n; i++) {
+      int j = nz[i];
       float a = v[j];
-      if (a == 0.0f) continue;
       for (int k = colptr[j]; k < colptr[j + 1]; k++) {
         int r = rows[k];
         if (!seen[r]) {
@@ -286,6 +294,11 @@ struct Product {
       if (colptr[j + 1] - k0 == out) {
         const float* w = cvals + k0;
         for (int r = r0; r < r1; r++) y[r] += a * w[r];
+      } else if (int n = colptr[j + 1] - k0; n > 0 && crows[k0] >= r0 && crows[k0] + n <= r1 &&
+                 crows[k0 + n - 1] == crows[k0] + n - 1) {  // consecutive rows (one token kind's)
+        float* __restrict yr = y + crows[k0];
+        const float* w = cvals + k0;
+        for (int i = 0; i < n; i++) yr[i] += a * w[i];
       } else {
         for (int k = k0; k < colptr[j + 1]; k++)
           if (crows[k] >= r0 && crows[k] < r1) y[crows[k]] += a * cvals[k];
@@ -456,6 +469,7 @@ struct MixerRec {
   const float *cw, *dt_bias, *A_log, *gnorm;
   Product o_proj;
   int conv_off, state_off, aux_off;
+  const float* taps;  // cw by tap, [4, C]: eight channels' taps are one vector each
   static MixerRec read(Cursor& c, const Blobs& b) {
     MixerRec m;
     m.nw = b.f + c.next();
@@ -469,6 +483,7 @@ struct MixerRec {
     m.gnorm = b.f + c.next();
     m.o_proj = Product::read(c, b);
     m.conv_off = c.next(), m.state_off = c.next(), m.aux_off = c.next();
+    m.taps = b.f + c.next();
     if (m.Dk % 8) throw std::runtime_error("circuit_step: key dims must be a multiple of 8");
     return m;
   }
@@ -531,6 +546,22 @@ void mixer(const MixerRec& m, const Consts& k, Clock& clock, float* x, int W, co
   clock.mark(MIX_OUT);
 }
 
+// conv_channels' arithmetic for the eight live channels [j, j + 8), lane by lane (each
+// lane's float operations are the scalar ones, in the same order; they vectorize).
+inline void conv_eight(const MixerRec& m, float* state, const float* qkv, int j, float* cv) {
+  int C = m.C;
+  float c0[8], c1[8], c2[8], c3[8];
+  std::memcpy(c0, state + j, sizeof c0);
+  std::memcpy(c1, state + C + j, sizeof c1);
+  std::memcpy(c2, state + 2 * C + j, sizeof c2);
+  std::memcpy(c3, qkv + j, sizeof c3);
+  const float *t0 = m.taps + j, *t1 = t0 + C, *t2 = t1 + C, *t3 = t2 + C;
+  for (int l = 0; l < 8; l++) cv[l] = c0[l] * t0[l] + c1[l] * t1[l] + c2[l] * t2[l] + c3[l] * t3[l];
+  std::memcpy(state + j, c1, sizeof c1);
+  std::memcpy(state + C + j, c2, sizeof c2);
+  std::memcpy(state + 2 * C + j, c3, sizeof c3);
+}
+
 // One head's conv channels [first, first + n): their conv outputs before SiLU into cv, the
 // conv state shifted in place; a channel whose conv state was never non-zero holds +0
 // there and gives 0.
@@ -539,11 +570,16 @@ void conv_channels(const MixerRec& m, float* state, const float* qkv, const unsi
   int C = m.C;
   for (int i = 0; i < n; i++) {
     int j = first + i;
-    if (i % 8 == 0 && i + 8 <= n) {  // eight channels never non-zero at once: one load
+    if (i % 8 == 0 && i + 8 <= n) {  // eight channels at once when all or none are live
       uint64_t eight;
       std::memcpy(&eight, chan + j, sizeof eight);
       if (eight == 0) {
         std::fill(cv + i, cv + i + 8, 0.0f);
+        i += 7;
+        continue;
+      }
+      if (eight == 0x0101010101010101ull) {
+        conv_eight(m, state, qkv, j, cv + i);
         i += 7;
         continue;
       }
@@ -591,7 +627,17 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
     }
   };
   if (w.proj.every)
-    for (int r = 0; r < C; r++) mark(r);
+    for (int r = 0; r < C; r++) {
+      if (r % 8 == 0 && r + 8 <= C) {  // eight channels that have all held a non-zero
+        uint64_t eight;
+        std::memcpy(&eight, chan + r, sizeof eight);
+        if (eight == 0x0101010101010101ull) {
+          r += 7;
+          continue;
+        }
+      }
+      mark(r);
+    }
   else
     for (int r : w.proj.touched)
       if (r < C) mark(r);
