@@ -74,10 +74,19 @@ def _pointer_param(tr, ins: PtxInstr) -> bool:
             and tr.params.get(mem.base.name, "").startswith("ptr"))
 
 
+OPERANDS = {"add": 3, "sub": 3, "mul": 3, "and": 3, "or": 3, "xor": 3, "min": 3, "max": 3, "shl": 3, "shr": 3,
+            "setp": 3, "mad": 4, "selp": 4, "not": 2, "neg": 2, "abs": 2, "mov": 2, "cvt": 2, "cvta": 2,
+            "ld": 2, "st": 2}
+"""How many operands each instruction this module translates has (a mangled one is refused)."""
+
+
 def translate(tr, ins: PtxInstr) -> list:
     """``ins`` as machine instructions over pairs (``takes`` said yes)."""
     if ins.opcode in REFUSED:
         raise unsupported(ins, REFUSED[ins.opcode])
+    want = OPERANDS.get(ins.opcode)
+    if want is not None and len(ins.operands) != want:
+        raise unsupported(ins, f"`{ins.opcode}` takes {want} operands")
     em = division.Emitter(ins.line, ins.src, ins.text, tr.fresh)
     if ins.opcode in ("ld", "st", "atom", "red"):
         return _memory(tr, ins, em)
@@ -241,6 +250,8 @@ def _memory(tr, ins, em) -> list:
     """A memory access through a tainted address (its high word checked first), a 64-bit
     load or store (two words, low word first in memory, as on a GPU), a 64-bit scalar
     parameter, or a 32-bit load into a pair (extended into the high word)."""
+    if any(m[:1] == "v" and m[1:].isdigit() for m in ins.mods):
+        raise unsupported(ins, "vector memory accesses are not supported")
     check = _address_checks(tr, ins, em)
     d = _dst(ins) if ins.opcode == "ld" else None
     dh = d + HIGH if d in tr.wide_plan.pairs else None
@@ -288,9 +299,12 @@ def _address_checks(tr, ins, em) -> list:
 
 def _param(tr, ins, em, d, dh) -> list:
     """``ld.param.u64``: a pointer's address (high word 0) or a 64-bit scalar's two words."""
-    name = ins.operands[1].base.name
+    mem = ins.operands[1] if len(ins.operands) > 1 else None
+    name = mem.base.name if isinstance(mem, MemRef) and isinstance(mem.base, SymRef) else None
     if name not in tr.params:
         raise unsupported(ins, "unknown parameter")
+    if mem.offset:
+        raise unsupported(ins, "parameters must be scalars or pointers (no structs)")
     lo = LParamLoad(d, name, ins.line, 32, False)
     if dh is None:
         return [lo]

@@ -102,7 +102,7 @@ def _taint_source(ins: PtxInstr, params: dict[str, str], address: set[str]) -> b
     """Does ``ins`` make a value the address arithmetic does not bound? (A constant beyond
     32 bits in an address's own arithmetic stays refused where it is written.)"""
     if ins.opcode == "ld" and is_wide_typed(ins):
-        mem = ins.operands[1]
+        mem = ins.operands[1] if len(ins.operands) > 1 else None
         if "param" in ins.mods:
             return isinstance(mem, MemRef) and isinstance(mem.base, SymRef) and params.get(mem.base.name) == "scalar"
         return True
@@ -110,7 +110,8 @@ def _taint_source(ins: PtxInstr, params: dict[str, str], address: set[str]) -> b
         return False
     if ins.opcode == "shr":
         return True
-    if ins.opcode == "shl" and not (isinstance(ins.operands[2], ImmRef) and 0 <= ins.operands[2].value < 32):
+    amount = ins.operands[2] if len(ins.operands) > 2 else None
+    if ins.opcode == "shl" and not (isinstance(amount, ImmRef) and 0 <= amount.value < 32):
         return True
     return ins.operands[0].name not in address and big_constant(ins)
 
