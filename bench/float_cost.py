@@ -7,21 +7,29 @@ kernel that stores ``OP(a[i], b[i], c[i])`` on 4 lanes (the operands' bit patter
 model writes (the expected launch, which an exact model launch equals token for token),
 beside the same kernel with an integer ``+``: ratios measured in one run. No model is
 needed: the counts are the reference's. Large machine (the fma needs more than 32 blocks).
+Then example kernels with their routines inlined and shared (one copy called from every
+use): a call's cost in steps and tokens, and the ROM it saves.
 
     .venv/bin/python -m bench.float_cost
 """
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from qwengpu_mlx.core.machine import LARGE_MACHINE
+from qwengpu_mlx.core.errors import ResourceError
+from qwengpu_mlx.core.machine import LARGE_MACHINE, MACHINES
+from qwengpu_mlx.host import float_routines, lowering, translate
+from qwengpu_mlx.host.launch import bind, compile_kernel
 from qwengpu_mlx.runtime.check import reference_run
 from qwengpu_mlx.runtime.expect import expected_segments
 from tests.support.launching import bound_program
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "kernels"
 
 KERNEL = """
 __global__ void k(const int* a, const int* b, int* c) {{
@@ -68,6 +76,55 @@ def launch_cost(source: Path, a: list[int], b: list[int], c: list[int]) -> tuple
     return len(prog.blocks), len(ref.trace), sum(len(s.tokens) for s in segs)
 
 
+SHARED_EXAMPLES = ("float_stencil", "float_divide", "float_lerp", "float_variance", "float_ratios",
+                   "float_normalise", "float_add3")
+"""Example kernels lowered with their routines inlined and shared (``host/float_routines.py``):
+a kernel that fits inlined with every multi-use kind shared (the fma one where no kind
+has two uses), to show what a call costs; one that does not as the lowering shares it."""
+
+
+def _example_cost(name: str, forced: bool) -> str:
+    """``blocks/steps/tokens`` of an example's own launch: inlined (``forced`` False, no
+    sharing tried) or with sharing forced; "refused" where that does not fit."""
+    spec = json.loads((EXAMPLES / f"{name}.json").read_text())
+    ck = compile_kernel(EXAMPLES / f"{name}.cu", spec["kernel"])
+    m = MACHINES[spec.get("machine", "default")]
+
+    def shared(kernel, names, params):
+        probe = translate.Translator(kernel, names, params)
+        probe.run()
+        levels = float_routines.sharing_levels(probe.float_calls)
+        return translate.Translator(kernel, names, params, levels[min(1, len(levels) - 1)])
+
+    saved = lowering.Translator, translate.Translator.shared_variants
+    if forced:
+        lowering.Translator = shared
+    translate.Translator.shared_variants = lambda self: []  # exactly the lowering asked for
+    try:
+        prog = bind(ck, spec["args"], block=spec["block"], grid=spec["grid"], machine=m)
+    except ResourceError:
+        return "refused"
+    finally:
+        lowering.Translator, translate.Translator.shared_variants = saved
+    return _cost(prog, m)
+
+
+def _cost(prog, m) -> str:
+    ref = reference_run(prog, m, budget=m.step_budget)
+    segs = expected_segments(prog, m, ref.trace, fault=ref.fault, inside_step=ref.inside_step)
+    return f"{len(prog.blocks)}/{len(ref.trace)}/{sum(len(s.tokens) for s in segs)}"
+
+
+def sharing_table() -> None:
+    print(f"\n{'example (blocks/steps/tokens)':28} {'inlined':>14} {'shared, forced':>15} {'as lowered':>14}")
+    for name in SHARED_EXAMPLES:
+        spec = json.loads((EXAMPLES / f"{name}.json").read_text())
+        m = MACHINES[spec.get("machine", "default")]
+        lowered = bind(compile_kernel(EXAMPLES / f"{name}.cu", spec["kernel"]), spec["args"], block=spec["block"],
+                       grid=spec["grid"], machine=m)
+        print(f"{name:28} {_example_cost(name, False):>14} {_example_cost(name, True):>15} {_cost(lowered, m):>14}")
+
+
 def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -80,6 +137,7 @@ def main() -> None:
           f"{'x tokens':>9}")
     for label, blocks, steps, tokens in rows:
         print(f"{label:32} {blocks:>6} {steps:>6} {tokens:>7} {steps / base_steps:>8.1f} {tokens / base_tokens:>9.1f}")
+    sharing_table()
 
 
 if __name__ == "__main__":
