@@ -6,13 +6,14 @@ A float operation is a routine of 20 to 55 machine blocks (``float_addmul``, ``f
 subtract, an fma, two divisions and a conversion) outgrows even the large machine's 128
 blocks when each use has its own copy. Shared, a routine is called:
 
-* **the call site** copies its operands into the routine's argument registers, sets the
-  routine's return-site register to its own number (1, 2, ...) and jumps to the
-  routine's entry (``LTerm(returns_to=...)`` names where the call continues);
-* **the routine** computes into its result register and ends in a **return dispatch**: a
-  chain of blocks, each comparing the return-site register with one site's number and
-  branching to that site's continuation (the last site is the chain's end); the
-  continuation copies the result to the instruction's destination, under its guard.
+* **the call site** copies its operands into the routine's argument registers, sets its
+  return-site number (up to four sites in one or two predicates, else in a register)
+  and jumps to the routine's entry (``LTerm(returns_to=...)`` names where the call
+  continues);
+* **the routine** computes into its result register and ends in a **return dispatch**:
+  a tree of branches on the number's predicates, or a chain of blocks each comparing
+  the register with one site's number, to that site's continuation, which copies the
+  result to the instruction's destination, under its guard.
 
 Divergence: the machine reconverges diverged lanes at a branch's immediate
 post-dominator (``cfg``). Computed over the jumps to a routine, the routine would
@@ -35,8 +36,10 @@ where that does not fit the ROM, in the steps :func:`sharing_levels` lists: the 
 that saves most ROM alone, then every kind with two or more uses, then ``add``, ``sub``
 and ``mul`` as calls of the ``fma`` routine (``a + b = fma(a, 1, b)``, ``a * b = fma(a, b, -0)``,
 each exactly rounded once as the add and the multiply are, NaNs canonical, and zero's
-sign as IEEE-754 gives it for both), where a kernel has an fma. Each call costs its
-argument moves, a jump, and its rank in the dispatch chain in steps.
+sign as IEEE-754 gives it for both), where a kernel has an fma; each cut for fewest
+tokens, then for fewest blocks (``lowering.finish_program``). A call costs its argument
+moves, a jump and the dispatch's branches: one per bit of its site's number (up to four
+sites), or its rank in a chain of comparisons (more), a few steps in all.
 """
 
 from __future__ import annotations
