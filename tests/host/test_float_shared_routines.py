@@ -203,3 +203,35 @@ __global__ void atomic(const float* x, float* sum, float* out) {
     got = read_outputs(prog, ref.memory)
     assert got["out"] == f32.words([f32.add(a, one ^ f32.SIGN) for a in v])
     assert got["sum"] == f32.words([word])
+
+
+@needs_clang
+def test_lanes_that_leave_a_loop_of_calls_at_different_trips(tmp_path):
+    """Thread t adds x[0..t] (its own trip count) through the shared add, then divides: the
+    lanes still looping call the routine while the others wait at the loop's exit."""
+    src = tmp_path / "prefix_means.cu"
+    src.write_text("""
+__global__ void prefix_means(const float* x, float* out) {
+    int t = threadIdx.x;
+    float s = 0.0f;
+#pragma unroll 1
+    for (int k = 0; k <= t; k++) s += x[k];
+    out[t] = s / (t + 1.0f) + x[t] / 3.0f;
+}
+""")
+    xs = [1.0, 0.1, 2.5, -3.0, 1e-3, 7.0, 0.3, -0.7]
+    prog = bind(compile_kernel(src, "prefix_means"), {"x": xs, "out": [0.0] * 8}, block=8, grid=1,
+                machine=LARGE_MACHINE)
+    assert _routines(prog)
+    ref = reference_run(prog, LARGE_MACHINE, budget=LARGE_MACHINE.step_budget)
+    x = [f32.to_binary32(Fraction(v)) for v in xs]
+    want = []
+    for t in range(8):
+        s = 0
+        for k in range(t + 1):
+            s = f32.add(s, x[k])
+        count = f32.add(f32.to_binary32(Fraction(t)), f32.to_binary32(Fraction(1)))
+        want.append(f32.add(f32.div(s, count), f32.div(x[t], f32.to_binary32(Fraction(3)))))
+    assert read_outputs(prog, ref.memory)["out"] == f32.words(want)
+    returns = _dispatch_blocks(prog)
+    assert not [r.block for r in ref.trace if r.event == "diverge" and r.block in returns]
