@@ -116,7 +116,8 @@ class _Routine:
         out: list = []
         for number, back in enumerate(self.sites[:-1], 1):
             p = fresh("%fretp")
-            out += [self.em.ins(Op.SETP, p, (VReg(self.ret), Imm(number)), cmp="eq"), LTerm("bra", back, VPred(p), line)]
+            out += [self.em.ins(Op.SETP, p, (VReg(self.ret), Imm(number)), cmp="eq"),
+                    LTerm("bra", back, VPred(p), line)]
         return out + [LTerm("bra", self.sites[-1], None, line)]
 
 
