@@ -221,3 +221,13 @@ def test_a_wide_product_truncated_to_int_keeps_its_low_word(tmp_path):
     a = [1 << 20, 65537, -3, 46341]
     run = reference(cu(tmp_path, code, "tr.cu"), args={"a": a, "out": [0] * 4})
     assert run.outputs["out"] == [word(x * x + 7) for x in a]
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 5000, 2000000])
+def test_a_loop_clang_rewrites_into_a_64_bit_closed_formula_runs(tmp_path, n):
+    """``for (k < n) s += k * k`` becomes n(n-1)(2n-1)/6 in 64-bit arithmetic (mul.wide,
+    shifts, multiplies by constants); its int result wraps as the loop's would."""
+    code = ("__global__ void squares(int* out, int n) {\n    int s = 0;\n"
+            "    for (int k = 0; k < n; k++) {\n        s += k * k;\n    }\n    out[threadIdx.x] = s;\n}\n")
+    run = reference(cu(tmp_path, code, "squares.cu"), args={"out": [0] * 4, "n": n})
+    assert run.outputs["out"] == [word(sum(k * k for k in range(n)))] * 4
