@@ -6,13 +6,18 @@ Both sides run in this one process, taking turns launch by launch (the machine i
 and noisy: both meet the same load), after one launch each to warm up (the circuit's
 cache read, clang):
 
+Each side is timed as its user waits for the launch, from the command to its result on
+the screen:
+
 * ``cli``: ``runtime.launch`` on the calling thread with the command line's progress
-  sink (``cli.progress.Display`` on a terminal console), as ``qwengpu-mlx run K --check``;
+  sink (``cli.progress.Display`` on a terminal console), as ``qwengpu-mlx run K --check``,
+  until its outputs are printed (the circuit already loaded and clang's PTX cached, as in
+  the dashboard: what both share is left out alike);
 * ``dashboard``: ``/run K`` typed into the dashboard (``tui.app.DashboardApp``, headless
-  under Textual's pilot), timed from the key press until the screen shows the outcome:
-  the launch on the dashboard's MLX thread, every token decoded into the launch and
-  machine panes, the status bar, the check. The launch runs in the dashboard's launch
-  process (``tui.launch_process``);
+  under Textual's pilot), timed from the key press until the screen has been redrawn with
+  the outcome (``wait_for_refresh`` after the screen took it): the launch, every token
+  decoded into the launch and machine panes, the status bar, the check. The launch runs
+  in the dashboard's launch process (``tui.launch_process``);
 * ``in-process`` (with ``--in-process``): the same dashboard with the launch on its MLX
   thread, as before the launch process (the screen and the launch sharing one GIL).
 
@@ -31,6 +36,7 @@ import time
 from rich.console import Console
 
 from qwengpu_mlx.cli.progress import Display
+from qwengpu_mlx.core.float32 import outputs_text
 from qwengpu_mlx.core.machine import MACHINES
 from qwengpu_mlx.runtime import CircuitStore, LaunchRequest, launch
 from qwengpu_mlx.tui.app import DashboardApp
@@ -50,6 +56,8 @@ def cli_launch(name: str, store: CircuitStore) -> tuple[float, float, int]:
     t0 = time.perf_counter()
     with Display(console) as shown:
         result = launch(request, store=store, events=shown)
+    for name, values in result.outputs.items():  # the result, as run prints it
+        console.print(f"  {name} = {outputs_text(result.program, name, values)}")
     return time.perf_counter() - t0, result.tokens_per_s, len(result.tokens)
 
 
@@ -63,6 +71,7 @@ async def dashboard_launch(pilot, name: str) -> tuple[float, float, int]:
     await pilot.press("enter")
     while screen.last_outcome is before or screen.running:
         await asyncio.sleep(0.005)
+    await screen.wait_for_refresh()  # the outcome on the screen, drawn
     wall = time.perf_counter() - t0
     out = screen.last_outcome
     if out.status != "done":

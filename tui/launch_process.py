@@ -17,9 +17,15 @@ shared with five other jobs (load 7-10), ``collatz_steps`` (701 tokens), three r
 load 1. The process alone, with no screen, runs a launch at the CLI's pace (1.73 s against
 1.71 s). What is left is CPU, not the GIL: on 2 oversubscribed cores the screen's frames
 and decoding take CPU the launch needs, and the 1.25x target is not met there.
-A 24-token launch (``dot``, 0.3 s from the CLI) still takes 2.5-3.5x: taking the key,
-laying the panes out at its start and end and the pipe's round trip are fixed costs
-larger than the whole launch.
+A 24-token launch (``dot``, 0.3 s from the CLI) took 2.6x, drawn (the bench waits for the
+screen's redraw with the outcome, and the CLI's printed outputs): its fixed costs were the
+screen's, not the pipe's (the key reaches the process in 0.02 s): the footer rebuilt at its
+start and end, the whole screen laid out (the transcript's and input's content sizes, the
+panes emptied) and redrawn, in frames that each took CPU from the launch. Now a launch's
+start draws only the transcript, input and status bar; the panes change at its first
+event, batches start one interval after the key, the footer's keys follow a job only after
+``jobs.KEYS_AFTER_S``, and a rerun's tables keep their room: 1.9x at load 7-9 in one run
+where it had been 2.6x.
 
 :class:`LaunchProcess` is one persistent worker process (``python -m
 qwengpu_mlx.tui.launch_process``, started on the first /run and kept for the dashboard's life:
@@ -30,6 +36,8 @@ which serialises every job) reads the pipe and hands each event to the job's sin
 screen sees exactly what an in-process launch shows. A plain subprocess, not
 ``multiprocessing``'s spawn: spawn runs the parent's main module again in the child, so a
 script that opens the dashboard without a ``__main__`` guard would open another in there.
+A whole program's /run (a file with ``main()``) runs there too (``program_job``): its output
+lines and each launch's record come back as events of their own.
 
 Cancelling: the caller sends ``("cancel", job)`` as soon as the job's event is set (it
 polls the pipe at least every :data:`POLL_S`); a thread of the worker takes it in and the

@@ -37,6 +37,7 @@ from qwengpu_mlx.tui.launcher import LaunchOutcome
 from qwengpu_mlx.tui.program_job import ProgramOutcome
 
 MACHINE_REFRESH_S = 0.5  # the machine pane's tables redraw at most this often mid-launch
+KEYS_AFTER_S = 1.0  # the footer shows a job's keys (cancel enabled) once the job has run this long
 _job_ids = itertools.count(1)
 
 
@@ -46,10 +47,12 @@ class Job:
     request: RunRequest | ProgramRequest | None = None  # a /run's
     cancel: threading.Event = None
     id: int = 0
+    started: float = 0.0  # time.monotonic() at its start
 
     def __post_init__(self):
         self.cancel = self.cancel or threading.Event()
         self.id = self.id or next(_job_ids)
+        self.started = self.started or time.monotonic()
 
 
 class JobsMixin:
@@ -70,6 +73,8 @@ class JobsMixin:
         self._machine_dirty = False
         self._launch_started = 0.0  # the first launch token's time (tokens/s)
         self._chat_launching = False  # a launch the chat started is streaming to the panes
+        self._keys_shown: tuple | None = None  # what the footer's keys were last drawn for (``_keys_state``)
+        self._panes_title: str | None = None  # a /run's launch pane title, until its panes are cleared for it
 
     @property
     def running(self) -> bool:
@@ -92,18 +97,16 @@ class JobsMixin:
             self.job = job = Job("program", req)
             self.start_program(req)
             self.job_workers.append(self._launch_worker(job, self.check))
-            self.refresh_bindings()
+            self._job_started(job)
             return
         self.job = job = Job("run", req)
-        self.launch_pane.clear()
-        self.launch_pane.border_title = f"launch: {req.describe()}"
-        self.machine_pane.show(None)
+        self._panes_title = f"launch: {req.describe()}"  # the panes change at the launch's first event
         self.activity.run()
         self.status_bar.set(kernel=req.source.stem, tokens=0, tokens_per_s=None, steps=0,
                             phase=self.activity.text(), check="on" if self.check else "off", mismatches=0)
         self.transcript.say(f"launch {req.describe()} on the {self.model_label}", "dim")
         self.job_workers.append(self._launch_worker(job, self.check))
-        self.refresh_bindings()
+        self._job_started(job)
 
     def send_chat(self, text: str) -> None:
         if self.running:
@@ -115,7 +118,25 @@ class JobsMixin:
         self.activity.reset()
         self.status_bar.set(phase=self.activity.text())
         self.job_workers.append(self._chat_worker(job, text))
-        self.refresh_bindings()
+        self._job_started(job)
+
+    def _job_started(self, job: Job) -> None:
+        """The job's first screen updates wait a batch's interval (a launch that ends sooner is
+        drawn once, with its outcome), and the footer's keys follow it after KEYS_AFTER_S."""
+        self._delivered_at = time.monotonic()
+        self.set_timer(KEYS_AFTER_S, lambda: self._show_keys() if self.job is job else None)
+
+    def _keys_state(self) -> tuple:
+        return self.running, self.last_request is not None
+
+    def _show_keys(self) -> None:
+        """The footer's keys redrawn when what they show changed (``check_action``). Why not at each
+        job's start and end: the footer is rebuilt each time, and the whole screen laid out and
+        redrawn (a fifth of a second on a loaded machine, more than a short launch takes); the keys
+        themselves work at once either way (Textual asks ``check_action`` when a key comes)."""
+        if self._keys_shown != self._keys_state():
+            self._keys_shown = self._keys_state()
+            self.refresh_bindings()
 
     # ------------------------------------------------------------------ workers (threads)
     @work(thread=True, group="launch", exit_on_error=False, description="model launch")
@@ -211,8 +232,20 @@ class JobsMixin:
         self.status_bar.set(**changes)
 
     # ------------------------------------------------------------------ launches
+    def _fresh_panes(self) -> None:
+        """The launch and machine panes emptied for the /run under way, at its first event that
+        shows there, not at the key press: a short launch's panes are then drawn once, with its
+        first tokens or its outcome, where clearing them at once cost a frame of their own (on a
+        loaded machine, CPU out of the launch) that no one sees for long."""
+        if self._panes_title is None:
+            return
+        self.launch_pane.clear()
+        self.launch_pane.border_title, self._panes_title = self._panes_title, None
+        self.machine_pane.show(None)
+
     def _launch_begin(self, program, prompt) -> None:
         job = self.job
+        self._fresh_panes()
         if job.kind == "chat":  # a launch the chat started: the panes follow it as they follow /run
             self.launch_pane.clear()
             self.launch_pane.border_title = f"launch (chat): {program.kernel}"
@@ -265,10 +298,11 @@ class JobsMixin:
     def _end_job(self) -> None:
         self.job = None
         self._chat_launching = False
-        self.refresh_bindings()
+        self._show_keys()
 
     def _launch_done(self, out: LaunchOutcome) -> None:
         self.last_outcome = out
+        self._fresh_panes()
         t = self.transcript
         if out.cancelled:
             self._show_cancelled_launch()

@@ -207,6 +207,7 @@ class MachinePane(Vertical):
         super().__init__(**kw)
         self.state: MachineState | None = None
         self.border_title = "machine"
+        self._fitted_kernel: str | None = None  # the kernel the tables' room was last fitted to
 
     def compose(self) -> ComposeResult:
         yield Static(step_text(None), id="machine-step")
@@ -220,31 +221,39 @@ class MachinePane(Vertical):
                 yield Static(memory_table(None), id="memory", classes="table")
 
     def show(self, state: MachineState | None) -> None:
+        """A new launch's state (None: none): the tables fit to it when its kernel is not the last
+        one's (a rerun keeps the room its tables had)."""
+        kernel = None if state is None else state.program.kernel
+        fit = kernel is not None and kernel != self._fitted_kernel
         self.state = state
-        self.refresh_state()
+        self.refresh_state(fit)
+        if fit:
+            self._fitted_kernel = kernel
 
-    def refresh_state(self) -> None:
+    def refresh_state(self, fit: bool = False) -> None:
+        """The state's tables redrawn; ``fit``: their room shrunk to them too (``_set_table``)."""
         st = self.state
         self.query_one("#machine-step", Static).update(step_text(st), layout=False)  # one row
-        self._set_table("#registers", table_text(registers_table(st)))
-        self._set_table("#memory", table_text(memory_table(st)))
+        self._set_table("#registers", table_text(registers_table(st)), fit)
+        self._set_table("#memory", table_text(memory_table(st)), fit)
         src = "memory" if st is None else (
             "memory (recurrent state)" if st.memory_source == "recurrent state" else "memory (MEM records)")
         self.query_one("#memory-title", Static).update(src, layout=False)  # one row
 
-    def _set_table(self, selector: str, text: Text) -> None:
+    def _set_table(self, selector: str, text: Text, fit: bool = False) -> None:
         """A table's new text; the screen is laid out again only when the table outgrew the room it
-        was given for this state (a layout redraws every widget and took a fifth of a second on a
-        loaded machine: during a launch most updates change values, and a table only grows), or
-        when a new state is shown."""
+        was given (a layout redraws every widget and took a fifth of a second on a loaded machine:
+        during a launch most updates change values, and a table only grows; a new launch of the
+        same kernel fits the room of the last), or with ``fit`` when it is smaller than its room
+        (``show``: another kernel's launch)."""
         static = self.query_one(selector, Static)
         width = max((line.cell_len for line in text.split()), default=0)
         height = len(text.plain.splitlines())
         room = getattr(static, "table_room", None)
-        grows = room is None or room[0] is not self.state or width > room[1] or height > room[2]
-        static.update(text, layout=grows)
-        if grows:
-            static.table_room = (self.state, width, height)
+        layout = room is None or width > room[0] or height > room[1] or (fit and (width, height) != room)
+        static.update(text, layout=layout)
+        if layout:
+            static.table_room = (width, height)
 
     def memory_text(self) -> str:
         return render_plain(memory_table(self.state))

@@ -10,6 +10,8 @@ from textual.binding import Binding
 from textual.suggester import Suggester
 from textual.widgets import Input
 
+from qwengpu_mlx.tui.widgets.own_size import OwnSize
+
 COMMANDS = ("/run ", "/kernels", "/check ", "/help")
 CHECK_VALUES = ("on", "off")
 
@@ -47,7 +49,7 @@ def _first(candidates, prefix: str) -> str | None:
     return next((c for c in candidates if c.casefold().startswith(prefix) and len(c) > len(prefix)), None)
 
 
-class PromptInput(Input):
+class PromptInput(OwnSize, Input):
     """An :class:`Input` that remembers submitted lines: up/down walk them, the draft comes back last."""
 
     BINDINGS = [

@@ -5,6 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import RichLog
 
+from qwengpu_mlx.tui.widgets.own_size import OwnSize
+
 STYLES = {
     "user": "bold #ffd75f",
     "info": "",
@@ -18,7 +20,7 @@ STYLES = {
 }
 
 
-class Transcript(RichLog):
+class Transcript(OwnSize, RichLog):
     DEFAULT_CSS = """
     Transcript { height: 1fr; background: $surface; scrollbar-size-vertical: 1; overflow-x: hidden; overflow-y: auto; }
     """
