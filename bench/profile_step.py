@@ -1,6 +1,6 @@
 """Where a launch token's time goes, and the three runners against each other, in one run.
 
-    .venv/bin/python -m bench.profile_step [--subset] [--repeat N] [--shape narrow|qwen3.5-2b]
+    .venv/bin/python -m bench.profile_step [--subset] [--repeat N] [--shape narrow|qwen3.5-2b] [--machines]
 
 1. One decode token of the dot product's launch, stage by stage and layer by layer, on
    the MLX-ops runner (``qwengpu_mlx/runtime/circuit_runner.py``): every stage evaluated on its own, so
@@ -13,6 +13,9 @@
    reduction with barriers, atomics, every shuffle mode, a grid) on the MLX-ops runner
    and the native step: the same tokens, the same smallest gate margin, exact against
    the reference and the oracle.
+5. ``--machines`` (alone): the published and the large machine's native step over
+   ``bench/machines.py``'s kernels: each stage's CPU time per token and the work
+   (product terms, heads, conv channels, MLP units, logit terms, live residual dims).
 """
 
 from __future__ import annotations
@@ -33,9 +36,10 @@ from qwengpu_mlx.core.machine import DEFAULT_MACHINE  # noqa: E402
 from qwengpu_mlx.runtime.circuit_runner import CircuitRunner, live_dims  # noqa: E402
 from tests.support.runner_wide import WideCircuitRunner  # noqa: E402
 from qwengpu_mlx.runtime import CircuitStore  # noqa: E402
-from tests.support.launching import on_runner
+from tests.support.launching import bound_program, on_runner  # noqa: E402
 from qwengpu_mlx.runtime.prompt import prompt_tokens  # noqa: E402
 
+from bench.machines import EXAMPLES, MACHINES, SPEED_KERNELS, _spec  # noqa: E402
 from bench.model_suite import SUBSET  # noqa: E402
 from tests.support.oracles import ORACLES  # noqa: E402
 
@@ -162,13 +166,43 @@ def subset(cc, module) -> int:
     return bad
 
 
+def machines_profile() -> None:
+    """The bench's speed kernels (``bench/machines.py``) on each machine's native step:
+    each stage's CPU time and the work per token, side by side."""
+    rows = {}
+    for name, machine in MACHINES.items():
+        runner = CircuitStore().runner(machine)
+        if getattr(runner, "native", None) is None:
+            print(f"{name}: no native step here")
+            return
+        runner.native.start_profile()
+        for k in SPEED_KERNELS:
+            spec = _spec(k)
+            on_runner(bound_program(EXAMPLES / f"{k}.cu", spec["kernel"], args=spec["args"], block=spec["block"],
+                                    grid=spec["grid"], machine=machine), runner)
+        rows[name] = runner.native.profile_report()
+    names = list(rows)
+    print("per step call (prompt and launch tokens) over " + ", ".join(SPEED_KERNELS) + ": CPU us / work")
+    print(f"{'':46}" + "".join(f"{n:>14}" for n in names))
+    for stage in rows[names[0]][0]:
+        print(f"  {stage:44}" + "".join(f"{rows[n][0][stage] * 1e6:14.1f}" for n in names))
+    print(f"  {'total':44}" + "".join(f"{sum(rows[n][0].values()) * 1e6:14.1f}" for n in names))
+    for what in rows[names[0]][1]:
+        print(f"  {what:44}" + "".join(f"{rows[n][1][what]:14,.0f}" for n in names))
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--subset", action="store_true", help="also run the representative ten on both runners")
     ap.add_argument("--repeat", type=int, default=9)
     ap.add_argument("--shape", choices=["narrow", "qwen3.5-2b"], default="narrow",
                     help="qwen3.5-2b: the circuit folded as a combined checkpoint's circuit part runs it")
+    ap.add_argument("--machines", action="store_true",
+                    help="only: each machine's native step over bench/machines.py's kernels, stage CPU time and work")
     ns = ap.parse_args(argv)
+    if ns.machines:
+        machines_profile()
+        return 0
     store = CircuitStore()
     if ns.shape == "qwen3.5-2b":
         from qwengpu_mlx.compiler.sizing import QWEN35_2B

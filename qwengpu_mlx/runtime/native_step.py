@@ -245,6 +245,21 @@ class NativeStep:
         seconds, ran = self.module.profile(plan)
         return {stage: t / ran for stage, t in zip(self.module.STAGES, seconds)}
 
+    def start_profile(self) -> None:
+        """Tokens from now on run on profiling plans (``bench/profile_step.py --machines``):
+        the same arithmetic, each stage's thread CPU time and the work counted."""
+        self._plans = {track: self.module.plan(self._program[:3] + [int(track)] + self._program[4:], self._consts,
+                                               profile=True, sparse=self.sparse) for track in (False, True)}
+
+    def profile_report(self) -> tuple[dict[str, float], dict[str, float]]:
+        """(seconds per token in each stage, work per token) since :meth:`start_profile`."""
+        seconds, work, tokens = np.zeros(len(self.module.STAGES)), np.zeros(len(self.module.COUNTS)), 0
+        for plan in self._plans.values():
+            s, n = self.module.profile(plan)
+            seconds, work, tokens = seconds + s, work + np.array(self.module.work(plan)), tokens + n
+        tokens = max(tokens, 1)
+        return (dict(zip(self.module.STAGES, seconds / tokens)), dict(zip(self.module.COUNTS, work / tokens)))
+
     def residual(self, x, packed, blocks: int) -> np.ndarray:
         """The residual [1, W] after the first ``blocks`` layer blocks (mixers and MLPs), for
         tests (``packed`` is updated in place, as in :meth:`__call__`)."""

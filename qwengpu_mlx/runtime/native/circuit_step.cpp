@@ -71,6 +71,12 @@ inline float rsqrt(float v) { return mx::detail::Rsqrt{}(v); }
 
 // Where a profiling plan's time goes (bench/profile_step.py prints it).
 enum Stage : int { MIX_IN, MIX_CONV, MIX_HEADS, MIX_OUT, MLP_GATE, MLP_ACT, MLP_DOWN, LOGITS, N_STAGES };
+// The work a profiling plan counts (bench/profile_step.py --machines prints it per token).
+enum Count : int { TERMS, ROWS, HEADS, RECURRENCES, KEY_DIMS, CHANNELS, CHANNELS_NONZERO, UNITS, LOGIT_TERMS, LIVE, N_COUNTS };
+thread_local long* counts = nullptr;  // the running plan's counts while it profiles, else null
+inline void count(Count c, long n) {
+  if (counts) counts[c] += n;
+}
 
 struct Plan {
   std::vector<int> program;
@@ -82,6 +88,7 @@ struct Plan {
   int threads = 1;  // threads for the logits (the sparse step's one product as wide as the vocabulary)
   mutable std::vector<double> seconds = std::vector<double>(N_STAGES, 0.0);
   mutable long tokens = 0;
+  mutable std::vector<long> work = std::vector<long>(N_COUNTS, 0);
 };
 
 // Adds the thread's CPU time since the last mark to a stage, when the plan profiles (CPU
@@ -238,7 +245,9 @@ struct Product {
     float* __restrict y = s.y.data();
     const int* __restrict rows = crows;
     const float* __restrict w = cvals;
+    count(TERMS, terms);
     if (2 * terms >= out) {
+      count(ROWS, out);
       for (int i = 0; i < n; i++) {
         int j = nz[i];
         float a = v[j];
@@ -260,6 +269,7 @@ struct Product {
         y[r] += a * w[k];
       }
     }
+    count(ROWS, (long)s.touched.size());
   }
   // add_into over the non-zero inputs: a row no input reached adds +0, which leaves the
   // residual as it is (it never holds -0: its values are sums that start at +0).
@@ -332,6 +342,11 @@ struct RowGroups {
       for (int j = 0; j < cols; j++)
         if (v[j] != 0.0f) s += v[j] * vals[(size_t)g * cols + j];
       head[g] = s;
+    }
+    if (counts) {
+      long terms = (long)groups * cols + p.out;
+      for (int j = cols; j < p.in; j++) terms += v[j] != 0.0f ? p.colptr[j + 1] - p.colptr[j] : 0;
+      count(LOGIT_TERMS, terms);
     }
     auto rows = [&](int r0, int r1) {
       for (int r = r0; r < r1; r++) y[r] = head[group_of[r]];
@@ -579,6 +594,7 @@ void conv_channels(const MixerRec& m, float* state, const float* qkv, const unsi
         continue;
       }
       if (eight == 0x0101010101010101ull) {
+        count(CHANNELS, 8);
         conv_eight(m, state, qkv, j, cv + i);
         i += 7;
         continue;
@@ -588,12 +604,40 @@ void conv_channels(const MixerRec& m, float* state, const float* qkv, const unsi
       cv[i] = 0.0f;
       continue;
     }
+    count(CHANNELS, 1);
     float c0 = state[j], c1 = state[C + j], c2 = state[2 * C + j], c3 = qkv[j];
     const float* t = m.cw + 4 * j;
     cv[i] = c0 * t[0] + c1 * t[1] + c2 * t[2] + c3 * t[3];
     state[j] = c1;
     state[C + j] = c2;
     state[2 * C + j] = c3;
+  }
+}
+
+// conv_channels' state update alone (for channels whose outputs no one reads).
+void shift_channels(const MixerRec& m, float* state, const float* qkv, const unsigned char* chan, int first, int n) {
+  int C = m.C;
+  for (int i = 0; i < n; i++) {
+    int j = first + i;
+    if (i % 8 == 0 && i + 8 <= n) {
+      uint64_t eight;
+      std::memcpy(&eight, chan + j, sizeof eight);
+      if (eight == 0) {
+        i += 7;
+        continue;
+      }
+      if (eight == 0x0101010101010101ull) {
+        std::memmove(state + j, state + C + j, 8 * sizeof(float));
+        std::memmove(state + C + j, state + 2 * C + j, 8 * sizeof(float));
+        std::memcpy(state + 2 * C + j, qkv + j, 8 * sizeof(float));
+        i += 7;
+        continue;
+      }
+    }
+    if (!chan[j]) continue;
+    state[j] = state[C + j];
+    state[C + j] = state[2 * C + j];
+    state[2 * C + j] = qkv[j];
   }
 }
 
@@ -651,15 +695,29 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
   std::vector<int> act(Dk);
   for (int h = 0; h < H; h++) {
     if (!head_conv[h] && !head_state[h]) continue;
-    conv_channels(m, prev, proj, chan, h * Dk, Dk, cv.data());
+    count(HEADS, 1);
+    // the key first: a head with neither a key nor a state needs no query or value, and
+    // their conv states only move on
     conv_channels(m, prev, proj, chan, H * Dk + h * Dk, Dk, cv.data() + Dk);
-    conv_channels(m, prev, proj, chan, 2 * H * Dk + h * Dv, Dv, cv.data() + 2 * Dk);
-    silu_conv(cv.data() + Dk, Dk);  // the key first: a head with neither a key nor a state needs no query or value
+    if (counts) count(CHANNELS_NONZERO, std::count_if(cv.begin() + Dk, cv.begin() + 2 * Dk, [](float v) { return v != 0.0f; }));
+    silu_conv(cv.data() + Dk, Dk);
     bool keyed = false;
     for (int d = 0; d < Dk; d++) keyed |= cv[Dk + d] != 0.0f;
-    if (!keyed && !head_state[h]) continue;
+    if (!keyed && !head_state[h]) {
+      shift_channels(m, prev, proj, chan, h * Dk, Dk);
+      shift_channels(m, prev, proj, chan, 2 * H * Dk + h * Dv, Dv);
+      continue;
+    }
+    conv_channels(m, prev, proj, chan, h * Dk, Dk, cv.data());
+    conv_channels(m, prev, proj, chan, 2 * H * Dk + h * Dv, Dv, cv.data() + 2 * Dk);
+    if (counts) {
+      auto nonzero = [](float v) { return v != 0.0f; };
+      count(CHANNELS_NONZERO, std::count_if(cv.begin(), cv.begin() + Dk, nonzero) +
+                                  std::count_if(cv.begin() + 2 * Dk, cv.end(), nonzero));
+    }
     silu_conv(cv.data(), Dk);
     silu_conv(cv.data() + 2 * Dk, Dv);
+    count(RECURRENCES, 1);
     rms_norm(cv.data(), Dk, k.qk_eps, nullptr, q.data());
     rms_norm(cv.data() + Dk, Dk, k.qk_eps, nullptr, kk.data());
     for (int d = 0; d < Dk; d++) {
@@ -675,6 +733,7 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
         act[n++] = d;
       }
     head_state[h] |= n > 0;
+    count(KEY_DIMS, n);
     float* st = state + m.state_off + (size_t)h * Dv * Dk;
     head_step(st, q.data(), kk.data(), cv.data() + 2 * Dk, g, sigmoid(beta_in[h]), Dv, act.data(), n, y.data());
     rms_norm(y.data(), Dv, k.eps, m.gnorm, o.data() + h * Dv);
@@ -768,6 +827,7 @@ float mlp_sparse(const MlpRec& m, const Consts& k, Clock& clock, Work& w, float*
   w.gate.clear();
   clock.mark(MLP_GATE);
   if (idle) return margin;
+  count(UNITS, U);
   for (int j = 0; j < U; j++) g[j] = g[j] < -88.0f ? 0.0f : g[j];
   silu_nonzero(g.data(), U, uv);
   clock.mark(MLP_ACT);
@@ -844,6 +904,7 @@ float run(const Plan& plan, const Buffers& io) {
   std::vector<float> x(io.x, io.x + W);
   float margin = std::numeric_limits<float>::infinity();
   Clock clock{plan};
+  counts = plan.profile ? plan.work.data() : nullptr;
   static thread_local Work work;
   static thread_local Live live;
   if (plan.sparse) live.start(x.data(), W);
@@ -871,6 +932,7 @@ float run(const Plan& plan, const Buffers& io) {
     logits_of.apply(hn.data(), io.logits);
   clock.mark(LOGITS);
   plan.tokens += 1;
+  if (plan.sparse) count(LIVE, (long)live.dims.size());
   std::copy(x.begin(), x.end(), io.residual);
   return margin;
 }
@@ -931,6 +993,12 @@ NB_MODULE(_circuit_step, m) {
         nb::arg("profile") = false, nb::arg("sparse") = true, nb::arg("threads") = 1);
   // seconds per stage (the Stage order) and tokens run, of a profiling plan
   m.def("profile", [](const std::shared_ptr<Plan>& p) { return std::make_pair(p->seconds, p->tokens); });
+  // the work a profiling plan counted (the COUNTS order), over its tokens
+  m.def("work", [](const std::shared_ptr<Plan>& p) { return p->work; });
+  m.attr("COUNTS") = std::vector<std::string>{
+      "product terms (scatters)", "product rows reached", "heads visited", "heads run (key or state)",
+      "state key dims run", "conv channels computed", "conv outputs non-zero", "MLP units run", "logit terms",
+      "residual dims live"};
   m.attr("STAGES") = std::vector<std::string>{"mixer: norm+projection", "mixer: conv", "mixer: normalize+gates+recurrence+gated norm",
                                               "mixer: out", "mlp: norm+gate", "mlp: activation", "mlp: down", "final norm+logits"};
   m.def("run", &run_token, nb::arg("plan"), nb::arg("x"), nb::arg("conv"), nb::arg("state"), nb::arg("aux"),
