@@ -24,7 +24,7 @@ from qwengpu_mlx.host import division, narrow_memory
 from qwengpu_mlx.host import wide64_ops as ops
 from qwengpu_mlx.host.ir import LConst, LInstr, LParamLoad, VPred, VReg
 from qwengpu_mlx.host.ptx_ast import ImmRef, MemRef, PtxInstr, RegRef, SymRef
-from qwengpu_mlx.host.translate_alu import CMP_NAMES
+from qwengpu_mlx.host.translate_alu import CLOSED_FORM_HINT, CMP_NAMES
 from qwengpu_mlx.host.translate_memory import _roots, _space
 from qwengpu_mlx.host.translate_types import M32, unsupported
 from qwengpu_mlx.host.wide64_plan import TYPES64, big_constant, instr_type, is_wide_typed
@@ -37,10 +37,13 @@ ADDRESS_OPS = {"add", "sub", "mul", "mad", "shl", "mov", "selp", "cvt", "cvta"}
 
 REFUSED = {
     "div": "64-bit division (`/` on long long or size_t) is not supported: the machine's division routine is "
-           "32-bit; divide 32-bit values where they fit (cast to unsigned or int first)",
+           "32-bit; divide 32-bit values where they fit (cast to unsigned or int first)" + CLOSED_FORM_HINT,
     "rem": "64-bit remainder (`%` on long long or size_t) is not supported: the machine's division routine is "
-           "32-bit; take the remainder of 32-bit values where they fit (cast to unsigned or int first)",
+           "32-bit; take the remainder of 32-bit values where they fit (cast to unsigned or int first)"
+           + CLOSED_FORM_HINT,
 }
+"""What is refused and the way around it; CLOSED_FORM_HINT: clang's closed formula of a
+32-bit loop may divide in 64 bits where the kernel has no 64-bit value."""
 
 
 def _dst(ins: PtxInstr) -> str | None:
@@ -154,7 +157,8 @@ def _compute(tr, ins, em, d: str, dh: str | None) -> list:
     if op in ("mul", "mad") and ("hi" in ins.mods or "cc" in ins.mods):
         raise unsupported(ins, f"`{op}.hi`/carry of 64-bit integers is not supported (clang's division or remainder "
                                f"of a 64-bit value by a constant, or `__umul64hi`): the machine's division routine is "
-                               f"32-bit; divide 32-bit values where they fit (cast to unsigned or int first)")
+                               f"32-bit; divide 32-bit values where they fit (cast to unsigned or int first)"
+                               + CLOSED_FORM_HINT)
     if op in ("shr", "min", "max", "abs"):  # the low word needs the high words
         return _high_reader(tr, ins, em, d, dh, pre)
     if op == "selp":
