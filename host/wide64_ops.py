@@ -6,9 +6,10 @@ names (``dh`` None where only the low word is wanted) and the operands' halves (
 exactly, modulo 2^64 as PTX does. A carry or borrow is a predicate from one unsigned
 32-bit comparison (``lo < b.lo`` after an add, ``a.lo < b.lo`` before a subtract) and one
 guarded ``add``/``sub`` of 1 to the high word. Instruction counts (the figures the
-README gives): add/sub 4, and/or/xor/not 2, a shift by a constant 3-4, a comparison 5
-(equality 3), ``mul.lo`` 14 (``mul.hi`` routine of ``division.py`` plus two ``mad``),
-``mul.wide`` 12-18, ``min``/``max`` 7.
+README gives): add/sub 4, and/or/xor/not 2, a shift by a constant 2-4 (by a variable
+9-11), a comparison 5 (equality 3), ``mul.lo`` 15-17 (``division.mul_hi`` of the low
+words plus two ``mad``), ``mul.wide`` 12-14 unsigned, 15-19 signed (7 where one factor is a
+thread index or block size), ``min``/``max`` 7; against 1 each for a 32-bit value.
 
 Every function writes its destination last where an operand may share its name
 (``i += n`` reads and writes the same pair).
