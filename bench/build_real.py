@@ -94,12 +94,24 @@ class PhaseClock:
     def __init__(self):
         self.start = self.since = time.perf_counter()
         self.what, self.count = None, ""
+        self.marks: dict[str, list[tuple[int, float]]] = {}  # phase -> (done, when) of each step
 
     def __call__(self, what: str, done: int, total: int) -> None:
         if what != self.what:
             self.close()
             self.what, self.since = what, time.perf_counter()
         self.count = f" ({done:,} of {total:,})" if total else ""
+        self.marks.setdefault(what, []).append((done, time.perf_counter()))
+
+    def shard_split(self, base_layers: int) -> str:
+        """Where the shards' time went: the embedding's, a base layer's, a circuit layer's (means)."""
+        when = dict(next((m for w, m in self.marks.items() if "shards" in w), []))
+        if len(when) < base_layers + 3:
+            return ""
+        steps = [when[k + 1] - when[k] for k in range(len(when) - 1)]
+        base, circuit = steps[1:1 + base_layers], steps[1 + base_layers:]
+        return (f"shards: the embedding's {steps[0]:.1f} s, a base layer's {sum(base) / len(base):.1f} s, "
+                f"a circuit layer's {sum(circuit) / len(circuit):.1f} s (means over {len(base)} and {len(circuit)})")
 
     def close(self) -> None:
         if self.what is not None:
@@ -143,6 +155,8 @@ def main() -> int:
                              progress=clock) \
         if not (out / "config.json").is_file() else None
     clock.close()
+    if report is not None:
+        print("  " + clock.shard_split(report.layout.base_layers))
     if report is not None:
         st = report.storage
         print(f"build: {time.perf_counter() - start:.0f} s; {report.bytes / 1e9:.2f} GB of weights "

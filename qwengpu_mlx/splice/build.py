@@ -82,6 +82,7 @@ def _write_shards(out: Path, shards, count: int, log: Callable[[str], None],
     """Each part as ``model-0000k-of-0000n.safetensors``; the weight map and bytes written.
     ``progress`` hears each shard as it is written (a shard is one layer: seconds to a minute)."""
     weight_map, written = {}, 0
+    progress("writing the combined checkpoint's shards", 0, count)
     for k, part in enumerate(shards):
         name = f"model-{k + 1:05d}-of-{count:05d}.safetensors"
         mx.eval(part)

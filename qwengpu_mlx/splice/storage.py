@@ -26,11 +26,11 @@ take a bias where a group spans both signs.
 
 Exactness is not assumed from a format: a matrix takes one only if MLX's own
 ``mx.dequantize`` (what ``QuantizedLinear`` computes with) gives back its float32
-values bit for bit. ``mx.dequantize`` works row by row (a group never spans rows), so
-the check runs on the rows that hold a non-zero value, and on one all-zero row packed
-as the others' zero groups are (what every other row is): at Qwen3.5-2B's width a
-circuit matrix is 50-200 million values, most of its rows empty, and the whole-matrix
-check was most of a build's time on a CPU. A quantized matrix is written as mlx-lm writes one (``weight``
+values bit for bit. ``mx.dequantize`` works group by group (a group's values are its
+codes, scale and bias), so the check reads every group that holds a non-zero value and
+one all-zero group packed as all the others are: at Qwen3.5-2B's width a circuit
+matrix is 50-200 million values, nearly all in zero groups, and the whole-matrix check
+was most of a build's time on a CPU. A quantized matrix is written as mlx-lm writes one (``weight``
 packed, ``scales``, ``biases`` for affine) and unmodified ``mlx_lm.load`` reads each
 module's format back from those tensors (``infer_quant_config``): ``config.json``
 carries only the ``quantization`` key that tells mlx-lm to look. Only ``Linear``
@@ -203,19 +203,32 @@ def pack_affine(plan: AffinePlan, rows: int, cols: int) -> tuple[mx.array, mx.ar
             mx.array(biases).astype(plan.dtype))
 
 
-def checked_rows(w: np.ndarray) -> np.ndarray:
-    """The rows the exactness check reads: every row holding a non-zero value, and one
-    all-zero row where there is one (it stands for the rest: all pack alike)."""
-    used = w.any(axis=1)
-    empty = np.flatnonzero(~used)[:1]
-    return np.sort(np.concatenate([np.flatnonzero(used), empty]))
+def checked_groups(w: np.ndarray, group_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(row, group) of the groups the exactness check reads: every group holding a
+    non-zero value, and one all-zero group where there is one (it stands for the rest:
+    all pack alike, codes 0 and the same scale and bias)."""
+    rows, cols = w.shape
+    used = (w.reshape(rows, cols // group_size, group_size) != 0).any(axis=-1)
+    r, g = np.nonzero(used)
+    empty = np.argwhere(~used)[:1]
+    return np.concatenate([r, empty[:, 0]]), np.concatenate([g, empty[:, 1]])
 
 
-def gives_back(w: np.ndarray, rows: np.ndarray, dequantize) -> bool:
-    """Whether ``dequantize(rows)`` (float32, MLX's own) is ``w[rows]`` bit for bit."""
-    if not len(rows):
+def gives_back(w: np.ndarray, packed: mx.array, scales: mx.array, biases: mx.array | None, *, group_size: int,
+               bits: int, mode: str = "affine") -> bool:
+    """Whether MLX's own ``mx.dequantize`` (float32) gives back ``w`` bit for bit from what
+    is written, read group by group (:func:`checked_groups`: a group's values depend on
+    its codes, scale and bias alone)."""
+    rows, cols = w.shape
+    r, g = checked_groups(w, group_size)
+    if not len(r):
         return True
-    return bool(mx.array_equal(dequantize(mx.array(rows)), mx.array(w[rows])).item())
+    at = (mx.array(r), mx.array(g))
+    codes = packed.reshape(rows, cols // group_size, group_size * bits // 32)[at]
+    back = mx.dequantize(codes, scales[at][:, None], None if biases is None else biases[at][:, None],
+                         group_size=group_size, bits=bits, mode=mode, dtype=mx.float32)
+    want = w.reshape(rows, cols // group_size, group_size)[r, g]
+    return bool(mx.array_equal(back, mx.array(want)).item())
 
 
 def _affine(module: str, w: np.ndarray) -> tuple[str, dict[str, mx.array]] | None:
@@ -225,11 +238,9 @@ def _affine(module: str, w: np.ndarray) -> tuple[str, dict[str, mx.array]] | Non
         return None
     rows, cols = w.shape
     biased = module.rsplit(".", 1)[-1] in BIASED
-    check = checked_rows(w)
     for plan in sorted(_affine_plans(w, biased), key=lambda p: p.nbytes(rows, cols)):
         packed, scales, biases = pack_affine(plan, rows, cols)
-        if gives_back(w, check, lambda r: mx.dequantize(packed[r], scales[r], biases[r], group_size=plan.group_size,
-                                                         bits=plan.bits, dtype=mx.float32)):
+        if gives_back(w, packed, scales, biases, group_size=plan.group_size, bits=plan.bits):
             return affine_name(plan.bits, plan.group_size, plan.dtype), {
                 module + ".weight": packed, module + ".scales": scales, module + ".biases": biases}
     return None
@@ -243,11 +254,10 @@ def _zero_group_scale(mode: str, bits: int) -> mx.array:
 def _microscaled(module: str, w: np.ndarray) -> tuple[str, dict[str, mx.array]] | None:
     """(format, tensors) of the smallest microscaled format that gives ``w`` back exactly.
     Only the non-zero groups go through ``mx.quantize`` (slow on the CPU at this size);
-    the matrix is checked with ``mx.dequantize`` (:func:`checked_rows`)."""
+    the matrix is checked with ``mx.dequantize`` (:func:`gives_back`)."""
     if w.ndim != 2 or w.shape[-1] % GROUP:
         return None
     rows, cols = w.shape
-    check = checked_rows(w)
     dense = w.reshape(rows, cols // GROUP, GROUP)
     where = np.nonzero((dense != 0).any(axis=-1))
     vecs = mx.array(dense[where])
@@ -258,8 +268,7 @@ def _microscaled(module: str, w: np.ndarray) -> tuple[str, dict[str, mx.array]] 
             p, sc = mx.quantize(vecs, group_size=GROUP, bits=bits, mode=mode)
             packed[where], scales[where] = np.array(p), np.array(sc)[:, 0]
         packed_mx, scales_mx = mx.array(packed.reshape(rows, -1)), mx.array(scales)
-        if gives_back(w, check, lambda r: mx.dequantize(packed_mx[r], scales_mx[r], group_size=GROUP, bits=bits,
-                                                         mode=mode, dtype=mx.float32)):
+        if gives_back(w, packed_mx, scales_mx, None, group_size=GROUP, bits=bits, mode=mode):
             return mode, {module + ".weight": packed_mx, module + ".scales": scales_mx}
     return None
 

@@ -114,15 +114,15 @@ def test_a_threshold_read_matrix_takes_a_bias_only_in_the_groups_that_need_one()
     assert biases[0].tolist() == [-1.0, 0.0]
 
 
-def test_the_exactness_check_reads_every_non_zero_row_and_one_empty_row():
-    """``mx.dequantize`` works row by row and every empty row packs alike, so one stands for all."""
-    from qwengpu_mlx.splice.storage import checked_rows
+def test_the_exactness_check_reads_every_non_zero_group_and_one_empty_group():
+    """``mx.dequantize`` works group by group and every empty group packs alike, so one stands for all."""
+    from qwengpu_mlx.splice.storage import checked_groups
 
-    w = np.zeros((6, 64), np.float32)
-    w[1, 3], w[4, 60] = 1.0, -2.0
-    assert checked_rows(w).tolist() == [0, 1, 4]
-    assert checked_rows(np.ones((3, 64), np.float32)).tolist() == [0, 1, 2]
-    assert checked_rows(np.zeros((3, 64), np.float32)).tolist() == [0]
+    w = np.zeros((3, 128), np.float32)
+    w[1, 3], w[2, 100] = 1.0, -2.0
+    assert [list(a) for a in checked_groups(w, 32)] == [[1, 2, 0], [0, 3, 0]]  # (1, 0), (2, 3), then (0, 0) empty
+    assert [list(a) for a in checked_groups(np.ones((2, 64), np.float32), 64)] == [[0, 1], [0, 0]]
+    assert [list(a) for a in checked_groups(np.zeros((2, 64), np.float32), 32)] == [[0], [0]]
 
 
 def test_a_value_no_format_holds_is_still_caught_in_a_mostly_empty_matrix():
@@ -134,3 +134,19 @@ def test_a_value_no_format_holds_is_still_caught_in_a_mostly_empty_matrix():
     fmt, stored = exact_storage(UP, mx.array(w))
     back = stored[UP]
     assert fmt == "float32" and np.array_equal(np.array(back), w)
+
+
+def test_gives_back_catches_a_wrong_value_in_a_used_group_and_in_an_empty_one():
+    from qwengpu_mlx.splice.storage import gives_back
+
+    w = np.zeros((4, 256), np.float32)
+    w[1, :64] = np.arange(64) % 5  # one used group of 64, the rest empty
+    packed, scales, biases = mx.quantize(mx.array(w), group_size=64, bits=4)
+    exact = np.array(mx.dequantize(packed, scales, biases, group_size=64, bits=4, dtype=mx.float32))
+    assert gives_back(exact, packed, scales, biases, group_size=64, bits=4)
+    off = exact.copy()
+    off[1, 10] += 0.5
+    assert not gives_back(off, packed, scales, biases, group_size=64, bits=4)
+    stray = exact.copy()
+    stray[3, 200] = 1.0  # where the written matrix holds an empty group
+    assert not gives_back(stray, packed, scales, biases, group_size=64, bits=4)
