@@ -88,3 +88,18 @@ def test_the_sparse_step_without_margins_equals_the_dense_one_bit_for_bit(store,
         assert np.array_equal(_bits(sparse.step(tokens)), _bits(dense.step(tokens))), f"logits of token {i}"
     for got, want in zip(sparse._packed[:2], dense._packed[:2]):
         assert np.array_equal(_bits(got), _bits(want))
+
+
+def test_the_logits_on_two_threads_are_the_same_floats(store, module, monkeypatch):
+    """QWENGPU_MLX_THREADS splits the logits by row ranges (each row still adds its terms in
+    input order, from its token kind's shared partial sum): the same bits as one thread."""
+    cc = store.compact(LARGE_MACHINE)
+    one = CircuitRunner(cc, LARGE_MACHINE, native=module)
+    monkeypatch.setenv("QWENGPU_MLX_THREADS", "2")
+    two = CircuitRunner(cc, LARGE_MACHINE, native=module)
+    spec, prog = _program("dot", LARGE_MACHINE)
+    launch = on_runner(prog, one)
+    one.reset()
+    fed = [prompt_tokens(prog, LARGE_MACHINE)] + [[t] for t in launch.tokens[:-1]]
+    for i, tokens in enumerate(fed):
+        assert np.array_equal(_bits(one.step(tokens)), _bits(two.step(tokens))), f"logits of token {i}"
