@@ -7,9 +7,9 @@ exactly, modulo 2^64 as PTX does. A carry or borrow is a predicate from one unsi
 32-bit comparison (``lo < b.lo`` after an add, ``a.lo < b.lo`` before a subtract) and one
 guarded ``add``/``sub`` of 1 to the high word. Instruction counts (the figures the
 README gives): add/sub 4, and/or/xor/not 2, a shift by a constant 2-4 (by a variable
-9-11), a comparison 5 (equality 3), ``mul.lo`` 15-17 (``division.mul_hi`` of the low
+9-11), a comparison 3 (equality 2), ``mul.lo`` 15-17 (``division.mul_hi`` of the low
 words plus two ``mad``), ``mul.wide`` 12-14 unsigned, 15-19 signed (7 where one factor is a
-thread index or block size), ``min``/``max`` 7; against 1 each for a 32-bit value.
+thread index or block size), ``min``/``max`` 5; against 1 each for a 32-bit value.
 
 Every function writes its destination last where an operand may share its name
 (``i += n`` reads and writes the same pair).
@@ -140,20 +140,23 @@ def _small_mul_hi(em: division.Emitter, dh: str, a: Half, b: Half) -> list:
 
 
 def compare(em: division.Emitter, d: str, cmp: str, signed: bool, a, b, guard=None) -> list:
-    """``setp.CMP.{s64,u64}``: equality from both words; an order from the high words
-    (signed as the type says), the low words (unsigned) deciding where the high words tie."""
+    """``setp.CMP.{s64,u64}``: decided by the low words (unsigned) where the high words are
+    equal, else by the high words (signed as the type says): the low words' comparison
+    first, then a comparison of the high words guarded by their inequality overwrites it
+    (3 instructions; equality 2: the high words compared only where the low ones are equal).
+    A guarded ``setp`` (PTX's own guard) computes aside and is moved under its guard."""
     (al, ah), (bl, bh) = a, b
-    q1, q2, q3 = em.reg("%wq"), em.reg("%wq"), em.reg("%wq")
+    if guard is not None:
+        t = em.reg("%wq")
+        return compare(em, t, cmp, signed, a, b) + [em.ins(Op.PMOV, d, psrcs=(VPred(t),), guard=guard)]
     if cmp in ("eq", "ne"):
-        join = Op.PAND if cmp == "eq" else Op.POR
-        return [em.ins(Op.SETP, q1, (al, bl), cmp=cmp), em.ins(Op.SETP, q2, (ah, bh), cmp=cmp),
-                em.ins(join, d, psrcs=(VPred(q1), VPred(q2)), guard=guard)]
+        return [em.ins(Op.SETP, d, (al, bl), cmp=cmp),
+                em.ins(Op.SETP, d, (ah, bh), cmp=cmp, guard=VPred(d, negated=cmp == "ne"))]
     strict = {"lt": "lt", "le": "lt", "gt": "gt", "ge": "gt"}[cmp]
-    return [em.ins(Op.SETP, q1, (ah, bh), cmp=strict, signed=signed),
-            em.ins(Op.SETP, q2, (ah, bh), cmp="eq"),
-            em.ins(Op.SETP, q3, (al, bl), cmp=cmp, signed=False),
-            em.ins(Op.PAND, q2, psrcs=(VPred(q2), VPred(q3))),
-            em.ins(Op.POR, d, psrcs=(VPred(q1), VPred(q2)), guard=guard)]
+    e = em.reg("%wq")
+    return [em.ins(Op.SETP, e, (ah, bh), cmp="eq"),
+            em.ins(Op.SETP, d, (al, bl), cmp=cmp, signed=False),
+            em.ins(Op.SETP, d, (ah, bh), cmp=strict, signed=signed, guard=VPred(e, negated=True))]
 
 
 def select(em: division.Emitter, dl: str, dh: str | None, a, b, p: VPred) -> list:

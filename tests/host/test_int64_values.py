@@ -6,10 +6,18 @@ scalar parameters beyond 32 bits; what is refused, at the user's line.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from qwengpu_mlx.core.errors import FrontendError, MemoryFault, UnsupportedError
-from qwengpu_mlx.core.machine import LARGE_MACHINE
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE, LARGE_MACHINE
+from qwengpu_mlx.core.readout import read_outputs
+from qwengpu_mlx.host.frontend import select_kernel
+from qwengpu_mlx.host.launch import CompiledKernel, bind
+from qwengpu_mlx.host.ptx_parser import parse_ptx
+from qwengpu_mlx.host.signature import KernelParam
+from qwengpu_mlx.runtime.check import reference_run
 from tests.support.cli import cu, needs_clang
 from tests.support.launching import reference
 
@@ -112,7 +120,6 @@ def test_what_is_not_done_is_refused_at_the_line(tmp_path, code, needle, says):
     path = cu(tmp_path, code, "k.cu")
     line = next(n for n, text in enumerate(code.splitlines(), 1) if needle in text)
     args = {"o": [0], "a": 5, "b": 2, "n": 1}
-    import re
     names = re.findall(r"(\w+)[,)]", code.splitlines()[0])
     with pytest.raises(UnsupportedError, match=rf"^k\.cu:{line}: .*{says}"):
         reference(path, args={n: args[n] for n in names}, block=1)
@@ -231,3 +238,37 @@ def test_a_loop_clang_rewrites_into_a_64_bit_closed_formula_runs(tmp_path, n):
             "    for (int k = 0; k < n; k++) {\n        s += k * k;\n    }\n    out[threadIdx.x] = s;\n}\n")
     run = reference(cu(tmp_path, code, "squares.cu"), args={"out": [0] * 4, "n": n})
     assert run.outputs["out"] == [word(sum(k * k for k in range(n)))] * 4
+
+
+GUARDED_COMPARE = """.version 7.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 k_param_0, .param .u64 k_param_1)
+{
+\t.reg .pred %p<3>;
+\t.reg .b32 %r<4>;
+\t.reg .b64 %rd<6>;
+\tld.param.u64 %rd1, [k_param_0];
+\tld.param.u64 %rd2, [k_param_1];
+\tmov.u32 %r1, %tid.x;
+\tsetp.eq.s32 %p1, %r1, 1;
+\tsetp.ne.s32 %p2, %r1, %r1;
+\t@%p1 setp.lt.s64 %p2, %rd2, 5;
+\tselp.u32 %r2, 1, 0, %p2;
+\tmul.wide.s32 %rd3, %r1, 4;
+\tadd.s64 %rd4, %rd1, %rd3;
+\tst.global.u32 [%rd4], %r2;
+\tret;
+}
+"""
+
+
+@pytest.mark.parametrize("x, below", [(-(1 << 40), 1), (5, 0), ((1 << 32) + 1, 0), (4, 1)])
+def test_a_guarded_64_bit_comparison_writes_only_where_its_guard_holds(x, below):
+    """``@%p1 setp.lt.s64``: lane 1 compares; every other lane keeps its false predicate."""
+    module = parse_ptx(GUARDED_COMPARE)
+    params = [KernelParam("out", True, "int *"), KernelParam("x", False, "long long", 64, True)]
+    program = bind(CompiledKernel(None, GUARDED_COMPARE, module, select_kernel(module, None), params),
+                   {"out": [7, 7, 7, 7], "x": x})
+    run = reference_run(program, DEFAULT_MACHINE, budget=DEFAULT_MACHINE.step_budget)
+    assert read_outputs(program, run.memory)["out"] == [0, below, 0, 0]
