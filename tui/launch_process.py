@@ -31,8 +31,8 @@ where it had been 2.6x.
 qwengpu_mlx.tui.launch_process``, started on the first /run and kept for the dashboard's life:
 the circuit it loaded stays loaded), serving one launch at a time: ``execute_launch`` there,
 its events sent back through a pipe as compact tuples (a token is its id; the screen's side
-rebuilds the token from the machine's vocabulary). The caller (the dashboard's MLX thread,
-which serialises every job) reads the pipe and hands each event to the job's sink, so the
+rebuilds the token from the machine's vocabulary). The caller (a thread worker of the dashboard;
+calls take turns) reads the pipe and hands each event to the job's sink, so the
 screen sees exactly what an in-process launch shows. A plain subprocess, not
 ``multiprocessing``'s spawn: spawn runs the parent's main module again in the child, so a
 script that opens the dashboard without a ``__main__`` guard would open another in there.
@@ -40,9 +40,9 @@ A whole program's /run (a file with ``main()``) runs there too (``program_job``)
 lines and each launch's record come back as events of their own.
 
 Cancelling: the caller sends ``("cancel", job)`` as soon as the job's event is set (it
-polls the pipe at least every :data:`POLL_S`); a thread of the worker takes it in and the
-launch stops at its next token (``runtime.launch`` checks its ``cancel`` there); the caller
-then drains the pipe up to the cancelled job's outcome.
+polls the pipe at least every :data:`POLL_S`); the worker reads it when the launch next asks
+its cancel, at its next token (``runtime.launch`` checks its ``cancel`` there), and the
+launch stops; the caller then drains the pipe up to the cancelled job's outcome.
 
 Chat turns' launches stay on the MLX thread: they run on the chat model's own spliced circuit.
 """
@@ -50,7 +50,6 @@ Chat turns' launches stay on the MLX thread: they run on the chat model's own sp
 from __future__ import annotations
 
 import os
-import queue
 import subprocess
 import sys
 import threading
@@ -82,21 +81,60 @@ class _Outbox:
             self.conn.send(message)
 
 
-class _Cancels:
-    """The highest job id cancelled so far, set by the worker's inbox thread."""
+class _Inbox:
+    """The dashboard's messages to the worker, read on its main thread: the next job between
+    jobs (:meth:`next_job`), and during one whatever has come meanwhile each time the job's
+    cancel is asked (:class:`_JobCancel`, at each token: a poll of the pipe). Why no thread
+    reading it: each launch then started with one more wake-up (the thread, then the main
+    thread), and on a loaded machine a wake-up waits its turn for a core."""
 
-    def __init__(self):
-        self.up_to = 0
+    def __init__(self, conn: Connection):
+        self.conn = conn
+        self.cancelled_up_to = 0  # the highest job id cancelled so far
+        self.closed = False  # ``None`` came, or the dashboard's end closed
+        self._waiting: list = []  # jobs that came while another ran
+        self._lock = threading.Lock()  # a program's cancel watcher asks from its own thread
+
+    def _take(self, message) -> None:
+        if message is None:
+            self.closed = True
+        elif message[0] == "cancel":
+            self.cancelled_up_to = max(self.cancelled_up_to, message[1])
+        else:
+            self._waiting.append(message)
+
+    def _receive(self) -> None:
+        try:
+            self._take(self.conn.recv())
+        except (EOFError, OSError):
+            self.closed = True
+
+    def drain(self) -> None:
+        """Take in every message waiting now, without waiting for more."""
+        with self._lock:
+            try:
+                while not self.closed and self.conn.poll(0):
+                    self._receive()
+            except (EOFError, OSError):
+                self.closed = True
+
+    def next_job(self):
+        """The next launch or program message; None once the dashboard has closed the worker."""
+        while not self._waiting and not self.closed:
+            with self._lock:
+                self._receive()
+        return self._waiting.pop(0) if self._waiting else None
 
 
 class _JobCancel:
     """A job's cancel event as ``runtime.launch`` reads it (``is_set``)."""
 
-    def __init__(self, cancels: _Cancels, job: int):
-        self.cancels, self.job = cancels, job
+    def __init__(self, inbox: _Inbox, job: int):
+        self.inbox, self.job = inbox, job
 
     def is_set(self) -> bool:
-        return self.cancels.up_to >= self.job
+        self.inbox.drain()
+        return self.inbox.cancelled_up_to >= self.job
 
 
 class _PipeEvents(LaunchEvents):
@@ -149,22 +187,6 @@ class _PipeText:
         pass
 
 
-def _take_in(inbox: Connection, jobs: queue.SimpleQueue, cancels: _Cancels) -> None:
-    """The worker's inbox thread: cancels take effect at once, launches queue for the main thread."""
-    while True:
-        try:
-            message = inbox.recv()
-        except (EOFError, OSError):
-            message = None
-        if message is None:
-            jobs.put(None)
-            return
-        if message[0] == "cancel":
-            cancels.up_to = max(cancels.up_to, message[1])
-        else:
-            jobs.put(message)
-
-
 def _program(req: ProgramRequest, events: _PipeEvents, outbox: _Outbox, cancel: _JobCancel, check: bool,
              store: CircuitStore) -> ProgramOutcome:
     """A whole program's run (``program_job``): its output lines and each launch's record sent
@@ -181,11 +203,10 @@ def serve(inbox: Connection, outbox: _Outbox) -> None:
     """The worker: launches and programs as they come, until ``None`` or the dashboard's end of the
     pipe closes."""
     sys.stdout = sys.stderr = _PipeText(outbox)
-    store, jobs, cancels = CircuitStore(), queue.SimpleQueue(), _Cancels()
-    threading.Thread(target=_take_in, args=(inbox, jobs, cancels), name="inbox", daemon=True).start()
-    while (job := jobs.get()) is not None:
+    store, jobs = CircuitStore(), _Inbox(inbox)
+    while (job := jobs.next_job()) is not None:
         kind, job_id, req, check = job
-        events, cancel = _PipeEvents(outbox), _JobCancel(cancels, job_id)
+        events, cancel = _PipeEvents(outbox), _JobCancel(jobs, job_id)
         if kind == "program":
             outcome = _program(req, events, outbox, cancel, check, store)
         else:
@@ -214,12 +235,15 @@ def _forward(message: tuple, sink, vocab) -> None:
 
 
 class LaunchProcess:
-    """The worker process, started on the first :meth:`run`; call from one thread at a time."""
+    """The worker process, started on the first :meth:`run`."""
+
+    runs_elsewhere = True  # no MLX work in the caller's process: any thread may call run()
 
     def __init__(self):
         self._proc: subprocess.Popen | None = None
         self._to: Connection | None = None
         self._from: Connection | None = None
+        self._one_at_a_time = threading.Lock()  # a job cancelled on the screen drains before the next starts
 
     @property
     def pid(self) -> int | None:
@@ -242,7 +266,12 @@ class LaunchProcess:
             check: bool) -> LaunchOutcome | ProgramOutcome:
         """Job ``job``'s launch (or whole program) in the process; its events go to ``sink`` (a
         ``LaunchEvents`` with ``note``, and for a program ``output`` and ``record``), until the
-        outcome comes back (cancelled when ``cancel`` was set)."""
+        outcome comes back (cancelled when ``cancel`` was set). Threads calling it take turns."""
+        with self._one_at_a_time:
+            return self._run(req, sink, cancel, job, check)
+
+    def _run(self, req: RunRequest | ProgramRequest, sink, cancel: threading.Event, job: int,
+             check: bool) -> LaunchOutcome | ProgramOutcome:
         if self._proc is None or self._proc.poll() is not None:
             self._start()
         proc, to, from_ = self._proc, self._to, self._from  # close() may drop them meanwhile

@@ -340,7 +340,9 @@ def test_cancel_then_rerun():
             assert screen.last_outcome.cancelled
             assert "cancelled" in screen.status_bar.plain()
             assert "STOP" not in screen.launch_pane.plain_text()
-            assert mlx_threads() == ["qwengpu-mlx"]  # the dashboard's one MLX thread, for the rerun too
+            # at most the dashboard's one MLX thread, for the rerun too (a /run is driven from a thread
+            # worker, its launch in the launch process; chat turns run on the MLX thread)
+            assert mlx_threads() in ([], ["qwengpu-mlx"])
             screen.last_outcome = None
             await pilot.press("ctrl+r")
             await wait_until(pilot, lambda: launch_finished(screen), what="the rerun")

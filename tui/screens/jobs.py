@@ -141,12 +141,18 @@ class JobsMixin:
     # ------------------------------------------------------------------ workers (threads)
     @work(thread=True, group="launch", exit_on_error=False, description="model launch")
     def _launch_worker(self, job: Job, check: bool) -> None:
-        """Thread worker: the launch runs in the launch process, driven from the dashboard's MLX
-        thread (one job at a time there, chat turns included); this worker waits for it."""
+        """Thread worker: the launch runs in the launch process, driven from this thread (the
+        process takes one job at a time: ``LaunchProcess.run`` waits for the one before to drain);
+        a launcher that runs MLX work in this process instead (the bench's in-process one) is
+        driven from the dashboard's MLX thread."""
         sink = fd.FeedSink(self.feed, job.id, job.cancel)
         req = job.request
+        drive = self.launches.run
         try:
-            outcome = self.mlx.call(self.launches.run, req, sink, job.cancel, job.id, check=check)
+            if getattr(self.launches, "runs_elsewhere", False):  # no MLX here: no hop to the MLX thread and back
+                outcome = drive(req, sink, job.cancel, job.id, check=check)
+            else:
+                outcome = self.mlx.call(drive, req, sink, job.cancel, job.id, check=check)
         except Exception as e:  # the MLX thread closed (the app is ending); the launch process reports the rest
             ended = ProgramOutcome if job.kind == "program" else LaunchOutcome
             outcome = ended(req, error=f"{type(e).__name__}: {e}")
