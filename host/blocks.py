@@ -102,6 +102,8 @@ def _wire_terminators(bbs: list[BasicBlock], pieces: list[list[MBlock]], label_o
             tgt = label_of[t.target]
             if t.guard is None:
                 last.term = Terminator(TermKind.JUMP, target=tgt)
+                if t.returns_to is not None:  # a routine's call: where its return continues
+                    last.returns_to = label_of[t.returns_to]
             else:
                 if nxt >= n:
                     if exit_block is None:
@@ -153,7 +155,8 @@ def _simplify(blocks: list[MBlock], slots: int, *, reconverge: bool = True,
     out = []
     for old in order:
         b = by[old]
-        out.append(MBlock(renum[old], b.instrs, _retarget(b.term, lambda i: renum[i]), b.label, b.term_pred))
+        back = None if b.returns_to is None else renum[b.returns_to]
+        out.append(MBlock(renum[old], b.instrs, _retarget(b.term, lambda i: renum[i]), b.label, b.term_pred, back))
     if rom_blocks is not None:
         check_rom(out, rom_blocks, slots, kernel)
     if reconverge:
@@ -168,7 +171,8 @@ def _thread_and_merge(by: dict[int, MBlock], entry: int, slots: int) -> dict[int
 
     def resolve(i: int) -> int:
         seen = set()
-        while by[i].instrs == [] and by[i].term.kind is TermKind.JUMP and i != entry and i not in seen:
+        while by[i].instrs == [] and by[i].term.kind is TermKind.JUMP and i != entry and i not in seen \
+                and by[i].returns_to is None:
             seen.add(i)
             i = by[i].term.target
         return i
@@ -180,6 +184,8 @@ def _thread_and_merge(by: dict[int, MBlock], entry: int, slots: int) -> dict[int
             nt = _retarget(b.term, resolve)
             if nt != b.term:
                 b.term, changed = nt, True
+            if b.returns_to is not None and resolve(b.returns_to) != b.returns_to:
+                b.returns_to, changed = resolve(b.returns_to), True
             # a branch whose two sides are the same block is a jump
             if b.term.kind is TermKind.BRANCH and b.term.target == b.term.fallthrough:
                 b.term, b.term_pred, changed = Terminator(TermKind.JUMP, target=b.term.target), None, True
@@ -198,7 +204,7 @@ def _thread_and_merge(by: dict[int, MBlock], entry: int, slots: int) -> dict[int
             nb = by[s]
             if block_fits(b.instrs + nb.instrs, slots):
                 b.instrs = b.instrs + nb.instrs
-                b.term, b.term_pred = nb.term, nb.term_pred
+                b.term, b.term_pred, b.returns_to = nb.term, nb.term_pred, nb.returns_to
                 del by[s]
                 changed = True
                 break
@@ -207,8 +213,10 @@ def _thread_and_merge(by: dict[int, MBlock], entry: int, slots: int) -> dict[int
 
 def _attach_reconvergence(out: list[MBlock]) -> None:
     """Each branch's reconvergence block (its IPDOM), in place; none where the sides
-    only meet to exit."""
-    as_isa = [Block(b.index, [], b.term) for b in out]
+    only meet to exit. A shared routine's call counts as a jump to where its return
+    continues (``float_routines``: lanes never wait for each other inside a routine)."""
+    as_isa = [Block(b.index, [], b.term if b.returns_to is None else Terminator(TermKind.JUMP, target=b.returns_to))
+              for b in out]
     ipdom = cfg.immediate_post_dominators(as_isa)
     for b in out:
         if b.term.kind is TermKind.BRANCH:
@@ -246,24 +254,28 @@ def _reachable(by: dict[int, MBlock], entry: int) -> set[int]:
     return seen
 
 
-def fewest_token_blocks(bbs: list[BasicBlock], machine: MachineConfig, kname: str, grid_dim: int):
+def fewest_token_blocks(bbs: list[BasicBlock], machine: MachineConfig, kname: str, grid_dim: int,
+                        float_names: frozenset[str] = frozenset()):
     """Short branches guarded and blocks cut for fewest tokens; the branches kept where
     the guards would need more registers than the machine has."""
     try:
-        return machine_blocks(ifconvert.if_convert(bbs, zero_rows=grid_dim == 1), machine, kname)
+        return machine_blocks(ifconvert.if_convert(bbs, zero_rows=grid_dim == 1), machine, kname,
+                              float_names=float_names)
     except ResourceError:
-        return machine_blocks(bbs, machine, kname)
+        return machine_blocks(bbs, machine, kname, float_names=float_names)
 
 
-def machine_blocks(bbs: list[BasicBlock], machine: MachineConfig, kname: str, *, few_tokens: bool = True):
-    """Basic blocks -> allocated machine blocks: cut, dead code out, cut again, merged."""
+def machine_blocks(bbs: list[BasicBlock], machine: MachineConfig, kname: str, *, few_tokens: bool = True,
+                   float_names: frozenset[str] = frozenset()):
+    """Basic blocks -> allocated machine blocks: cut, dead code out, cut again, merged
+    (``float_names``: ``regalloc.allocate``'s)."""
     bbs = [replace(b, items=list(b.items)) for b in bbs]
     mblocks = form_blocks(bbs, machine.slots_per_block)
     regalloc.eliminate_dead_code(mblocks)
     if few_tokens:
         mblocks = _recut(bbs, mblocks, machine)
     mblocks = _simplify(mblocks, machine.slots_per_block, rom_blocks=machine.rom_blocks, kernel=kname)
-    return regalloc.allocate(mblocks, machine, kname)
+    return regalloc.allocate(mblocks, machine, kname, float_names)
 
 
 SIZE_FACTOR = 16

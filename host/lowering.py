@@ -30,7 +30,7 @@ from qwengpu_mlx.core.isa import Program
 from qwengpu_mlx.core.launch_spec import Dims, dims3
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
 
-from qwengpu_mlx.host import binding, blocks, ranges, wide_index
+from qwengpu_mlx.host import binding, blocks, float_routines, ranges, regalloc, wide_index
 from qwengpu_mlx.host.addresses import exact_addresses
 from qwengpu_mlx.host.fold import fold_constants
 from qwengpu_mlx.host.frontend import demangle_kernel_name
@@ -75,18 +75,43 @@ def _lower(module: PtxModule, kernel: PtxKernel, params: list[KernelParam], args
 
     tr = Translator(kernel, {v.name for v in shared_vars + dynamic}, binding.param_kinds(kernel, params))
     bbs = tr.run()
-    return finish_program(bbs, tr.wide, kernel, params, values, layout, block, grid, machine, few_tokens)
+    return finish_program(bbs, tr.wide, kernel, params, values, layout, block, grid, machine, few_tokens,
+                          tr.shared_variants)
 
 
 def finish_program(bbs: list, wide: set, kernel: PtxKernel, params: list[KernelParam], values: dict,
                    layout: binding.MemoryLayout, block: Dims, grid: Dims, machine: MachineConfig,
-                   few_tokens: bool) -> Program:
+                   few_tokens: bool, variants=None) -> Program:
     """Translated blocks + the launch's bound memory -> the checked machine program.
 
     The stages after translation (launch dimensions, arguments bound, fold, address
     exactness, blocks and registers), shared by a single kernel's launch and a
-    program's (``program_lowering``), so that a new stage lands in both.
+    program's (``program_lowering``), so that a new stage lands in both. ``variants()``
+    (``Translator.shared_variants``): the kernel translated with its float routines
+    shared (``float_routines``), tried in turn where the inlined ones do not fit, each
+    cut for fewest tokens and then, where that does not fit, for fewest blocks (the
+    plain greedy cut); the last refusal stands when none fits.
     """
+    try:
+        return _finish(bbs, wide, kernel, params, values, layout, block, grid, machine, few_tokens)
+    except ResourceError as inlined:
+        if variants is None:
+            raise
+        refusal = inlined
+    tried = variants()
+    for translate in tried:
+        for few in dict.fromkeys((few_tokens, False)):
+            shared_bbs, shared_wide = translate()
+            try:
+                return _finish(shared_bbs, shared_wide, kernel, params, values, layout, block, grid, machine, few)
+            except ResourceError as shared:
+                refusal = shared
+    raise float_routines.refusal_after_sharing(refusal) if tried else refusal
+
+
+def _finish(bbs: list, wide: set, kernel: PtxKernel, params: list[KernelParam], values: dict,
+            layout: binding.MemoryLayout, block: Dims, grid: Dims, machine: MachineConfig,
+            few_tokens: bool) -> Program:
     kname = demangle_kernel_name(kernel.name)
     lower_launch_specials(bbs, block, grid)
     blocks.check_size(bbs, machine, kname)
@@ -98,8 +123,9 @@ def finish_program(bbs: list, wide: set, kernel: PtxKernel, params: list[KernelP
     wide_index.clamp_wide_products(bbs, wide, specials)
     exact_addresses(bbs, wide, specials, 4 * machine.mem_words)
 
-    mblocks, regs_used, preds_used = blocks.fewest_token_blocks(bbs, machine, kname, grid_dim) if few_tokens \
-        else blocks.machine_blocks(bbs, machine, kname, few_tokens=False)
+    floats = regalloc.float_registers(kernel.reg_decls)  # their machine registers shown as floats
+    mblocks, regs_used, preds_used = blocks.fewest_token_blocks(bbs, machine, kname, grid_dim, floats) \
+        if few_tokens else blocks.machine_blocks(bbs, machine, kname, few_tokens=False, float_names=floats)
     program = Program(kernel=kname, blocks=mblocks, arrays=layout.arrays,
                       shared=layout.shared, scalars={p.name: values[p.name] for p in params if not p.pointer},
                       memory=layout.image, regs_used=regs_used, preds_used=preds_used,

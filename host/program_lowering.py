@@ -134,14 +134,15 @@ def _lower_launch(device: DeviceCode, kernel: PtxKernel, values: dict[str, int],
     layout = binding.MemoryLayout(arrays, shared + globals_, list(memory.words), unit)
 
     names = {s.name for s in shared} | set(symbols)
-    tr = Translator(kernel, names, binding.param_kinds(kernel, params))
+    tr = Translator(kernel, names, binding.param_kinds(kernel, params, packed=True))
     bbs = tr.run()
     narrow = narrow_memory.shared_element_bits(kernel, {p.name for p in kernel.params}, set(symbols))
     wide = [n for n, bits in narrow.items() if n in symbols and bits < 32]
     if wide:
         raise located(UnsupportedError, kernel, f"device variable `{wide[0]}` is a char/short array: in a program "
                       f"the host copies packed bytes, which this machine's narrow arrays do not hold; use int")
-    program = finish_program(bbs, tr.wide, kernel, params, dict(values), layout, block, grid, machine, few_tokens)
+    program = finish_program(bbs, tr.wide, kernel, params, dict(values), layout, block, grid, machine, few_tokens,
+                             tr.shared_variants)
     return BoundLaunch(program, shared_base)
 
 
@@ -158,7 +159,7 @@ def check_kernels(device: DeviceCode, symbols: set[str]) -> None:
             validate_kernel(device.module, kernel)
             _refuse_narrow_pointers(params, kernel)
             names = shared_names | {v.name for v in kernel.shared} | symbols
-            Translator(kernel, names, binding.param_kinds(kernel, params)).run()
+            Translator(kernel, names, binding.param_kinds(kernel, params, packed=True)).run()
         except (ResourceError, UnsupportedError) as e:
             if getattr(e, "source", None) is not None:
                 raise

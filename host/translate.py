@@ -2,8 +2,9 @@
 
 :class:`Translator` walks a kernel's body, cuts basic blocks at the labels a branch
 names, and translates each instruction into IR over virtual registers, refusing what
-the machine lacks (floats, 64-bit math beyond addresses, sub-word memory, unknown
-instructions) with the PTX line.
+the machine lacks (sub-word memory, unknown instructions ...) with the PTX line. 64-bit
+values (``size_t``, ``long long``) go to ``wide64.py``, which keeps as pairs of words the
+registers ``wide64_plan`` found their high words read.
 
 The translator holds the state (wide registers, fresh names) and the operand helpers;
 each instruction family is a module of plain functions ``op_NAME(tr, ins)`` that the
@@ -16,12 +17,13 @@ from __future__ import annotations
 from qwengpu_mlx.core.isa import Imm, Special
 from qwengpu_mlx.core.machine import SPECIAL_REGISTERS
 
-from qwengpu_mlx.host import intrinsics
+from qwengpu_mlx.host import float_routines, intrinsics
 from qwengpu_mlx.host import translate_alu as alu
 from qwengpu_mlx.host import translate_atomics as atomics
 from qwengpu_mlx.host import translate_control as control
 from qwengpu_mlx.host import translate_convert as convert
 from qwengpu_mlx.host import translate_memory as memory
+from qwengpu_mlx.host import wide64, wide64_plan
 from qwengpu_mlx.host.ir import BasicBlock, LConst, LLabel, LTerm, VPred, VReg
 from qwengpu_mlx.host.translate_float import float_instr
 from qwengpu_mlx.host.launch_dims import LAUNCH_SPECIALS
@@ -38,16 +40,33 @@ def _branch_targets(kernel: PtxKernel) -> set[str]:
             for o in x.operands if isinstance(o, SymRef)}
 
 
+def _place(blocks: list[BasicBlock], x) -> None:
+    """One translated item into the basic blocks: a routine's label starts a block (a
+    division's loop), an item after a branch starts one, a branch ends the current one."""
+    if isinstance(x, LLabel):
+        blocks.append(BasicBlock(x.name))
+        return
+    if blocks[-1].term is not None:  # a routine's branch ended the block it was in
+        blocks.append(BasicBlock(None))
+    if isinstance(x, LTerm):
+        blocks[-1].term = x
+    else:
+        blocks[-1].items.append(x)
+
+
 class Translator:
     """PTX instructions -> basic blocks of LInstr."""
 
-    def __init__(self, kernel: PtxKernel, shared_names: set[str], params: dict[str, str]):
+    def __init__(self, kernel: PtxKernel, shared_names: set[str], params: dict[str, str],
+                 sharing: float_routines.Sharing = float_routines.INLINE):
         self.kernel = kernel
         self.shared_names = shared_names
         self.params = params  # PTX param name -> "ptr" | "scalar"
         self.wide: set[str] = set()  # 64-bit virtual registers
+        self.wide_plan = wide64_plan.plan(kernel, params)  # 64-bit values kept as pairs (wide64.py)
         self.canon16: set[str] = set()  # sub-word registers known to hold their value zero-extended
         self.tmp = 0
+        self.float_calls = float_routines.RoutineCalls(sharing)  # float routines inlined or called
 
     def fresh(self, prefix="%t") -> str:
         self.tmp += 1
@@ -65,23 +84,30 @@ class Translator:
                 else:
                     blocks[-1].label = item.name
                 continue
-            cur = blocks[-1]
-            if cur.term is not None:
-                cur = BasicBlock(None)
-                blocks.append(cur)
+            if blocks[-1].term is not None:
+                blocks.append(BasicBlock(None))
             for x in self.instr(item):
-                if isinstance(x, LLabel):  # a routine's own block (a division's loop)
-                    cur = BasicBlock(x.name)
-                    blocks.append(cur)
-                elif cur.term is not None:  # a routine's branch ended the block it was in
-                    cur = BasicBlock(None)
-                    blocks.append(cur)
-                    cur.items.append(x)
-                elif isinstance(x, LTerm):
-                    cur.term = x
-                else:
-                    cur.items.append(x)
+                _place(blocks, x)
+        self.wide &= self.wide_plan.address - self.wide_plan.pairs  # only addresses' low words are exact
+        shared = self.float_calls.routines(self.fresh)
+        if shared:  # each shared float routine once, after the kernel's own code
+            if blocks[-1].term is None:
+                blocks[-1].term = LTerm("exit")  # the kernel's end does not run on into a routine
+            for x in shared:
+                _place(blocks, x)
         return blocks
+
+    def shared_variants(self) -> list:
+        """Translations of the kernel with more of its float routines shared, least first
+        (``float_routines.sharing_levels``), for the lowering to try in turn where the
+        inlined routines do not fit the ROM: each a function giving fresh ``(blocks, wide
+        registers)`` (the later stages rewrite the blocks in place)."""
+        def translation(sharing):
+            def run():
+                tr = Translator(self.kernel, self.shared_names, self.params, sharing)
+                return tr.run(), tr.wide
+            return run
+        return [translation(s) for s in float_routines.sharing_levels(self.float_calls)]
 
     # -- operands
 
@@ -153,6 +179,8 @@ class Translator:
         op, mods = ins.opcode, ins.mods
         if any(m in FLOAT_TYPES for m in mods):
             return float_instr(self, ins)
+        if wide64.takes(self, ins):
+            return wide64.translate(self, ins)
         handler = getattr(self, "op_" + op.replace(".", "_"), None)
         if handler is None:
             raise unsupported(ins, f"PTX instruction `{op}{''.join('.' + m for m in mods)}` is not supported by the machine")
