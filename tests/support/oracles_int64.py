@@ -97,3 +97,23 @@ def mulwide64(spec):
         sp[2 * i:2 * i + 2] = words(a[i] * b[i])
         up[2 * i:2 * i + 2] = words((a[i] & 0xFFFFFFFF) * (b[i] & 0xFFFFFFFF))
     return {"a": a, "b": b, "sp": sp, "up": up}
+
+
+def xorshift64_star(x: int, rounds: int) -> tuple[int, int]:
+    """``rounds`` xorshift64 steps (12, 25, 27), then the state and its output times 2685821657736338717."""
+    for _ in range(rounds):
+        x ^= x >> 12
+        x = u64(x ^ (x << 25))
+        x ^= x >> 27
+    return x, u64(x * 0x2545F4914F6CDD1D)
+
+
+@oracle
+def xorshift64_bits(spec):
+    seed, out, bits = ints(spec, "seed"), ints(spec, "out"), ints(spec, "bits")
+    for t in range(spec["block"]):
+        s = seed[t] & 0xFFFFFFFF
+        x, r = xorshift64_star(s << 32 | (s ^ 0x9E3779B9), int(spec["args"]["rounds"]))
+        out[2 * t:2 * t + 2] = words(r)
+        bits[3 * t:3 * t + 3] = [bin(x).count("1"), 64 - x.bit_length(), (x & -x).bit_length()]
+    return {"seed": seed, "out": out, "bits": bits}
