@@ -51,8 +51,10 @@ __qwengpu_wide_fn unsigned long long __brevll(unsigned long long x) {
 }
 /* the high 64 bits of the 128-bit product, from four 32 x 32 -> 64-bit products */
 __qwengpu_wide_fn unsigned long long __umul64hi(unsigned long long x, unsigned long long y) {
-  __qwengpu_u64 ll = (__qwengpu_u64)__qwengpu_lo(x) * __qwengpu_lo(y), lh = (__qwengpu_u64)__qwengpu_lo(x) * __qwengpu_hi(y);
-  __qwengpu_u64 hl = (__qwengpu_u64)__qwengpu_hi(x) * __qwengpu_lo(y), hh = (__qwengpu_u64)__qwengpu_hi(x) * __qwengpu_hi(y);
+  __qwengpu_u64 ll = (__qwengpu_u64)__qwengpu_lo(x) * __qwengpu_lo(y);
+  __qwengpu_u64 lh = (__qwengpu_u64)__qwengpu_lo(x) * __qwengpu_hi(y);
+  __qwengpu_u64 hl = (__qwengpu_u64)__qwengpu_hi(x) * __qwengpu_lo(y);
+  __qwengpu_u64 hh = (__qwengpu_u64)__qwengpu_hi(x) * __qwengpu_hi(y);
   __qwengpu_u64 mid = (ll >> 32) + __qwengpu_lo(lh) + __qwengpu_lo(hl);
   return hh + (lh >> 32) + (hl >> 32) + (mid >> 32);
 }

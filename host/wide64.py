@@ -22,7 +22,7 @@ from qwengpu_mlx.core.isa import Imm, Op
 
 from qwengpu_mlx.host import division, narrow_memory
 from qwengpu_mlx.host import wide64_ops as ops
-from qwengpu_mlx.host.ir import LConst, LInstr, LParamLoad, VPred, VReg
+from qwengpu_mlx.host.ir import LConst, LParamLoad, VPred, VReg
 from qwengpu_mlx.host.ptx_ast import ImmRef, MemRef, PtxInstr, RegRef, SymRef
 from qwengpu_mlx.host.translate_alu import CLOSED_FORM_HINT, CMP_NAMES
 from qwengpu_mlx.host.translate_memory import _roots, _space
