@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from qwengpu_mlx.core.errors import ResourceError
 from qwengpu_mlx.core.isa import Imm, Op
 
-from qwengpu_mlx.host import float_addmul, float_divide, float_fma, float_sqrt
+from qwengpu_mlx.host import float_addmul, float_divide, float_fma, float_sqrt, srcloc
 from qwengpu_mlx.host.float_pack import SIGN
 from qwengpu_mlx.host.ir import LLabel, LTerm, VPred, VReg
 
@@ -227,15 +227,43 @@ def sharing_levels(calls: RoutineCalls) -> list[Sharing]:
     return list(dict.fromkeys(levels))
 
 
-UNROLL_HINT = ("; with its float routines shared (one copy each, called from every use) it still does not "
-               "fit: a loop clang unrolled repeats its float operations, and `#pragma unroll 1` before it keeps one")
+FLOAT_ARITHMETIC = ("add", "sub", "mul", "fma", "div", "rcp", "sqrt", "cvt")
+"""The PTX float operations that are routines (moves, loads, stores and compares are not
+counted: they are a few instructions where they are)."""
+
+SHARED_STILL = "; with its float routines shared (one copy each, called from every use) it still does not fit: "
 
 
-def refusal_after_sharing(refusal: ResourceError) -> ResourceError:
+def refusal_after_sharing(refusal: ResourceError, kernel) -> ResourceError:
     """The last refusal of a kernel whose shared routines did not fit either: a ROM one
     (unless the large machine's ROM would hold it, which it says) says what sharing did
-    and the way left (an unrolled loop repeats every float operation)."""
+    and the way left that is true of this kernel: where clang copied a float operation of
+    one source position (an unrolled loop), ``#pragma unroll 1``; else its float
+    operations, for the user to split them over two kernels."""
     text = str(refusal)
     if "machine blocks" not in text or "--machine large" in text:
         return refusal
-    return ResourceError(text + UNROLL_HINT)
+    ops = _float_operations(kernel)
+    copied = [(at, op, n) for (at, op), n in ops.items() if at is not None and n >= 2]
+    if copied:
+        at, op, n = max(copied, key=lambda c: c[2])
+        return ResourceError(text + SHARED_STILL + f"clang copied line {at[0]}'s float `{op}` {n} times (an "
+                             f"unrolled loop); `#pragma unroll 1` before that loop keeps one copy")
+    kinds = Counter(op.split(".")[0] for (_, op) in ops.elements())
+    listed = ", ".join(f"{op} x{n}" if n > 1 else op for op, n in sorted(kinds.items()))
+    return ResourceError(text + SHARED_STILL + f"its float operations ({listed}) are each a routine of many blocks"
+                         f"; split the work over two kernels, or use fewer kinds of float operation")
+
+
+def _float_operations(kernel) -> Counter:
+    """``((line, column) or None, PTX operation) -> count`` of the kernel's float routine
+    operations by the ``.cu`` position (PTX ``.loc``) each came from. A position before the
+    kernel's own line is a ``__device__`` function's, whose copies are its calls (the
+    ``.loc`` does not say which), never an unrolled loop's: counted without its position."""
+    first = srcloc.kernel_source(kernel)
+    out: Counter = Counter()
+    for ins in kernel.body:
+        if getattr(ins, "opcode", None) in FLOAT_ARITHMETIC and "f32" in ins.mods:
+            own = ins.src is not None and first is not None and ins.src.line >= first.line
+            out[(ins.src.line, ins.src.col) if own else None, ".".join((ins.opcode, *ins.mods))] += 1
+    return out

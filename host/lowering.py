@@ -106,7 +106,7 @@ def finish_program(bbs: list, wide: set, kernel: PtxKernel, params: list[KernelP
                 return _finish(shared_bbs, shared_wide, kernel, params, values, layout, block, grid, machine, few)
             except ResourceError as shared:
                 refusal = shared
-    raise float_routines.refusal_after_sharing(refusal) if tried else refusal
+    raise float_routines.refusal_after_sharing(refusal, kernel) if tried else refusal
 
 
 def _finish(bbs: list, wide: set, kernel: PtxKernel, params: list[KernelParam], values: dict,

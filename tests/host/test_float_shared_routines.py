@@ -235,3 +235,50 @@ __global__ void prefix_means(const float* x, float* out) {
     assert read_outputs(prog, ref.memory)["out"] == f32.words(want)
     returns = _dispatch_blocks(prog)
     assert not [r.block for r in ref.trace if r.event == "diverge" and r.block in returns]
+
+
+UNROLLED_CHAIN = """
+__global__ void chain(const float* x, float* out) {
+    float s = x[threadIdx.x];
+#pragma unroll
+    for (int k = 0; k < 64; k++) s = s / x[k] + sqrtf(x[k + 64] * s);
+    out[threadIdx.x] = s;
+}
+"""
+
+SQUARE_THEN_KERNEL = """
+__device__ float sq(float v) { return v * v + 1.0f; }
+__global__ void many(const float* x, const int* i, float* out, int* r) {
+    int t = threadIdx.x;
+    float a = x[t], b = x[t + 4], c = x[t + 8];
+    out[t] = a / b + sqrtf(c) * fmaf(a, b, c) - (float)i[t] + sq(a) * sq(b);
+    r[t] = (int)(a * c) + (int)rintf(b) + (int)floorf(c / a);
+}
+"""
+
+
+def _refusal(tmp_path, source: str, kernel: str, args: dict) -> str:
+    src = tmp_path / f"{kernel}.cu"
+    src.write_text(source)
+    with pytest.raises(ResourceError) as e:
+        bind(compile_kernel(src, kernel), args, block=4, grid=1, machine=LARGE_MACHINE)
+    return str(e.value)
+
+
+@needs_clang
+def test_the_refusal_names_the_loop_clang_unrolled(tmp_path):
+    """A fully unrolled loop of divisions still overflows the ROM with its routines
+    shared (each copy is a call): the refusal names the copied operation's line."""
+    text = _refusal(tmp_path, UNROLLED_CHAIN, "chain", {"x": [1.5] * 128, "out": [0.0] * 4})
+    assert "still does not fit" in text
+    assert "clang copied line 5's float `" in text and "64 times" in text and "#pragma unroll 1" in text
+
+
+@needs_clang
+def test_the_refusal_mentions_unrolling_only_where_clang_unrolled(tmp_path):
+    """No loop, and a __device__ function called twice (its copies share one .loc, not a
+    loop's): the refusal lists the float operations and says nothing of unrolling."""
+    text = _refusal(tmp_path, SQUARE_THEN_KERNEL, "many",
+                    {"x": [float(v) for v in range(1, 13)], "i": [1, 2, 3, 4], "out": [0.0] * 4, "r": [0] * 4})
+    assert "still does not fit" in text and "unroll" not in text
+    assert "its float operations (" in text and "div x2" in text and "sqrt" in text
