@@ -234,15 +234,23 @@ counted: they are a few instructions where they are)."""
 SHARED_STILL = "; with its float routines shared (one copy each, called from every use) it still does not fit: "
 
 
-def refusal_after_sharing(refusal: ResourceError, kernel) -> ResourceError:
-    """The last refusal of a kernel whose shared routines did not fit either: a ROM one
+def refusal_after_sharing(refusals: list[ResourceError], kernel) -> ResourceError:
+    """The refusal of a kernel that fits neither inlined nor with its routines shared
+    (``refusals``: each try's, the last sharing most). A last one about registers after
+    ROM ones says both: the ROM's, then that sharing needs more registers than the
+    machine has (what is live across a routine's calls is kept through it). A ROM one
     (unless the large machine's ROM would hold it, which it says) says what sharing did
     and the way left that is true of this kernel: where clang copied a float operation of
     one source position (an unrolled loop), ``#pragma unroll 1``; else its float
     operations, for the user to split them over two kernels."""
-    text = str(refusal)
+    text = str(refusals[-1])
+    roms = [str(r) for r in refusals if "machine blocks" in str(r)]
+    if "machine blocks" not in text and roms and "--machine large" not in roms[-1] and "` needs" in text:
+        return ResourceError(roms[-1] + SHARED_STILL.replace("it still does not fit: ", "it needs")
+                             + text.split("` needs", 1)[1] + "; a value live across any call of a routine is "
+                             "kept through the routine: split the work over two kernels")
     if "machine blocks" not in text or "--machine large" in text:
-        return refusal
+        return refusals[-1]
     ops = _float_operations(kernel)
     copied = [(at, op, n) for (at, op), n in ops.items() if at is not None and n >= 2]
     if copied:

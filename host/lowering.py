@@ -90,14 +90,15 @@ def finish_program(bbs: list, wide: set, kernel: PtxKernel, params: list[KernelP
     (``Translator.shared_variants``): the kernel translated with its float routines
     shared (``float_routines``), tried in turn where the inlined ones do not fit, each
     cut for fewest tokens and then, where that does not fit, for fewest blocks (the
-    plain greedy cut); the last refusal stands when none fits.
+    plain greedy cut); when none fits, the refusal says what sharing did
+    (``float_routines.refusal_after_sharing``).
     """
     try:
         return _finish(bbs, wide, kernel, params, values, layout, block, grid, machine, few_tokens)
     except ResourceError as inlined:
         if variants is None:
             raise
-        refusal = inlined
+        refusals = [inlined]
     tried = variants()
     for translate in tried:
         for few in dict.fromkeys((few_tokens, False)):
@@ -105,8 +106,8 @@ def finish_program(bbs: list, wide: set, kernel: PtxKernel, params: list[KernelP
             try:
                 return _finish(shared_bbs, shared_wide, kernel, params, values, layout, block, grid, machine, few)
             except ResourceError as shared:
-                refusal = shared
-    raise float_routines.refusal_after_sharing(refusal, kernel) if tried else refusal
+                refusals.append(shared)
+    raise float_routines.refusal_after_sharing(refusals, kernel) if tried else refusals[-1]
 
 
 def _finish(bbs: list, wide: set, kernel: PtxKernel, params: list[KernelParam], values: dict,

@@ -282,3 +282,17 @@ def test_the_refusal_mentions_unrolling_only_where_clang_unrolled(tmp_path):
                     {"x": [float(v) for v in range(1, 13)], "i": [1, 2, 3, 4], "out": [0.0] * 4, "r": [0] * 4})
     assert "still does not fit" in text and "unroll" not in text
     assert "its float operations (" in text and "div x2" in text and "sqrt" in text
+
+
+def test_a_register_refusal_after_sharing_keeps_the_rom_one():
+    """Inlined and first shared tries over the ROM, the last short of predicates: the
+    refusal gives the ROM's and then the registers' reason, and the way left."""
+    rom = "kernel `k` needs {} machine blocks (352 instructions) but the program ROM holds 128 blocks of 3"
+    preds = "kernel `k` needs more than 8 predicate registers per lane (10 live at once near k.cu:5: PTX line 49)"
+    kernel = type("Kernel", (), {"body": []})()
+    text = str(float_routines.refusal_after_sharing(
+        [ResourceError(rom.format(198)), ResourceError(rom.format(138)), ResourceError(preds)], kernel))
+    assert text.startswith(rom.format(138))
+    assert "shared (one copy each, called from every use) it needs more than 8 predicate registers" in text
+    assert "split the work over two kernels" in text and "unroll" not in text
+    assert str(float_routines.refusal_after_sharing([ResourceError(preds)], kernel)) == preds
