@@ -19,7 +19,7 @@ import pytest
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, LARGE_MACHINE
 from qwengpu_mlx.runtime import native
 from qwengpu_mlx.runtime.circuit_runner import CircuitRunner
-from qwengpu_mlx.runtime.native_step import NativeStep
+from qwengpu_mlx.runtime.native_step import NativeStep, _Blobs
 from qwengpu_mlx.runtime.prompt import prompt_tokens
 from tests.support.launching import bound_program, on_runner
 from tests.support.oracles import ORACLES
@@ -103,3 +103,19 @@ def test_the_logits_on_two_threads_are_the_same_floats(store, module, monkeypatc
     fed = [prompt_tokens(prog, LARGE_MACHINE)] + [[t] for t in launch.tokens[:-1]]
     for i, tokens in enumerate(fed):
         assert np.array_equal(_bits(one.step(tokens)), _bits(two.step(tokens))), f"logits of token {i}"
+
+
+def test_the_logits_without_row_groups_are_the_same_floats(store, module, monkeypatch):
+    """A product whose rows share no leading columns (no row groups: every row from +0) gives
+    the same bits as the tied logits' grouped rows."""
+    cc = store.compact(DEFAULT_MACHINE)
+    grouped = CircuitRunner(cc, DEFAULT_MACHINE, native=module)
+    original = _Blobs.row_groups
+    monkeypatch.setattr(_Blobs, "row_groups", lambda self, p: original(self, p, most=0))
+    plain = CircuitRunner(cc, DEFAULT_MACHINE, native=module)
+    spec, prog = _program("shfl_broadcast", DEFAULT_MACHINE)
+    launch = on_runner(prog, grouped)
+    grouped.reset()
+    fed = [prompt_tokens(prog, DEFAULT_MACHINE)] + [[t] for t in launch.tokens[:-1]]
+    for i, tokens in enumerate(fed):
+        assert np.array_equal(_bits(grouped.step(tokens)), _bits(plain.step(tokens))), f"logits of token {i}"

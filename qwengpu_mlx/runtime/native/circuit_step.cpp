@@ -349,6 +349,7 @@ struct RowGroups {
       count(LOGIT_TERMS, terms);
     }
     auto rows = [&](int r0, int r1) {
+      if (cols == 0) return p.apply_rows(v, y, r0, r1, 0);  // no shared columns: from +0
       for (int r = r0; r < r1; r++) y[r] = head[group_of[r]];
       p.apply_rows(v, y, r0, r1, cols);
     };
