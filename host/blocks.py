@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from qwengpu_mlx.core.errors import ResourceError, UnsupportedError
+from qwengpu_mlx.core.errors import ResourceError, RomError, UnsupportedError
 from qwengpu_mlx.core.isa import Block, Op, Terminator, TermKind
-from qwengpu_mlx.core.machine import LARGE_MACHINE, MachineConfig
+from qwengpu_mlx.core.machine import MachineConfig
 from qwengpu_mlx.core.vocab import RECORD_TOKENS
 
 from qwengpu_mlx.host import cfg, ifconvert, packing, regalloc
@@ -230,17 +230,9 @@ def check_rom(mblocks: list[MBlock], rom_blocks: int, slots: int, kernel: str) -
     """The ROM limit, checked on the final blocks before any per-block analysis."""
     if len(mblocks) > rom_blocks:
         ninstr = sum(len(b.instrs) for b in mblocks)
-        raise ResourceError(
+        raise RomError(
             f"kernel `{kernel}` needs {len(mblocks)} machine blocks ({ninstr} instructions) "
-            f"but the program ROM holds {rom_blocks} blocks of {slots}{_larger_machine_hint(rom_blocks, len(mblocks))}")
-
-
-def _larger_machine_hint(rom_blocks: int, needed: int) -> str:
-    """Where the large machine's ROM would hold the program, say so (in the words memory
-    and threads per block use)."""
-    if rom_blocks < LARGE_MACHINE.rom_blocks and needed <= LARGE_MACHINE.rom_blocks:
-        return f"; this needs --machine large, which has a ROM of {LARGE_MACHINE.rom_blocks} blocks"
-    return ""
+            f"but the program ROM holds {rom_blocks} blocks of {slots}")
 
 
 def _reachable(by: dict[int, MBlock], entry: int) -> set[int]:

@@ -47,7 +47,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from qwengpu_mlx.core.errors import ResourceError
+from qwengpu_mlx.core.errors import ResourceError, RomError
 from qwengpu_mlx.core.isa import Imm, Op
 
 from qwengpu_mlx.host import float_addmul, float_divide, float_fma, float_sqrt, srcloc
@@ -237,30 +237,31 @@ SHARED_STILL = "; with its float routines shared (one copy each, called from eve
 def refusal_after_sharing(refusals: list[ResourceError], kernel) -> ResourceError:
     """The refusal of a kernel that fits neither inlined nor with its routines shared
     (``refusals``: each try's, the last sharing most). A last one about registers after
-    ROM ones says both: the ROM's, then that sharing needs more registers than the
-    machine has (what is live across a routine's calls is kept through it). A ROM one
-    (unless the large machine's ROM would hold it, which it says) says what sharing did
-    and the way left that is true of this kernel: where clang copied a float operation of
-    one source position (an unrolled loop), ``#pragma unroll 1``; else its float
-    operations, for the user to split them over two kernels."""
-    text = str(refusals[-1])
-    roms = [str(r) for r in refusals if "machine blocks" in str(r)]
-    if "machine blocks" not in text and roms and "--machine large" not in roms[-1] and "` needs" in text:
-        return ResourceError(roms[-1] + SHARED_STILL.replace("it still does not fit: ", "it needs")
-                             + text.split("` needs", 1)[1] + "; a value live across any call of a routine is "
-                             "kept through the routine: split the work over two kernels")
-    if "machine blocks" not in text or "--machine large" in text:
-        return refusals[-1]
+    ROM ones says both: the ROM's, then that sharing needs more than the machine has
+    (what is live across a routine's calls is kept through it). A ROM one says what
+    sharing did and the way left that is true of this kernel: where clang copied a float
+    operation of one source position (an unrolled loop), ``#pragma unroll 1``; else its
+    float operations, for the user to split them over two kernels. Where ROM was in the
+    way the refusal stays a ``RomError``: the lowering then says whether the large
+    machine's ROM would hold the kernel."""
+    last = refusals[-1]
+    roms = [r for r in refusals if isinstance(r, RomError)]
+    if not roms:
+        return last
+    if not isinstance(last, RomError):
+        return RomError(f"{roms[-1]}; with its float routines shared (one copy each, called from every use) "
+                        f"it does not fit either: {last}; a value live across any call of a routine is kept "
+                        f"through the routine: split the work over two kernels")
     ops = _float_operations(kernel)
     copied = [(at, op, n) for (at, op), n in ops.items() if at is not None and n >= 2]
     if copied:
         at, op, n = max(copied, key=lambda c: c[2])
-        return ResourceError(text + SHARED_STILL + f"clang copied line {at[0]}'s float `{op}` {n} times (an "
-                             f"unrolled loop); `#pragma unroll 1` before that loop keeps one copy")
+        return RomError(f"{last}{SHARED_STILL}clang copied line {at[0]}'s float `{op}` {n} times (an "
+                        f"unrolled loop); `#pragma unroll 1` before that loop keeps one copy")
     kinds = Counter(op.split(".")[0] for (_, op) in ops.elements())
     listed = ", ".join(f"{op} x{n}" if n > 1 else op for op, n in sorted(kinds.items()))
-    return ResourceError(text + SHARED_STILL + f"its float operations ({listed}) are each a routine of many blocks"
-                         f"; split the work over two kernels, or use fewer kinds of float operation")
+    return RomError(f"{last}{SHARED_STILL}its float operations ({listed}) are each a routine of many blocks"
+                    f"; split the work over two kernels, or use fewer kinds of float operation")
 
 
 def _float_operations(kernel) -> Counter:

@@ -7,9 +7,8 @@ The stages, one module each, run by :func:`lower` in this order:
    ``launch_dims`` then turns ``%tid.y`` and the other launch dimensions into
    arithmetic on the machine's linear ``%tid.x``/``%ctaid.x``, right after translation.
 1. ``translate``: PTX instructions -> linear IR over virtual registers (``LInstr``),
-   rejecting what the machine lacks (floats, 64-bit math beyond addresses, general
-   division, sub-word memory, unknown instructions) with the PTX line; the arguments
-   are then bound into it (``binding.bind_constants``).
+   rejecting what the machine lacks (doubles, 64-bit division, unknown instructions)
+   with the PTX line; the arguments are then bound into it (``binding.bind_constants``).
 2. ``fold``: parameters become immediates (pointer parameters their arrays' byte
    addresses), single-definition constants and special registers are folded into
    operands, and 64-bit address arithmetic collapses to 32-bit byte arithmetic;
@@ -25,10 +24,10 @@ The IR the stages pass along (``LInstr``, ``MBlock``, ...) is defined in ``ir.py
 
 from __future__ import annotations
 
-from qwengpu_mlx.core.errors import ResourceError, UnsupportedError
+from qwengpu_mlx.core.errors import ResourceError, RomError, UnsupportedError
 from qwengpu_mlx.core.isa import Program
 from qwengpu_mlx.core.launch_spec import Dims, dims3
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE, LARGE_MACHINE, MachineConfig
 
 from qwengpu_mlx.host import binding, blocks, float_routines, ranges, regalloc, wide_index
 from qwengpu_mlx.host.addresses import exact_addresses
@@ -54,13 +53,32 @@ def lower(module: PtxModule, kernel: PtxKernel, params: list[KernelParam],
     to measure the two against each other. A refusal about the whole kernel names the
     kernel's ``.cu`` line (``srcloc.located``).
     """
+    block, grid = dims3(block_dim, "block"), dims3(grid_dim, "grid")
     try:
-        return _lower(module, kernel, params, args, dims3(block_dim, "block"), dims3(grid_dim, "grid"),
-                      machine, few_tokens, shared_bytes)
+        return _lower(module, kernel, params, args, block, grid, machine, few_tokens, shared_bytes)
+    except RomError as e:
+        hint = ""
+        if machine.rom_blocks < LARGE_MACHINE.rom_blocks and _lowers(
+                module, kernel, params, args, block, grid, LARGE_MACHINE, few_tokens, shared_bytes):
+            hint = f"; this needs --machine large, which has a ROM of {LARGE_MACHINE.rom_blocks} blocks"
+        if getattr(e, "source", None) is None:
+            raise located(RomError, kernel, f"{e}{hint}") from None
+        e.args = (f"{e}{hint}",)
+        raise
     except (ResourceError, UnsupportedError) as e:
         if getattr(e, "source", None) is not None:
             raise
         raise located(type(e), kernel, str(e)) from None
+
+
+def _lowers(*how) -> bool:
+    """Whether the kernel lowers with these arguments (on another machine: the large
+    machine's hint is given only where that machine would run the kernel)."""
+    try:
+        _lower(*how)
+    except (ResourceError, UnsupportedError):
+        return False
+    return True
 
 
 def _lower(module: PtxModule, kernel: PtxKernel, params: list[KernelParam], args: dict, block: Dims,

@@ -36,6 +36,11 @@ class ResourceError(QwenGpuError):
     exit_status = 1
 
 
+class RomError(ResourceError):
+    """The kernel's machine blocks outgrow the program ROM (the lowering then asks whether
+    a machine with a larger ROM would run it, and says so only if it would)."""
+
+
 class LaunchError(QwenGpuError):
     """The launch's arguments do not match the kernel (missing/extra/ill-formed --arg)."""
 

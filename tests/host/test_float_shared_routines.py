@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from qwengpu_mlx.core.errors import ResourceError
+from qwengpu_mlx.core.errors import ResourceError, RomError
 from qwengpu_mlx.core.isa import TermKind
 from qwengpu_mlx.core.machine import LARGE_MACHINE
 from qwengpu_mlx.core.readout import read_outputs
@@ -291,8 +291,8 @@ def test_a_register_refusal_after_sharing_keeps_the_rom_one():
     preds = "kernel `k` needs more than 8 predicate registers per lane (10 live at once near k.cu:5: PTX line 49)"
     kernel = type("Kernel", (), {"body": []})()
     text = str(float_routines.refusal_after_sharing(
-        [ResourceError(rom.format(198)), ResourceError(rom.format(138)), ResourceError(preds)], kernel))
+        [RomError(rom.format(198)), RomError(rom.format(138)), ResourceError(preds)], kernel))
     assert text.startswith(rom.format(138))
-    assert "shared (one copy each, called from every use) it needs more than 8 predicate registers" in text
+    assert "shared (one copy each, called from every use) it does not fit either: " + preds in text
     assert "split the work over two kernels" in text and "unroll" not in text
     assert str(float_routines.refusal_after_sharing([ResourceError(preds)], kernel)) == preds
