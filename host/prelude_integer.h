@@ -6,8 +6,8 @@
  * (host/intrinsics.py, host/division.py): the model computes every result.
  * __clz(0) is 32 as on a GPU (clz.b32 of 0): the explicit test keeps LLVM from
  * treating __builtin_clz(0) as undefined and folds into one clz.b32.
- * 64-bit forms (__popcll, __clzll, __brevll, __mul64hi ...) are not declared: the
- * machine computes in 32 bits, so using one is a compile error at the user's line.
+ * The 64-bit forms (__popcll, __clzll, __brevll, __mul64hi ...) are in
+ * prelude_wide64.h, written on these over the two words of a 64-bit value.
  */
 #ifndef QWENGPU_PRELUDE_INTEGER_H
 #define QWENGPU_PRELUDE_INTEGER_H
