@@ -470,10 +470,11 @@ def small_talk_turn(rng: random.Random) -> list[dict]:
 
 
 def conversation(rng: random.Random) -> list[dict]:
-    """One conversation: optional system prompt, then one or two turns."""
+    """One conversation: optional system prompt, then one to four turns (a chat goes on: a later
+    question must be read as itself, not as the earlier calls)."""
     g = Gen(rng)
     messages = [{"role": "system", "content": rng.choice(SYSTEM_PROMPTS)}] if rng.random() < 0.5 else []
-    for _ in range(rng.choices([1, 2], [8, 2])[0]):
+    for _ in range(rng.choices([1, 2, 3, 4], [5, 3, 2, 1])[0]):
         if rng.random() < 0.08:
             messages += small_talk_turn(rng)
             continue
