@@ -177,6 +177,6 @@ static __device__ __forceinline__ __qwengpu_nodebug void __syncwarp(unsigned mas
 }
 
 #undef QWENGPU_HARDWARE_SHUFFLE
-#undef QWENGPU_FULL_MASK_ONLY
-#undef QWENGPU_WIDTH_POWER_OF_TWO
+/* QWENGPU_FULL_MASK_ONLY and QWENGPU_WIDTH_POWER_OF_TWO stay defined for the 64-bit
+   shuffles of prelude_wide64.h, which undefines them. */
 #endif /* QWENGPU_PRELUDE_WARPS_H */

@@ -64,21 +64,11 @@ __qwengpu_wide_fn long long __mul64hi(long long x, long long y) {
 }
 
 /* __shfl_*_sync of a 64-bit value, as CUDA's headers overload them: its two words shuffled
-   one after the other by the 32-lane routine of prelude_warps.h (the same mask and width
-   checks at the user's call). */
-#define QWENGPU_WIDE_FULL_MASK_ONLY                                                               \
-  __attribute__((diagnose_if(!__builtin_constant_p(mask) || mask != 0xffffffffu,                  \
-                             "warp operations here need the member mask to be the constant "       \
-                             "0xffffffff (the warp is the whole thread block and waits at a "      \
-                             "barrier; a partial or computed mask is not supported): call it "     \
-                             "where every thread of the block does, with 0xffffffff",              \
-                             "error")))
-#define QWENGPU_WIDE_WIDTH_POWER_OF_TWO                                                           \
-  __attribute__((diagnose_if(width < 1 || width > 32 || (width & (width - 1)) != 0,              \
-                             "the shuffle width must be a power of two from 1 to 32", "error")))
+   one after the other by the 32-lane routine of prelude_warps.h, with its mask and width
+   checks (QWENGPU_FULL_MASK_ONLY, QWENGPU_WIDTH_POWER_OF_TWO) at the user's call. */
 #define QWENGPU_SHFL64(name, mode, T)                                                            \
   __qwengpu_wide_fn T name(unsigned mask, T var, int b, int width = QWENGPU_WARP_SIZE)           \
-      QWENGPU_WIDE_FULL_MASK_ONLY QWENGPU_WIDE_WIDTH_POWER_OF_TWO {                              \
+      QWENGPU_FULL_MASK_ONLY QWENGPU_WIDTH_POWER_OF_TWO {                                        \
     unsigned lo = (unsigned)__qwengpu_shuffle(mode, (int)__qwengpu_lo(var), (unsigned)b, width);  \
     unsigned hi = (unsigned)__qwengpu_shuffle(mode, (int)__qwengpu_hi(var), (unsigned)b, width);  \
     return (T)((__qwengpu_u64)hi << 32 | lo);                                                    \
@@ -92,6 +82,6 @@ QWENGPU_SHFL64_ALL(__shfl_down_sync, 2)
 QWENGPU_SHFL64_ALL(__shfl_xor_sync, 3)
 #undef QWENGPU_SHFL64_ALL
 #undef QWENGPU_SHFL64
-#undef QWENGPU_WIDE_FULL_MASK_ONLY
-#undef QWENGPU_WIDE_WIDTH_POWER_OF_TWO
+#undef QWENGPU_FULL_MASK_ONLY
+#undef QWENGPU_WIDTH_POWER_OF_TWO
 #endif
