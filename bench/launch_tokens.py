@@ -49,7 +49,7 @@ def launch_segments(folder: Path, name: str, few_tokens: bool, args: dict | None
     spec = json.loads((folder / f"{name}.json").read_text())
     machine = spec_machine(folder, name)
     prog = bound_program(folder / f"{name}.cu", spec["kernel"], args=args or spec["args"], block=spec["block"],
-                         grid=spec["grid"], few_tokens=few_tokens, machine=machine)
+                         grid=spec["grid"], few_tokens=few_tokens, machine=machine, shared=spec.get("shared", 0))
     ref = reference_run(prog, machine, budget=machine.step_budget)
     segs = expected_segments(prog, machine, ref.trace, fault=ref.fault, inside_step=ref.inside_step)
     return segs, len(ref.trace)
@@ -144,7 +144,7 @@ def main() -> int:
         per_kernel.append((row[1], row[0], path.stem))
     plain, few = tokens(totals[False]), tokens(totals[True])
     before = plain + totals[False]["SHORTENED"]
-    print(f"conformance suite (78 kernels): plain lowering with 4-token records {before} tokens; "
+    print(f"conformance suite ({len(per_kernel)} kernels): plain lowering with 4-token records {before} tokens; "
           f"plain {plain} tokens, {steps[False]} steps; few-token {few} tokens, {steps[True]} steps; "
           f"ratio {few / plain:.3f} (against 4-token records {few / before:.3f})")
     for kind in sorted(set(totals[False]) - {'SHORTENED'}, key=lambda k: -totals[False][k]):

@@ -24,7 +24,7 @@ from qwengpu_mlx.tui.feed import Feed, JobDone  # noqa: E402
 from qwengpu_mlx.tui.launch_process import LaunchProcess  # noqa: E402
 from tests.support.dashboard import SIZE, enter_line, wait_until  # noqa: E402
 
-LONG = "reduce_shared_tree"  # 602 tokens: long enough to cancel in the middle
+LONG = "float_sum"  # 1,461 tokens on the default machine: long enough to cancel in the middle
 
 
 class Recorder(LaunchEvents):
