@@ -36,6 +36,19 @@ keys
 plain text is sent to the chat model (needs a Qwen3.5 checkpoint: --model DIR|REPO)"""
 
 
+class JobEnd:
+    """A finished job's status as the screen shows it (a launch's or a program's outcome,
+    each a dataclass with ``cancelled`` and ``error``): cancelled, error or done."""
+
+    @property
+    def status(self) -> str:
+        if self.cancelled:
+            return "cancelled"
+        if self.error:
+            return "error"
+        return "done"
+
+
 class CommandError(ValueError):
     pass
 

@@ -39,11 +39,11 @@ from qwengpu_mlx.core.errors import LaunchError, QwenGpuError
 from qwengpu_mlx.host.frontend import demangle_kernel_name
 from qwengpu_mlx.runtime import CircuitStore, LaunchCancelled, LaunchEvents, LaunchRequest, compile_request, launch
 
-from qwengpu_mlx.tui.commands import RunRequest
+from qwengpu_mlx.tui.commands import JobEnd, RunRequest
 
 
 @dataclass
-class LaunchOutcome:
+class LaunchOutcome(JobEnd):
     request: RunRequest
     program: object = None
     launch: object = None  # runtime.Launch
@@ -54,14 +54,6 @@ class LaunchOutcome:
     tokens: int = 0
     seconds: float = 0.0  # prefill and generation
     build_seconds: float = 0.0  # circuit build, 0 when cached
-
-    @property
-    def status(self) -> str:
-        if self.cancelled:
-            return "cancelled"
-        if self.error:
-            return "error"
-        return "done"
 
 
 class MlxThread:

@@ -36,13 +36,13 @@ from qwengpu_mlx.runtime import LaunchCancelled, LaunchEvents
 from qwengpu_mlx.runtime.program import LaunchRecord, ProgramDevice
 from qwengpu_mlx.runtime.program_process import run_program
 
-from qwengpu_mlx.tui.commands import ProgramRequest
+from qwengpu_mlx.tui.commands import JobEnd, ProgramRequest
 
 Report = Callable[..., None]  # report("output", stream, line) / report("record", LaunchRecord)
 
 
 @dataclass
-class ProgramOutcome:
+class ProgramOutcome(JobEnd):
     """How a program's /run ended: its exit status, or why it did not run to its end."""
 
     request: ProgramRequest
@@ -51,14 +51,6 @@ class ProgramOutcome:
     error: str | None = None  # it did not build, or a kernel was refused
     cancelled: bool = False
     seconds: float = 0.0
-
-    @property
-    def status(self) -> str:
-        if self.cancelled:
-            return "cancelled"
-        if self.error:
-            return "error"
-        return "done"
 
     @property
     def mismatches(self) -> int:

@@ -165,6 +165,15 @@ def ptx_min(a: int, b: int) -> int:
     return a if _extended(a) < _extended(b) else b
 
 
+def ordered_sum(x: list[int], n: int) -> int:
+    """x[0] + ... + x[n-1] in float32, in index order from +0, one rounding per add (a
+    loop of ``acc += x[i]`` by one thread)."""
+    s = 0
+    for k in range(n):
+        s = add(s, x[k])
+    return s
+
+
 @oracle
 def float_saxpy(spec: dict):
     a, x, y, n = float_arg(spec, "a"), float_arg(spec, "x"), float_arg(spec, "y"), spec["args"]["n"]
@@ -175,9 +184,7 @@ def float_saxpy(spec: dict):
 @oracle
 def float_sum(spec: dict):
     x, n = float_arg(spec, "x"), spec["args"]["n"]
-    s = 0
-    for k in range(n):
-        s = add(s, x[k])
+    s = ordered_sum(x, n)
     return {"x": words(x), "out": words([s])}
 
 
@@ -375,9 +382,7 @@ def float_stencil(spec: dict):
 @oracle
 def float_mean(spec: dict):
     x, n = float_arg(spec, "x"), spec["args"]["n"]
-    s = 0
-    for k in range(n):
-        s = add(s, x[k])
+    s = ordered_sum(x, n)
     return {"x": words(x), "mean": words([div(s, to_binary32(Fraction(n)))])}
 
 
@@ -414,9 +419,7 @@ def float_variance(spec: dict):
     an fma each (one rounding), the variance a division by n."""
     x, n = float_arg(spec, "x"), spec["args"]["n"]
     count = to_binary32(Fraction(n))
-    s = 0
-    for k in range(n):
-        s = add(s, x[k])
+    s = ordered_sum(x, n)
     mean = div(s, count)
     q = 0
     for k in range(n):
