@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from qwengpu_mlx.core.errors import ClangNotFound, FrontendError
+from qwengpu_mlx.host import ptx_cache
 from qwengpu_mlx.host.ptx_ast import PtxKernel, PtxModule
 from qwengpu_mlx.host.ptx_parser import parse_ptx
 
@@ -245,6 +246,15 @@ def _compile_error(tool: str, source: Path, stderr: str) -> FrontendError:
     return FrontendError(f"{tool} could not compile {source}:\n{text}{hint}")
 
 
+def _clang_ptx(command: list[str], path: Path, deps_file: str) -> str:
+    """clang's PTX; with ``deps_file``, clang also lists there every file it read (``-MD``,
+    for the PTX cache's check), the same compile."""
+    proc = _run(command + (["-MD", "-MF", deps_file] if deps_file else []), "clang", path)
+    if proc.returncode != 0:
+        raise _compile_error("clang", path, proc.stderr)
+    return proc.stdout
+
+
 def cuda_to_ptx(source: str | Path, *, frontend: str = "clang") -> str:
     """Compile the CUDA file at ``source`` to PTX text with the prelude force-included.
 
@@ -254,11 +264,8 @@ def cuda_to_ptx(source: str | Path, *, frontend: str = "clang") -> str:
     path = Path(source)
     _source_bytes(path, "CUDA source")  # a file, readable, of sane size
     if frontend == "clang":
-        clang = find_clang()
-        proc = _run(clang_command(clang, path), "clang", path)
-        if proc.returncode != 0:
-            raise _compile_error("clang", path, proc.stderr)
-        return proc.stdout
+        command = clang_command(find_clang(), path)
+        return ptx_cache.cached_compile(command, path, lambda deps: _clang_ptx(command, path, deps))
     if frontend == "nvcc":
         nvcc = find_nvcc()
         with tempfile.TemporaryDirectory(prefix="qwengpu-nvcc-") as tmp:

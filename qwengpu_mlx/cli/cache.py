@@ -12,6 +12,7 @@ import os
 import time
 from pathlib import Path
 
+from qwengpu_mlx.host import ptx_cache
 from qwengpu_mlx.runtime import circuit_cache as cache
 
 
@@ -38,6 +39,10 @@ def info_lines(directory=None) -> list[str]:
     if stray:
         lines.append(f"  {len(stray)} leftover files of interrupted writes (cache clear removes them)")
     lines += pack_lines(d)
+    ptx = ptx_files(d)
+    if ptx:
+        lines.append(f"  {len(ptx)} compiled kernels' PTX (clang's output, reused while the source, its "
+                     f"headers and clang are unchanged), {_size(_bytes(ptx))}")
     chat = chat_files(d)
     if chat:
         lines.append(f"  {len(chat)} chat files (prompt caches per base, folded-circuit configs), "
@@ -105,6 +110,12 @@ def clear_packs(directory) -> tuple[int, int]:
     return files, freed
 
 
+def ptx_files(directory) -> list[Path]:
+    """``host/ptx_cache``'s entries (one JSON file per compiled kernel) and its leftovers."""
+    d = ptx_cache.ptx_dir(Path(directory))
+    return sorted(d.glob("*.json")) + sorted(d.glob(".ptx-*")) if d.is_dir() else []
+
+
 def chat_files(directory) -> list:
     """What the chat keeps beside the circuits: ``chat.prefix``'s prompt caches and
     ``splice.folded``'s plan configs (small; each rebuilt when missing)."""
@@ -121,7 +132,7 @@ def run(ns) -> int:
     files, freed = cache.clear()
     pack_files, pack_bytes = clear_packs(cache.cache_dir())
     files, freed = files + pack_files, freed + pack_bytes
-    for path in chat_files(cache.cache_dir()):
+    for path in chat_files(cache.cache_dir()) + ptx_files(cache.cache_dir()):
         size = path.stat().st_size
         path.unlink(missing_ok=True)
         files, freed = files + 1, freed + size

@@ -34,13 +34,13 @@ from typing import Callable
 
 import mlx.core as mx
 import numpy as np
-from platformdirs import user_cache_dir
 
 from qwengpu_mlx import compiler, core
 from qwengpu_mlx.compiler import compact as c
 from qwengpu_mlx.compiler.compact import CompactCircuit
 from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS
 from qwengpu_mlx.compiler.machine_circuit import NARROW
+from qwengpu_mlx.core.cache_location import cache_dir  # the tool's one cache folder (re-exported)
 from qwengpu_mlx.core.hashing import file_sha256
 
 FORMAT = 1
@@ -50,14 +50,6 @@ _SOURCES = ("machine.py", "isa.py", "vocab.py", "encoding.py")
 
 
 KEEP = 6  # entries kept by prune: two machines and their variants, with room to spare
-
-
-def cache_dir() -> Path:
-    """``$QWENGPU_MLX_CACHE``, else the platform's user cache directory for the tool."""
-    override = os.environ.get("QWENGPU_MLX_CACHE")
-    if override:
-        return Path(override)
-    return Path(user_cache_dir("qwengpu-mlx", appauthor=False))
 
 
 def _compiler_dir() -> Path:
