@@ -87,7 +87,7 @@ def main(argv: list[str]) -> int:
             skipped += 1
             continue
         prog = bound_program(ROOT / "examples" / "kernels" / f"{name}.cu", spec["kernel"], args=spec["args"],
-                    block=spec["block"], grid=spec["grid"], machine=machine)
+                    block=spec["block"], grid=spec["grid"], machine=machine, shared=spec.get("shared", 0))
         if "error" in spec:  # the launch must stop with this error on the model too
             exact += expected_error(name, spec["error"], prog, runner)
             continue
