@@ -1,8 +1,8 @@
 """The one definition of our SIMT machine: sizes that every part imports.
 
 The reference interpreter, the PTX lowering, the weight compiler and the token
-vocabulary all read their limits from a :class:`MachineConfig`. The defaults are the
-published machine (4 lanes, 16 register rows with row 0 reading zero, a 32-block ROM,
+vocabulary all read their limits from a :class:`MachineConfig`. Its field defaults are
+the published machine (4 lanes, 16 register rows with row 0 reading zero, a 32-block ROM,
 126 memory words); every size is a parameter.
 """
 
@@ -59,7 +59,8 @@ class MachineConfig:
         return asdict(self)
 
 
-DEFAULT_MACHINE = MachineConfig()
+PUBLISHED_MACHINE = MachineConfig()
+"""The published machine: 4 lanes, 4 warps (16 threads per block), 32 ROM blocks, 126 words."""
 
 ONE_SLOT_MACHINE = MachineConfig(slots_per_block=1)
 """The published machine with one instruction per block instead of three: every other
@@ -74,9 +75,14 @@ smallest block most CUDA code uses) and 1,024 memory words (8x). Registers fill 
 128 key rows (8 warps x 16 registers) and so does the ROM (one row per block); memory
 spreads over 8 heads of 128 words per slot and lane."""
 
-MACHINES = {"default": DEFAULT_MACHINE, "published": DEFAULT_MACHINE, "large": LARGE_MACHINE,
+DEFAULT_MACHINE = PUBLISHED_MACHINE
+"""The machine a launch, a build and the command line use when none is named. Switching
+it is this one line (and the docs): code and tests that mean a particular machine name it
+(``PUBLISHED_MACHINE``, ``LARGE_MACHINE``)."""
+
+MACHINES = {"default": DEFAULT_MACHINE, "published": PUBLISHED_MACHINE, "large": LARGE_MACHINE,
             "one-slot": ONE_SLOT_MACHINE}
-"""The named machines the command line offers (``--machine``); ``default`` is the published one."""
+"""The named machines the command line offers (``--machine``); ``default`` is :data:`DEFAULT_MACHINE`."""
 
 
 def to_signed(value: int, bits: int = 32) -> int:
