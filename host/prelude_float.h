@@ -70,10 +70,25 @@ __qwengpu_float_fn float __uint2float_rz(unsigned int x) {
 __qwengpu_float_fn float __uint2float_rd(unsigned int x) { return __nvvm_ui2f_rm(x); }
 __qwengpu_float_fn float __uint2float_ru(unsigned int x) { return __nvvm_ui2f_rp(x); }
 
-/* arithmetic with the rounding named (round to nearest even, as the operators) */
-__qwengpu_float_fn float __fadd_rn(float a, float b) { return __nvvm_add_rn_f(a, b); }
-__qwengpu_float_fn float __fsub_rn(float a, float b) { return __nvvm_add_rn_f(a, -b); }
-__qwengpu_float_fn float __fmul_rn(float a, float b) { return __nvvm_mul_rn_f(a, b); }
+/* arithmetic with the rounding named (round to nearest even, as the operators). CUDA says
+   __fadd_rn/__fsub_rn/__fmul_rn are never merged into a multiply-add (nvcc writes add.rn/mul.rn,
+   which ptxas does not fuse); clang 14 turns __nvvm_mul_rn_f/__nvvm_add_rn_f into a plain fmul/
+   fadd and contracts them into fma.rn.f32, a different rounding: so the instruction itself. */
+__qwengpu_float_fn float __fadd_rn(float a, float b) {
+  float r;
+  asm("add.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__qwengpu_float_fn float __fsub_rn(float a, float b) {
+  float r;
+  asm("sub.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__qwengpu_float_fn float __fmul_rn(float a, float b) {
+  float r;
+  asm("mul.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
 __qwengpu_float_fn float __fmaf_rn(float a, float b, float c) { return __nvvm_fma_rn_f(a, b, c); }
 __qwengpu_float_fn float __fdiv_rn(float a, float b) { return __nvvm_div_rn_f(a, b); }
 __qwengpu_float_fn float __frcp_rn(float x) { return __nvvm_rcp_rn_f(x); }
