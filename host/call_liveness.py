@@ -25,9 +25,22 @@ from qwengpu_mlx.host.ir import MBlock, successors
 def live_out(blocks: list[MBlock], use: dict, kill: dict) -> dict[int, set]:
     """Live-out set of every block, from each block's ``use`` (read before written, the
     terminator's reads included) and ``kill`` (written unguarded)."""
-    calls = {b.index: b for b in blocks if b.returns_to is not None}
-    if not calls:
+    if not any(b.returns_to is not None for b in blocks):
         return block_live_out(blocks, use, kill)
+    return _solve(blocks, use, kill)[0]
+
+
+def across_calls(blocks: list[MBlock], use: dict, kill: dict) -> dict[int, set]:
+    """``call block index -> the values live across that call``: what its continuation
+    reads that the routine does not write (its result), the names a routine would have
+    to keep through itself for that site (``float_spill`` saves them to memory instead)."""
+    _, live_in, _, results = _solve(blocks, use, kill)
+    return {b.index: live_in[b.returns_to] - results[b.term.target] for b in blocks if b.returns_to is not None}
+
+
+def _solve(blocks: list[MBlock], use: dict, kill: dict):
+    """``(live out, live in, routine parameters, routine results)``, the last two by entry block."""
+    calls = {b.index: b for b in blocks if b.returns_to is not None}
     by = {b.index: b for b in blocks}
     continuations = {b.returns_to for b in calls.values()}
     params, results = {}, {}
@@ -52,7 +65,7 @@ def live_out(blocks: list[MBlock], use: dict, kill: dict) -> dict[int, set]:
             inn = use[i] | (o - kill[i])
             if o != out[i] or inn != live_in[i]:
                 out[i], live_in[i], changed = o, inn, True
-    return out
+    return out, live_in, params, results
 
 
 def _routine_blocks(by: dict[int, MBlock], entry: int, continuations: set[int]) -> set[int]:
@@ -89,15 +102,23 @@ def across_calls_first(blocks: list[MBlock], live_out: dict[int, set], order: li
     those values should take as few registers as they can: values of different call sites
     that are never live together (a first loop's counter, a second loop's mean) share one
     when they are coloured before the code around them takes the low registers."""
+    across = across_names(blocks, live_out)
+    return [v for v in order if v in across] + [v for v in order if v not in across]
+
+
+def across_names(blocks: list[MBlock], live_out: dict[int, set]) -> set[str]:
+    """The names live across some call of a shared routine that no routine mentions."""
     calls = [b for b in blocks if b.returns_to is not None]
-    if not calls:
-        return order
+    return set().union(*(live_out[b.index] for b in calls)) - routine_names(blocks)
+
+
+def routine_names(blocks: list[MBlock]) -> set[str]:
+    """Every name the shared routines' blocks mention."""
+    calls = [b for b in blocks if b.returns_to is not None]
     by = {b.index: b for b in blocks}
     continuations = {b.returns_to for b in calls}
     inside = set().union(*(_routine_blocks(by, b.term.target, continuations) for b in calls))
-    mentioned = {name for i in inside for name in _names(by[i])}
-    across = set().union(*(live_out[b.index] for b in calls)) - mentioned
-    return [v for v in order if v in across] + [v for v in order if v not in across]
+    return {name for i in inside for name in _names(by[i])}
 
 
 def _names(b: MBlock) -> set[str]:

@@ -45,7 +45,7 @@ sites), or its rank in a chain of comparisons (more), a few steps in all.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from qwengpu_mlx.core.errors import ResourceError, RomError
 from qwengpu_mlx.core.isa import Imm, Op
@@ -76,9 +76,15 @@ class Sharing:
     kinds: frozenset[str] = frozenset()
     through_fma: bool = False
     sites: tuple[tuple[str, int], ...] = ()
+    spill: bool = False  # what is live across a call saved to memory around it (float_spill)
 
 
 INLINE = Sharing()
+
+SITE_NUMBER = "%fsite"
+"""The name (a prefix) of a routine's return-site register where its sharing ``spill``s:
+the number is then always a register, which ``float_spill`` saves to memory at the call
+and loads back before the dispatch's first compare of it."""
 
 PREDICATE_SITES = 4
 """Up to this many call sites a routine's return site is held in predicates (one bit
@@ -192,9 +198,11 @@ class RoutineCalls:
         r = self._routines.get(kind)
         if r is None:
             count = dict(self.sharing.sites).get(kind, PREDICATE_SITES + 1)
-            bits = [em.fresh("%fretp") for _ in range((count - 1).bit_length())] if count <= PREDICATE_SITES else []
+            in_predicates = count <= PREDICATE_SITES and not self.sharing.spill
+            bits = [em.fresh("%fretp") for _ in range((count - 1).bit_length())] if in_predicates else []
+            number = em.fresh(SITE_NUMBER if self.sharing.spill else "%fret")
             r = _Routine(body, em, [em.fresh("%farg") for _ in args], em.fresh("%fres"),
-                         em.fresh(f"$froutine_{kind}_"), bits, em.fresh("%fret"))
+                         em.fresh(f"$froutine_{kind}_"), bits, number)
             self._routines[kind] = r
         back = em.fresh(f"$fcalled_{kind}_")
         out = [em.ins(Op.MOV, a, (v,)) for a, v in zip(r.args, args)] + r.numbering(em)
@@ -224,6 +232,8 @@ def sharing_levels(calls: RoutineCalls) -> list[Sharing]:
     if calls.uses["fma"] and any(calls.uses[k] for k in ("add", "mul")):
         fused = frozenset(k for k, n in calls.fused_uses.items() if n >= 2)
         levels.append(Sharing(fused, through_fma=True, sites=tuple(sorted(calls.fused_uses.items()))))
+    if levels:  # the deepest again, saving what is live across its calls (float_spill)
+        levels.append(replace(levels[-1], spill=True))
     return list(dict.fromkeys(levels))
 
 

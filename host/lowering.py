@@ -29,7 +29,7 @@ from qwengpu_mlx.core.isa import Program
 from qwengpu_mlx.core.launch_spec import Dims, dims3
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, LARGE_MACHINE, MachineConfig
 
-from qwengpu_mlx.host import binding, blocks, float_routines, ranges, regalloc, wide_index
+from qwengpu_mlx.host import binding, blocks, float_coalesce, float_routines, float_spill, ranges, regalloc, wide_index
 from qwengpu_mlx.host.addresses import exact_addresses
 from qwengpu_mlx.host.fold import fold_constants
 from qwengpu_mlx.host.frontend import demangle_kernel_name
@@ -94,12 +94,12 @@ def _lower(module: PtxModule, kernel: PtxKernel, params: list[KernelParam], args
     tr = Translator(kernel, {v.name for v in shared_vars + dynamic}, binding.param_kinds(kernel, params))
     bbs = tr.run()
     return finish_program(bbs, tr.wide, kernel, params, values, layout, block, grid, machine, few_tokens,
-                          tr.shared_variants)
+                          tr.shared_variants, frame_first=True)
 
 
 def finish_program(bbs: list, wide: set, kernel: PtxKernel, params: list[KernelParam], values: dict,
                    layout: binding.MemoryLayout, block: Dims, grid: Dims, machine: MachineConfig,
-                   few_tokens: bool, variants=None) -> Program:
+                   few_tokens: bool, variants=None, frame_first: bool = False) -> Program:
     """Translated blocks + the launch's bound memory -> the checked machine program.
 
     The stages after translation (launch dimensions, arguments bound, fold, address
@@ -109,7 +109,10 @@ def finish_program(bbs: list, wide: set, kernel: PtxKernel, params: list[KernelP
     shared (``float_routines``), tried in turn where the inlined ones do not fit, each
     cut for fewest tokens and then, where that does not fit, for fewest blocks (the
     plain greedy cut); when none fits, the refusal says what sharing did
-    (``float_routines.refusal_after_sharing``).
+    (``float_routines.refusal_after_sharing``). At the last sharing, what is live across
+    a routine's call is saved to a frame in memory around it (``float_spill``), the frame
+    before the arrays with ``frame_first`` (a single kernel's launch, whose arrays may
+    move), else after them.
     """
     try:
         return _finish(bbs, wide, kernel, params, values, layout, block, grid, machine, few_tokens)
@@ -118,19 +121,27 @@ def finish_program(bbs: list, wide: set, kernel: PtxKernel, params: list[KernelP
             raise
         refusals = [inlined]
     tried = variants()
+    threads = block[0] * block[1] * block[2]
+    framed, *frame = float_spill.framed(layout, threads, machine.mem_words, frame_first)
     for translate in tried:
         for few in dict.fromkeys((few_tokens, False)):
-            shared_bbs, shared_wide = translate()
-            try:
-                return _finish(shared_bbs, shared_wide, kernel, params, values, layout, block, grid, machine, few)
-            except ResourceError as shared:
-                refusals.append(shared)
+            for spill in float_spill.budgets(translate):
+                shared_bbs, shared_wide = translate()
+                bound, saving = (layout, None) if spill is None else (framed, (spill, tuple(frame)))
+                try:
+                    return _finish(shared_bbs, shared_wide, kernel, params, values, bound, block, grid, machine,
+                                   few, saving)
+                except RomError as shared:  # saving more values only adds instructions
+                    refusals.append(shared)
+                    break
+                except ResourceError as shared:
+                    refusals.append(shared)
     raise float_routines.refusal_after_sharing(refusals, kernel) if tried else refusals[-1]
 
 
 def _finish(bbs: list, wide: set, kernel: PtxKernel, params: list[KernelParam], values: dict,
             layout: binding.MemoryLayout, block: Dims, grid: Dims, machine: MachineConfig,
-            few_tokens: bool) -> Program:
+            few_tokens: bool, spill: tuple | None = None) -> Program:
     kname = demangle_kernel_name(kernel.name)
     lower_launch_specials(bbs, block, grid)
     blocks.check_size(bbs, machine, kname)
@@ -141,6 +152,9 @@ def _finish(bbs: list, wide: set, kernel: PtxKernel, params: list[KernelParam], 
     specials = ranges.special_ranges(block_dim, grid_dim, machine.lanes)
     wide_index.clamp_wide_products(bbs, wide, specials)
     exact_addresses(bbs, wide, specials, 4 * machine.mem_words)
+    if spill is not None:  # the last sharing: (budget, frame) to save what is live across a routine's call
+        float_spill.save_across_calls(bbs, *spill, block_dim, kname)
+        float_coalesce.coalesce_moves(bbs, machine.usable_regs)
 
     floats = regalloc.float_registers(kernel.reg_decls)  # their machine registers shown as floats
     mblocks, regs_used, preds_used = blocks.fewest_token_blocks(bbs, machine, kname, grid_dim, floats) \
