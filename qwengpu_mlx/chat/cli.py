@@ -22,6 +22,7 @@ from qwengpu_mlx.runtime import CircuitStore
 from qwengpu_mlx.runtime.speed import summary_lines as mlx_lm_lines
 
 from qwengpu_mlx.chat.models import DEMO, GET_A_MODEL, ChatModelError, open_chat_model
+from qwengpu_mlx.chat.prompt_cache_progress import prefill_display
 
 from qwengpu_mlx.chat.session import (UNPARSED, ChatSession, ChatSettings, ReasoningPiece, TextPiece, ToolCallDone,
                                       ToolCallStarted, TurnSummary, UnclosedCall)
@@ -73,11 +74,15 @@ def run(ns) -> int:
         print(model.note, file=sys.stderr)
     if not model.has_tools:
         print(f"warning: {spec}'s chat template has no tool calls: Qwen cannot ask for the GPU", file=sys.stderr)
-    session = ChatSession(model, settings_from(ns))
-    if ns.json or not sys.stdin.isatty():
-        return _batch(session, ns.json)
-    print(f"qwengpu-mlx chat: {spec} ({ns.mode} mode). {HELP}")
-    return _interactive(session)
+    progress = prefill_display(ns.json, sys.stderr, _log)  # a slow base's prefill counts its tokens
+    session = ChatSession(model, settings_from(ns), progress=progress)
+    try:
+        if ns.json or not sys.stdin.isatty():
+            return _batch(session, ns.json)
+        print(f"qwengpu-mlx chat: {spec} ({ns.mode} mode). {HELP}")
+        return _interactive(session)
+    finally:
+        progress.close()
 
 
 def _interactive(session) -> int:
@@ -106,6 +111,8 @@ def interruptible_turn(session, query: str, out) -> TurnSummary | None:
         return show_turn(events, out)
     except KeyboardInterrupt:
         events.close()  # the turn drops its partial reply (a no-op if Ctrl-C struck inside it)
+        if hasattr(getattr(session, "progress", None), "close"):  # Ctrl-C in a prefill: its live line goes
+            session.progress.close()
         out.write("\n" + STOPPED + "\n")
         out.flush()
         return None

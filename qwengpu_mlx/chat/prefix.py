@@ -22,6 +22,7 @@ from mlx_lm.models.cache import load_prompt_cache, make_prompt_cache, save_promp
 
 from qwengpu_mlx.runtime.circuit_cache import cache_dir, write_atomically
 
+from qwengpu_mlx.chat.prompt_cache_prefill import PrefillProgress, feed
 from qwengpu_mlx.chat.template import render_prompt
 
 
@@ -70,9 +71,10 @@ def _path(identity: str, tokens: list[int]) -> Path:
     return cache_dir() / f"prompt-{key[:16]}.safetensors"
 
 
-def prefill_prefix(model, tokens: list[int], identity: str, log: Callable[[str], None]) -> PrefixCache:
+def prefill_prefix(model, tokens: list[int], identity: str, log: Callable[[str], None],
+                   progress: PrefillProgress | None = None) -> PrefixCache:
     """The prefix's cache: from the disk cache when ``identity`` names the base's files, else
-    prefilled now (and saved under that identity)."""
+    prefilled now, each step counted on ``progress`` (and saved under that identity)."""
     path = _path(identity, tokens) if identity else None
     if path is not None and path.is_file():
         try:
@@ -80,9 +82,7 @@ def prefill_prefix(model, tokens: list[int], identity: str, log: Callable[[str],
         except Exception as e:  # a damaged file is prefilled again, not fatal
             log(f"prompt cache {path} not used ({type(e).__name__}: {e})")
     cache = make_prompt_cache(model)
-    for i in range(0, len(tokens), 512):
-        model(mx.array([tokens[i:i + 512]]), cache=cache)
-        mx.eval([c.state for c in cache])
+    feed(model, cache, tokens, progress)
     if path is not None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -22,6 +22,7 @@ from mlx_lm.sample_utils import make_sampler
 from qwengpu_mlx.chat.calls import GpuTools, LaunchRecord, ToolOutcome, call_expression
 from qwengpu_mlx.chat.copying import CopyGuard, result_strings
 from qwengpu_mlx.chat.prefix import prefill_prefix, shared_prefix
+from qwengpu_mlx.chat.prompt_cache_prefill import PrefillProgress
 from qwengpu_mlx.chat.quoting import AnswerCheck, check_answer
 from qwengpu_mlx.chat.reply import Markers, ReplySplitter
 from qwengpu_mlx.chat.startup import timed
@@ -113,12 +114,14 @@ class ChatSession:
     model: object  # models.ChatModel
     settings: ChatSettings = ChatSettings()
     messages: list[dict] = field(default_factory=list)
+    progress: PrefillProgress | None = None  # told (processed, total) while a prompt is prefilled (a display)
 
     def __post_init__(self):
         if self.settings.mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
         mx.random.seed(self.settings.seed)
-        self.text = TextGenerator(self.model.combined.base, make_sampler(self.settings.temp, self.settings.top_p))
+        self.text = TextGenerator(self.model.combined.base, make_sampler(self.settings.temp, self.settings.top_p),
+                                  progress=self.progress)
         self.tools = GpuTools(self.model.combined.circuit, self.model.machine, self.settings.check)
         self.reset()
 
@@ -134,7 +137,8 @@ class ChatSession:
         s = self.settings
         tokens = shared_prefix(self.model.tokenizer, s.system_prompt, self.offered, s.thinking)
         with timed(self.model.log, f"the prompt's shared start ({len(tokens)} tokens: system prompt and tools)"):
-            self.text.prefix = prefill_prefix(self.model.combined.base, tokens, self.model.identity, self.model.log)
+            self.text.prefix = prefill_prefix(self.model.combined.base, tokens, self.model.identity, self.model.log,
+                                              self.progress)
 
     def reset(self) -> None:
         """mlx_lm.chat's ``r``: a fresh conversation and cache."""

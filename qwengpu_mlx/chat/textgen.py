@@ -20,7 +20,7 @@ from mlx_lm.models.cache import make_prompt_cache
 
 from qwengpu_mlx.runtime.speed import GenStats
 
-PREFILL_STEP = 512  # prompt tokens per forward pass during prefill (bounds peak memory)
+from qwengpu_mlx.chat.prompt_cache_prefill import PrefillProgress, feed
 
 
 @dataclass
@@ -33,6 +33,7 @@ class TextGenerator:
     cache: list | None = None
     prefix: object = None  # prefix.PrefixCache: where a fresh cache starts, when the prompt begins with it
     processor: Callable | None = None  # mlx-lm's logits-processor form (tokens, logits) -> logits, or None
+    progress: PrefillProgress | None = None  # told (processed, total) as a prompt is prefilled
 
     def reset(self) -> None:
         """Forget the conversation: the next prompt is prefilled from its start."""
@@ -51,11 +52,11 @@ class TextGenerator:
         # As mlx-lm's generate_step prefills: every token but the last only fills the cache
         # (its logits are never evaluated: full-vocabulary logits at every prompt position
         # would cost more than the layers), the last one gives the next token's logits.
-        for i in range(0, len(rest) - 1, PREFILL_STEP):
-            self.model(mx.array([rest[i:min(i + PREFILL_STEP, len(rest) - 1)]]), cache=self.cache)
-            mx.eval([c.state for c in self.cache])
+        feed(self.model, self.cache, rest[:-1], self.progress, total=len(rest))
         logits = self.model(mx.array([rest[-1:]]), cache=self.cache)
         mx.eval(logits)
+        if self.progress is not None:
+            self.progress(len(rest), len(rest))
         self.fed = list(prompt)
         return logits[0, -1], GenStats(len(rest), time.perf_counter() - t0)
 
