@@ -459,3 +459,52 @@ def float_add3(spec: dict):
     a, b, c = float_arg(spec, "a"), float_arg(spec, "b"), float_arg(spec, "c")
     return {"a": words(a), "b": words(b), "c": words(c),
             "out": words([add(add(x, y), z) for x, y, z in zip(a, b, c)])}
+
+
+def block_sum(terms: list[int], threads: int, step) -> int:
+    """A thread block's sum as the kernels write it: thread ``t`` folds ``terms[t]``,
+    ``terms[t + threads]``, ... into its own accumulator from +0 by ``step(acc, term)``
+    (one rounding each), then a shared-memory tree adds ``s[t + o]`` into ``s[t]`` for
+    ``t < o``, ``o`` halving from ``threads / 2``; the sum is ``s[0]``."""
+    s = []
+    for t in range(threads):
+        acc = 0
+        for term in terms[t::threads]:
+            acc = step(acc, term)
+        s.append(acc)
+    o = threads // 2
+    while o > 0:
+        s[:o] = [add(s[t], s[t + o]) for t in range(o)]
+        o //= 2
+    return s[0]
+
+
+@oracle
+def float_mean_var(spec: dict):
+    """The mean a block sum of the elements over n (``cvt.rn`` of n); the variance a block
+    sum of the squared deviations (``e = x - m``, then ``d + e * e`` contracted into one
+    fma) over n - 1."""
+    x, n, threads = float_arg(spec, "x"), spec["args"]["n"], spec["block"]
+    m = div(block_sum(x[:n], threads, add), to_binary32(Fraction(n)))
+    deviations = [add(v, m ^ SIGN) for v in x[:n]]
+    q = block_sum(deviations, threads, lambda acc, e: fma(e, e, acc))
+    return {"x": words(x), "mean": words([m]), "var": words([div(q, to_binary32(Fraction(n - 1)))])}
+
+
+@oracle
+def float_rms_norm(spec: dict):
+    """r = sqrt(block sum of x * x (an fma each) / n + 1e-6f), each element over r."""
+    x, n, threads = float_arg(spec, "x"), spec["args"]["n"], spec["block"]
+    y = float_arg(spec, "y")
+    s = block_sum(x[:n], threads, lambda acc, v: fma(v, v, acc))
+    r = sqrt(add(div(s, to_binary32(Fraction(n))), to_binary32(Fraction("1e-6"))))
+    y[:n] = [div(v, r) for v in x[:n]]
+    return {"x": words(x), "y": words(y)}
+
+
+@oracle
+def float_dot_mean(spec: dict):
+    """The block sum of a * b (an fma each) over n."""
+    a, b, n, threads = float_arg(spec, "a"), float_arg(spec, "b"), spec["args"]["n"], spec["block"]
+    s = block_sum(list(zip(a[:n], b[:n])), threads, lambda acc, p: fma(p[0], p[1], acc))
+    return {"a": words(a), "b": words(b), "out": words([div(s, to_binary32(Fraction(n)))])}
