@@ -42,12 +42,20 @@ def coalesce_moves(bbs: list[BasicBlock], usable: int) -> int:
         trial = copy.deepcopy(bbs)
         _rename(trial, lambda n: pair[0] if n == pair[1] else n)
         merged, needed = _colouring(trial)
-        if needed > usable:
+        if needed > usable or _empty_continuation(trial):
             rejected.add(pair)
             continue
         bbs[:] = trial
         graph = merged
         gone += 1
+
+
+def _empty_continuation(bbs: list[BasicBlock]) -> bool:
+    """Whether a call's continuation lost its last instruction: an empty block is threaded
+    into what follows it, which can then merge into the routine's return (``blocks``) and
+    leave the call no block to return to."""
+    backs = {bb.term.returns_to for bb in bbs if bb.term is not None and bb.term.returns_to is not None}
+    return any(bb.label in backs and not any(isinstance(it, LInstr) for it in bb.items) for bb in bbs)
 
 
 def _moves(bbs: list[BasicBlock]) -> list[LInstr]:

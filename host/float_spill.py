@@ -49,10 +49,6 @@ as few as fit; the ROM only grows along them). The fma routine alone uses seven 
 eight predicates."""
 
 
-FRAME_SLOTS = 4
-"""Words of a thread's frame where it is placed before the arrays: the return site and
-three saved values (a call that saves more is refused: a later budget saves more)."""
-
 OFFSET_BYTES = 512
 """A load's or store's constant offset is below this (the ROM's 10-bit signed field):
 the frame, addressed ``[%tid.x*4 + offset]``, must lie in memory's first bytes."""
@@ -65,12 +61,13 @@ def frame_base(layout) -> int:
 
 def framed(layout: MemoryLayout, threads: int, mem_words: int, first: bool) -> tuple[MemoryLayout, int, int]:
     """``(layout, the frame's first word, its words)``: with ``first`` (a single kernel's
-    launch, whose arrays may move) the frame at word 0 and the arrays and ``__shared__``
-    variables after it, else (a program's launch: its device memory stays where it is)
-    after them, where the offsets reach it only for small arrays."""
+    launch, whose arrays may move) the frame at word 0, as many words per thread as a
+    load's offset reaches, and the arrays and ``__shared__`` variables after it; else (a
+    program's launch: its device memory stays where it is) after them, where the
+    offsets reach it only for small arrays."""
     end = frame_base(layout)
-    words = threads * FRAME_SLOTS
-    if not first or end + words > mem_words:
+    words = threads * min(OFFSET_BYTES // (4 * threads), (mem_words - end) // threads)  # what the offsets reach
+    if not first or words < 2 * threads:
         return layout, end, mem_words - end
     moved = [replace(r, base=r.base + words) for r in layout.arrays]
     shared = [replace(r, base=r.base + words) for r in layout.shared]
