@@ -37,7 +37,11 @@ that saves most ROM alone, then every kind with two or more uses, then ``add``, 
 and ``mul`` as calls of the ``fma`` routine (``a + b = fma(a, 1, b)``, ``a * b = fma(a, b, -0)``,
 each exactly rounded once as the add and the multiply are, NaNs canonical, and zero's
 sign as IEEE-754 gives it for both), where a kernel has an fma; each cut for fewest
-tokens, then for fewest blocks (``lowering.finish_program``). A call costs its argument
+tokens, then for fewest blocks (``lowering.finish_program``); last, that deepest sharing
+again with what is live across each call saved to memory around it and the calls'
+moves coalesced (``float_spill``, ``float_coalesce``), where registers or predicates
+ran out: its return sites always a register (``SITE_NUMBER``), which the call stores
+and the dispatch loads. A call costs its argument
 moves, a jump and the dispatch's branches: one per bit of its site's number (up to four
 sites), or its rank in a chain of comparisons (more), a few steps in all.
 """
@@ -200,9 +204,8 @@ class RoutineCalls:
             count = dict(self.sharing.sites).get(kind, PREDICATE_SITES + 1)
             in_predicates = count <= PREDICATE_SITES and not self.sharing.spill
             bits = [em.fresh("%fretp") for _ in range((count - 1).bit_length())] if in_predicates else []
-            number = em.fresh(SITE_NUMBER if self.sharing.spill else "%fret")
-            r = _Routine(body, em, [em.fresh("%farg") for _ in args], em.fresh("%fres"),
-                         em.fresh(f"$froutine_{kind}_"), bits, number)
+            names = [em.fresh("%farg") for _ in args], em.fresh("%fres"), em.fresh(f"$froutine_{kind}_")
+            r = _Routine(body, em, *names, bits, em.fresh(SITE_NUMBER if self.sharing.spill else "%fret"))
             self._routines[kind] = r
         back = em.fresh(f"$fcalled_{kind}_")
         out = [em.ins(Op.MOV, a, (v,)) for a, v in zip(r.args, args)] + r.numbering(em)
