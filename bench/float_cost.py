@@ -8,7 +8,10 @@ model writes (the expected launch, which an exact model launch equals token for 
 beside the same kernel with an integer ``+``: ratios measured in one run. No model is
 needed: the counts are the reference's. Large machine (the fma needs more than 32 blocks).
 Then example kernels with their routines inlined and shared (one copy called from every
-use): a call's cost in steps and tokens, and the ROM it saves.
+use): a call's cost in steps and tokens, and the ROM it saves; last, the kernels that fit
+only with what is live across a call saved to memory around it (``host/float_spill.py``),
+and what saving costs a call (an example forced to that level, saving nothing but the
+return site, then everything live across each call).
 
     .venv/bin/python -m bench.float_cost
 """
@@ -23,7 +26,8 @@ import numpy as np
 
 from qwengpu_mlx.core.errors import ResourceError
 from qwengpu_mlx.core.machine import LARGE_MACHINE, MACHINES
-from qwengpu_mlx.host import float_routines, lowering, translate
+from qwengpu_mlx.core.errors import RomError
+from qwengpu_mlx.host import float_routines, float_spill, lowering, translate
 from qwengpu_mlx.host.launch import bind, compile_kernel
 from qwengpu_mlx.runtime.check import reference_run
 from qwengpu_mlx.runtime.expect import expected_segments
@@ -125,6 +129,51 @@ def sharing_table() -> None:
         print(f"{name:28} {_example_cost(name, False):>14} {_example_cost(name, True):>15} {_cost(lowered, m):>14}")
 
 
+SPILL_EXAMPLES = ("float_mean_var", "float_rms_norm", "float_dot_mean")
+"""Examples whose routines are shared at the spill level as lowered (``float_dot_mean``
+fits without it: beside them for scale)."""
+
+
+def _spill_forced(name: str, budget: float_spill.Budget) -> str:
+    """``blocks/steps/tokens (calls run)`` of an example lowered only at the spill level,
+    keeping ``budget`` in registers; "refused" where that does not fit."""
+    spec = json.loads((EXAMPLES / f"{name}.json").read_text())
+    m = MACHINES[spec.get("machine", "default")]
+    saved = float_routines.sharing_levels, float_spill.BUDGETS, lowering._finish
+    levels, finish = saved[0], saved[2]
+
+    def spilled_only(*args, **kw):
+        if len(args) < 11 and "spill" not in kw:
+            raise RomError("the inlined try, skipped")
+        return finish(*args, **kw)
+    float_routines.sharing_levels = lambda calls: levels(calls)[-1:]
+    float_spill.BUDGETS, lowering._finish = (budget,), spilled_only
+    try:
+        prog = bind(compile_kernel(EXAMPLES / f"{name}.cu", spec["kernel"]), spec["args"], block=spec["block"],
+                    grid=spec["grid"], machine=m)
+    except ResourceError:
+        return "refused"
+    finally:
+        float_routines.sharing_levels, float_spill.BUDGETS, lowering._finish = saved
+    entries = {b.index for b in prog.blocks if (b.label or "").startswith("$froutine_")}
+    calls = sum(r.block in entries for r in reference_run(prog, m, budget=m.step_budget).trace)
+    return f"{_cost(prog, m)} ({calls})"
+
+
+def spill_table() -> None:
+    print(f"\n{'saved across calls (blocks/steps/tokens)':42} {'as lowered':>16}")
+    for name in SPILL_EXAMPLES:
+        spec = json.loads((EXAMPLES / f"{name}.json").read_text())
+        m = MACHINES[spec.get("machine", "default")]
+        lowered = bind(compile_kernel(EXAMPLES / f"{name}.cu", spec["kernel"]), spec["args"], block=spec["block"],
+                       grid=spec["grid"], machine=m)
+        print(f"{name:42} {_cost(lowered, m):>16}")
+    print(f"\n{'spill level forced (warp calls run)':42} {'saving sites':>20} {'saving every value':>20}")
+    for name in ("float_variance", "float_ratios"):
+        print(f"{name:42} {_spill_forced(name, float_spill.Budget()):>20} "
+              f"{_spill_forced(name, float_spill.Budget(0, 0)):>20}")
+
+
 def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -138,6 +187,7 @@ def main() -> None:
     for label, blocks, steps, tokens in rows:
         print(f"{label:32} {blocks:>6} {steps:>6} {tokens:>7} {steps / base_steps:>8.1f} {tokens / base_tokens:>9.1f}")
     sharing_table()
+    spill_table()
 
 
 if __name__ == "__main__":
