@@ -33,7 +33,7 @@ import numpy as np
 
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
 from qwengpu_mlx.runtime.circuit_layers import MLP, Mixer, NarrowCircuit, PairedGate, mixer_weights, mlp_weights
-from qwengpu_mlx.runtime.native_step import NativeStep, SparseRows
+from qwengpu_mlx.runtime.native_step import NativeStep, SparseRows, top_two
 from qwengpu_mlx.runtime.recurrent import Recurrence, gated_delta_ops, gates, normalize_qk, precise_swiglu
 from qwengpu_mlx.runtime.sparse_product import Product
 
@@ -236,7 +236,17 @@ class CircuitRunner:
             self.min_margin = min(self.min_margin, min(float(v) for v in margins))
         return lg[0]
 
+    def step_top_two(self, tokens: list[int]) -> tuple[int, float]:
+        """:meth:`step`'s greedy token and logit margin (``native_step.top_two``); on the
+        native step in one pass over its logits, without handing them to MLX."""
+        if self.native is None:
+            return top_two(np.array(self.step(tokens)))
+        return self.native.top_two(self._native_logits(tokens))
+
     def _native_steps(self, tokens: list[int]) -> mx.array:
+        return mx.array(self._native_logits(tokens))
+
+    def _native_logits(self, tokens: list[int]) -> np.ndarray:
         """The tokens one by one on the native step (its states updated in place)."""
         if self._packed is None:
             self._packed = self.native.zeros()
@@ -245,7 +255,7 @@ class CircuitRunner:
         lg, margin = self.native.tokens(tokens, self._packed, self._rows, self.track_margins)
         if self.track_margins:
             self.min_margin = min(self.min_margin, margin)
-        return mx.array(lg)
+        return lg
 
     def weights(self) -> list[mx.array]:
         """Every weight array the runner holds (memory accounting; tests check none changes)."""

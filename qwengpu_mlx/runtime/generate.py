@@ -25,6 +25,7 @@ from qwengpu_mlx.core.readout import read_memory, read_outputs
 from qwengpu_mlx.runtime.check import check_launch
 from qwengpu_mlx.runtime.expect import LaunchExpectation
 from qwengpu_mlx.runtime.fault import model_fault
+from qwengpu_mlx.runtime.native_step import top_two
 from qwengpu_mlx.runtime.prompt import check_launchable, prompt_tokens
 
 
@@ -235,6 +236,16 @@ def generate_launch(program: Program, runner, *, step_budget: int | None = None,
     return launch
 
 
+def _greedy_step(runner) -> Callable[[list[int]], tuple[int, float]]:
+    """Feed tokens to ``runner``; ``(greedy next token, its logit margin)`` (``top_two``).
+    A runner with ``step_top_two`` gives that pair itself (the native step: one pass over
+    the logits instead of the vocabulary's logits through MLX and NumPy each token)."""
+    fast = getattr(runner, "step_top_two", None)
+    if fast is not None:
+        return fast
+    return lambda tokens: top_two(np.array(runner.step(tokens)))
+
+
 def _generate(program, runner, progress: _Progress, on_token, cancel, on_prompt) -> Launch:
     """Greedy generation until STOP or FAULT, under the step, token and time bounds."""
     machine = runner.machine
@@ -245,8 +256,9 @@ def _generate(program, runner, progress: _Progress, on_token, cancel, on_prompt)
         on_prompt(prompt)
     stop_ids = {v.id("STOP")} | {v.id("FAULT", code=c) for c in FAULT_CODES}
     progress.check_time(0)
+    advance = _greedy_step(runner)
     t0 = time.perf_counter()
-    logits = runner.step(prompt)
+    tok, margin = advance(prompt)
     t1 = time.perf_counter()
     progress.prefill_seconds = t1 - t0
     out: list[int] = []
@@ -255,11 +267,7 @@ def _generate(program, runner, progress: _Progress, on_token, cancel, on_prompt)
         if cancel is not None and cancel.is_set():
             raise LaunchCancelled()
         progress.check_time(len(out))
-        lg = np.array(logits)
-        tok = int(np.argmax(lg))
-        best = lg[tok]
-        lg[tok] = -np.inf  # the runner-up: np.partition slows to milliseconds on the many tied logits
-        logit_margin = min(logit_margin, float(best - lg.max()))
+        logit_margin = min(logit_margin, margin)
         out.append(tok)
         t = v[tok]
         if on_token is not None:
@@ -274,7 +282,7 @@ def _generate(program, runner, progress: _Progress, on_token, cancel, on_prompt)
         if tok in stop_ids:
             break
         progress.count(t, len(out))
-        logits = runner.step([tok])
+        tok, margin = advance([tok])
     t2 = time.perf_counter()
     memory, state_margin = read_memory(runner, machine)
     gate = runner.min_margin if runner.track_margins and np.isfinite(runner.min_margin) else None

@@ -56,12 +56,20 @@ class PackedRunner:
 
     def step(self, tokens: list[int]) -> mx.array:
         """Feed tokens (prefill or one step); logits of the last one."""
+        return mx.array(self._logits(tokens))
+
+    def step_top_two(self, tokens: list[int]) -> tuple[int, float]:
+        """:meth:`step`'s greedy token and logit margin (``native_step.top_two``), without
+        handing the logits to MLX."""
+        return self.native.top_two(self._logits(tokens))
+
+    def _logits(self, tokens: list[int]) -> np.ndarray:
         if self._packed is None:
             self._packed = self.native.zeros()
         lg, margin = self.native.tokens(tokens, self._packed, self._rows, self.track_margins)
         if self.track_margins:
             self.min_margin = min(self.min_margin, margin)
-        return mx.array(lg)
+        return lg
 
     def weights(self) -> list[mx.array]:
         """The arrays the step runs from (its weight blobs and the embedding rows), as the

@@ -105,6 +105,18 @@ def step_threads() -> int:
         return 1
 
 
+def top_two(logits: np.ndarray) -> tuple[int, float]:
+    """``(greedy token, its logit minus the runner-up's)`` of logits [V]: the first index of
+    the largest value (``np.argmax``), and that value minus the largest of all the others
+    in float32 (0 on a tie; +inf with one logit). What the launch loop reads of a token's
+    logits; :meth:`NativeStep.top_two` gives the same pair in one native pass."""
+    lg = np.array(logits, np.float32).reshape(-1)
+    tok = int(np.argmax(lg))
+    best = lg[tok]
+    lg[tok] = -np.inf  # the runner-up: np.partition slows to milliseconds on the many tied logits
+    return tok, float(best - lg.max())
+
+
 class SparseRows:
     """The embedding rows by their non-zeros, at their residual positions: a token's
     residual is 0 + its row (the runner's ``embed``); a zero entry would give the +0
@@ -175,10 +187,12 @@ class NativeStep:
         self._attach(header + body, consts, sparse)
 
     def _attach(self, program: list[int], consts: list[float], sparse: bool) -> None:
-        """The plans of ``program`` (its header's margin flag off and on)."""
+        """The plans of ``program``: its header's margin flag off and on, each with the
+        logits and without them (a prompt token before the last: no one reads its logits)."""
         threads = step_threads()
-        self._plans = {track: self.module.plan(program[:3] + [int(track)] + program[4:], consts, sparse=sparse,
-                                               threads=threads) for track in (False, True)}
+        self._plans = {(track, logits): self.module.plan(program[:3] + [int(track)] + program[4:], consts,
+                                                         sparse=sparse, threads=threads, logits=logits)
+                       for track in (False, True) for logits in (False, True)}
         self._program, self._consts, self.sparse = program[:3] + [0] + program[4:], consts, sparse
 
     def arrays(self) -> dict[str, np.ndarray]:
@@ -234,7 +248,7 @@ class NativeStep:
     def __call__(self, x, packed, track: bool) -> tuple[np.ndarray, float]:
         """``(logits [V], smallest gate margin)`` after token ``x`` ([W] or [1, W]); the
         states ``packed`` (:meth:`zeros`) are updated in place."""
-        logits, _, margin = self._run(self._plans[track], x, packed)
+        logits, _, margin = self._run(self._plans[track, True], x, packed)
         return logits, margin
 
     def profiled(self, x, packed, tokens: int) -> dict[str, float]:
@@ -248,8 +262,9 @@ class NativeStep:
     def start_profile(self) -> None:
         """Tokens from now on run on profiling plans (``bench/profile_step.py --machines``):
         the same arithmetic, each stage's thread CPU time and the work counted."""
-        self._plans = {track: self.module.plan(self._program[:3] + [int(track)] + self._program[4:], self._consts,
-                                               profile=True, sparse=self.sparse) for track in (False, True)}
+        self._plans = {(track, logits): self.module.plan(self._program[:3] + [int(track)] + self._program[4:],
+                                                         self._consts, profile=True, sparse=self.sparse, logits=logits)
+                       for track in (False, True) for logits in (False, True)}
 
     def profile_report(self) -> tuple[dict[str, float], dict[str, float]]:
         """(seconds per token in each stage, work per token) since :meth:`start_profile`."""
@@ -268,12 +283,18 @@ class NativeStep:
 
     def tokens(self, tokens: list[int], packed, rows: "SparseRows", track: bool) -> tuple[np.ndarray, float]:
         """``(logits [V] of the last token, smallest gate margin)`` after ``tokens`` one by
-        one from ``packed`` (updated in place), each embedded by ``rows``."""
+        one from ``packed`` (updated in place), each embedded by ``rows``; the tokens
+        before the last run without their logits (the same states and margins)."""
         margin = float("inf")
-        for t in tokens:
-            logits, m = self(rows.embed(t, self.width), packed, track)
+        for i, t in enumerate(tokens):
+            logits, _, m = self._run(self._plans[track, i == len(tokens) - 1], rows.embed(t, self.width), packed)
             margin = min(margin, m)
         return logits, margin
+
+    def top_two(self, logits: np.ndarray) -> tuple[int, float]:
+        """:func:`top_two` of a token's logits [V], in one native pass over them."""
+        at, margin = self.module.top_two(np.ascontiguousarray(logits, np.float32))
+        return (int(at), float(margin)) if at >= 0 else top_two(logits)
 
     def layer_states(self, packed, layer: int) -> tuple[np.ndarray, np.ndarray]:
         """Mixer ``layer``'s conv state [3, C] and recurrent state [1, H, Dv, Dk], of packed

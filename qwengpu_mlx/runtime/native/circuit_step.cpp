@@ -86,6 +86,7 @@ struct Plan {
   bool profile = false;
   bool sparse = true;  // only what a token uses (false: every row, channel and head, for tests)
   int threads = 1;  // threads for the logits (the sparse step's one product as wide as the vocabulary)
+  bool logits = true;  // false: the token's logits are not needed (a prompt token before the last)
   mutable std::vector<double> seconds = std::vector<double>(N_STAGES, 0.0);
   mutable long tokens = 0;
   mutable std::vector<long> work = std::vector<long>(N_COUNTS, 0);
@@ -924,13 +925,15 @@ float run(const Plan& plan, const Buffers& io) {
       throw std::runtime_error("circuit_step: unknown layer record");
     }
   }
-  float r = plan.sparse ? rms_live(x.data(), live, W, k.inv_hidden, k.eps) : rms_factor(x.data(), W, k.inv_hidden, k.eps);
-  std::vector<float> hn(n_out);
-  for (int i = 0; i < n_out; i++) hn[i] = (x[out_pos[i]] * r) * final_norm[i];
-  if (plan.sparse)
-    logit_groups.apply(logits_of, hn.data(), io.logits, plan.threads);
-  else
-    logits_of.apply(hn.data(), io.logits);
+  if (plan.logits) {
+    float r = plan.sparse ? rms_live(x.data(), live, W, k.inv_hidden, k.eps) : rms_factor(x.data(), W, k.inv_hidden, k.eps);
+    std::vector<float> hn(n_out);
+    for (int i = 0; i < n_out; i++) hn[i] = (x[out_pos[i]] * r) * final_norm[i];
+    if (plan.sparse)
+      logit_groups.apply(logits_of, hn.data(), io.logits, plan.threads);
+    else
+      logits_of.apply(hn.data(), io.logits);
+  }
   clock.mark(LOGITS);
   plan.tokens += 1;
   if (plan.sparse) count(LIVE, (long)live.dims.size());
@@ -939,7 +942,7 @@ float run(const Plan& plan, const Buffers& io) {
 }
 
 std::shared_ptr<Plan> make_plan(std::vector<int> program, std::vector<float> consts, int blocks, bool profile,
-                                bool sparse, int threads) {
+                                bool sparse, int threads, bool logits) {
   if (consts.size() != 8) throw std::invalid_argument("circuit_step: a plan takes 8 constants");
   if (program.size() < 2) throw std::invalid_argument("circuit_step: a program starts with W and V");
   auto p = std::make_shared<Plan>();
@@ -951,6 +954,7 @@ std::shared_ptr<Plan> make_plan(std::vector<int> program, std::vector<float> con
   p->profile = profile;
   p->sparse = sparse;
   p->threads = std::max(1, threads);
+  p->logits = logits;
   return p;
 }
 
@@ -969,6 +973,55 @@ float run_token(const std::shared_ptr<Plan>& plan, Vec<const float> x, Vec<float
              residual.data()};
   nb::gil_scoped_release quiet;
   return run(*plan, io);
+}
+
+// The greedy token and its margin from logits [V]: (the first index of the largest value,
+// that value minus the largest of all the others, in float32), what the launch loop takes
+// from a token's logits (qwengpu_mlx/runtime/generate.py), in one pass instead of
+// handing the vocabulary's logits to NumPy. A NaN anywhere gives index -1: the caller then
+// takes NumPy's own path (argmax's and max's NaN rules). Only a zero margin can differ
+// from NumPy's, in its sign (which of a tied +0 and -0 a maximum returns).
+// The largest of v[a, b) (-inf when empty), in eight lanes that vectorize; `nan` is set
+// when one of them is a NaN.
+float largest(const float* v, long a, long b, bool& nan) {
+  const float lowest = -std::numeric_limits<float>::infinity();
+  float m[8] = {lowest, lowest, lowest, lowest, lowest, lowest, lowest, lowest};
+  int odd = 0;
+  long i = a;
+  for (; i + 8 <= b; i += 8)
+    for (int l = 0; l < 8; l++) {
+      float x = v[i + l];
+      odd |= x != x;
+      m[l] = x > m[l] ? x : m[l];
+    }
+  for (; i < b; i++) {
+    odd |= v[i] != v[i];
+    m[0] = v[i] > m[0] ? v[i] : m[0];
+  }
+  nan = nan || odd;
+  float best = m[0];
+  for (int l = 1; l < 8; l++) best = m[l] > best ? m[l] : best;
+  return best;
+}
+
+std::pair<long, float> top_two(Vec<const float> logits) {
+  const float* v = logits.data();
+  long n = (long)logits.shape(0);
+  if (n == 0) return {-1, 0.0f};
+  bool nan = false;
+  long at = 0;
+  float best, second;
+  {
+    nb::gil_scoped_release quiet;
+    best = largest(v, 0, n, nan);
+    if (!nan) {
+      while (v[at] != best) at++;  // the first index that holds it (argmax's)
+      best = v[at];  // +0 and -0 compare equal: the value at that index, as NumPy takes it
+      second = std::max(largest(v, 0, at, nan), largest(v, at + 1, n, nan));
+    }
+  }
+  if (nan) return {-1, 0.0f};
+  return {at, best - second};
 }
 
 // How many of the floats with bit patterns 0, stride, 2 stride, ... (all 2^32 for stride
@@ -991,7 +1044,8 @@ NB_MODULE(_circuit_step, m) {
   m.doc() = "One decode token of a compiled circuit, in one call";
   nb::class_<Plan>(m, "Plan");
   m.def("plan", &make_plan, nb::arg("program"), nb::arg("consts"), nb::arg("blocks") = -1,
-        nb::arg("profile") = false, nb::arg("sparse") = true, nb::arg("threads") = 1);
+        nb::arg("profile") = false, nb::arg("sparse") = true, nb::arg("threads") = 1, nb::arg("logits") = true);
+  m.def("top_two", &top_two, nb::arg("logits"));
   // seconds per stage (the Stage order) and tokens run, of a profiling plan
   m.def("profile", [](const std::shared_ptr<Plan>& p) { return std::make_pair(p->seconds, p->tokens); });
   // the work a profiling plan counted (the COUNTS order), over its tokens
