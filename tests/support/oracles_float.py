@@ -508,3 +508,21 @@ def float_dot_mean(spec: dict):
     a, b, n, threads = float_arg(spec, "a"), float_arg(spec, "b"), spec["args"]["n"], spec["block"]
     s = block_sum(list(zip(a[:n], b[:n])), threads, lambda acc, p: fma(p[0], p[1], acc))
     return {"a": words(a), "b": words(b), "out": words([div(s, to_binary32(Fraction(n)))])}
+
+
+@oracle
+def float_running_stats(spec: dict):
+    """Per thread t, over x[t], x[t + block], ...: d = x - mean, mean + d / count (cvt.rn
+    of the count), m2 + d * (x - new mean) contracted into one fma; then the mean and m2
+    over count - 1 (0 for one element or none)."""
+    x, n, threads = float_arg(spec, "x"), spec["args"]["n"], spec["block"]
+    out = []
+    for t in range(threads):
+        mean, m2, count = 0, 0, 0
+        for v in x[t:n:threads]:
+            count += 1
+            d = add(v, mean ^ SIGN)
+            mean = add(mean, div(d, to_binary32(Fraction(count))))
+            m2 = fma(d, add(v, mean ^ SIGN), m2)
+        out += [mean, div(m2, to_binary32(Fraction(count - 1))) if count > 1 else 0]
+    return {"x": words(x), "out": words(out)}
