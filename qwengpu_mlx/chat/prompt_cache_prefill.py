@@ -20,8 +20,8 @@ import mlx.core as mx
 
 PrefillProgress = Callable[[int, int], None]  # mlx-lm's prompt_progress_callback: (processed, total)
 
-FIRST_STEP = 8  # tokens in the first forward pass: a slow base reports its first count soon
-MIN_STEP = 4  # the fewest tokens a step feeds (a slower base reports every few of them)
+FIRST_STEP = 4  # tokens in the first forward pass: a slow base reports its first count soon
+MIN_STEP = 1  # the fewest tokens a step feeds (a 4-bit base on a CPU costs the same per token in any step)
 MAX_STEP = 512  # the most (bounds peak memory, as the chat's prefill always did)
 QUICK_S, SLOW_S = 1.0, 5.0  # a step under QUICK_S doubles the next one, over SLOW_S halves it
 
