@@ -168,7 +168,7 @@ def int_to_float(em: ConvertEmitter, dst: str, x, mode: str, signed: bool) -> li
     if signed:
         a, sign = VReg(em.reg()), em.reg()
         out += [em.ins(Op.ABS, a.name, (x,)), em.ins(Op.AND, sign, (x, Imm(SIGN)))]
-    t, n = _leading_one_at_31(em, a, out)
+    t, n = leading_one_at_31(em, a, out)
     mnt, rest, base = _regs(em, 3)
     out += [em.ins(Op.SHR, mnt, (t, Imm(8))),
             em.ins(Op.AND, rest, (t, Imm(0xFF))),
@@ -185,7 +185,7 @@ def int_to_float(em: ConvertEmitter, dst: str, x, mode: str, signed: bool) -> li
     return out
 
 
-def _leading_one_at_31(em, a, out: list) -> tuple[VReg, VReg]:
+def leading_one_at_31(em, a, out: list) -> tuple[VReg, VReg]:
     """``(a << n, n)`` with ``n`` the leading zeros of ``a`` (31 for 0): five halving steps."""
     t, n = _regs(em, 2)
     p = em.pred()
@@ -283,8 +283,8 @@ def op_cvt_float(tr, ins) -> list:
     mode = modes[0]
     wide = [t for t in types if t[1:] == "64"]
     if wide:
-        raise unsupported(ins, f"{name}: a conversion between float and a 64-bit integer is not supported (the "
-                               f"machine computes in 32 bits); convert to or from int")
+        raise unsupported(ins, f"{name}: a float converted to a 64-bit integer is not supported (the machine "
+                               f"computes in 32 bits); convert to int or unsigned ((int)x, __float2int_rn)")
     kind = f"cvt.{mode}.{to}.{frm}"  # one shared routine per conversion (float_routines)
     if to == "f32" and frm == "f32" and mode in INTEGER_MODES:
         return _emit(tr, ins, ins.operands[1], 32, False, lambda em, d, x: round_integral(em, d, x, mode), kind)

@@ -116,6 +116,11 @@ def _taint_source(ins: PtxInstr, params: dict[str, str], address: set[str]) -> b
     return ins.operands[0].name not in address and big_constant(ins)
 
 
+def _to_float(ins: PtxInstr) -> bool:
+    """``cvt.<mode>.f32.<s64|u64>``: the float is rounded from all 64 bits (``float_convert_wide``)."""
+    return ins.opcode == "cvt" and "f32" in ins.mods[:2]
+
+
 def big_constant(ins: PtxInstr) -> bool:
     """An operand is a constant beyond the signed 32-bit range."""
     return any(isinstance(o, ImmRef) and not fits_int32(o.value) for o in ins.operands[1:])
@@ -129,7 +134,7 @@ def plan(kernel: PtxKernel, params: dict[str, str]) -> WidePlan:
     tainted = _forward(body, regs, params, address)
     seeds = {b for ins in body for b in memory_bases(ins, regs) if b in tainted}
     for ins in body:
-        if is_wide_typed(ins) and (ins.opcode in HIGH_READERS or ins.opcode == "st"):
+        if is_wide_typed(ins) and (ins.opcode in HIGH_READERS or ins.opcode == "st" or _to_float(ins)):
             seeds.update(data_sources(ins, regs))
     return WidePlan(frozenset(address), frozenset(tainted), frozenset(_backward(body, regs, seeds)),
                     frozenset(_small_registers(body)))

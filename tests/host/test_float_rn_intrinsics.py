@@ -10,6 +10,8 @@ product is inexact. The expected values are the two roundings done exactly
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
 from qwengpu_mlx.core.machine import LARGE_MACHINE
@@ -17,7 +19,6 @@ from qwengpu_mlx.host.frontend import cuda_to_ptx
 from tests.support.cli import cu, needs_clang
 from tests.support.launching import reference
 from tests.support.oracles_float import SIGN, add, fma, mul, to_binary32, words
-from fractions import Fraction
 
 ROUNDED_EACH = """
 __global__ void rounded_each(const float* a, const float* b, const float* c, float* madd, float* msub,
