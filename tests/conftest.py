@@ -43,7 +43,7 @@ def example_launch(store):
     import json
     from pathlib import Path
 
-    from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+    from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
     from tests.support.launching import bound_program, on_runner
 
     here = Path(__file__).resolve().parent
@@ -56,7 +56,7 @@ def example_launch(store):
             spec = json.loads((kernels / f"{name}.json").read_text())
             prog = bound_program(kernels / f"{name}.cu", spec["kernel"], args=spec["args"], block=spec["block"],
                         grid=spec["grid"])
-            done[name] = (spec, prog, on_runner(prog, store.runner(DEFAULT_MACHINE), check=True))
+            done[name] = (spec, prog, on_runner(prog, store.runner(PUBLISHED_MACHINE), check=True))
         return done[name]
 
     return get

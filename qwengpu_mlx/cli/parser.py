@@ -14,6 +14,9 @@ from qwengpu_mlx.core.errors import LaunchError
 from qwengpu_mlx.core.launch_spec import parse_dims
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MACHINES
 
+DEFAULT_NAME = next(name for name, m in MACHINES.items() if name != "default" and m == DEFAULT_MACHINE)
+"""The named machine ``--machine default`` is (the help says which)."""
+
 MODEL_HELP = ("demo, a Hugging Face repo id (Qwen/Qwen3.5-2B), a base directory (Hugging Face or mlx-community "
               "layout) or a checkpoint build --base wrote; a base is combined with the cached circuit on the fly")
 
@@ -115,10 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     def machine_option(sp, default="default"):
         sp.add_argument("--machine", choices=sorted(MACHINES), default=default,
-                        help="default (or published): the published machine; large: 128 ROM blocks and 8 "
-                             "warps (blockDim.x up to 32); one-slot: the published one with one instruction "
-                             "per block (25 layers instead of 45; both fit Qwen3.5-2B's shape). Without it, "
-                             "the launch file's \"machine\", else default")
+                        help=f"default: the {DEFAULT_NAME} machine; published: 16 threads per block, 126 memory "
+                             f"words, 32 ROM blocks; large: 128 ROM blocks, 8 warps (blockDim.x up to 32) and "
+                             f"1,024 memory words; one-slot: the published one with one instruction per block (25 "
+                             f"layers instead of 45; both fit Qwen3.5-2B's shape). Without it, the launch file's "
+                             f"\"machine\", else default")
 
     c = sub.add_parser("compile", help="show a kernel's PTX, machine blocks, launch prompt, or the circuit layout")
     common(c, optional=True)

@@ -10,7 +10,7 @@ import pytest
 from mlx_lm.tokenizer_utils import load
 
 from qwengpu_mlx.chat.demo import DEMO_DIR
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
 
 
 @pytest.fixture(scope="module")
@@ -22,4 +22,4 @@ def tokenizer():
 @pytest.fixture(scope="module")
 def runner(store):
     """The default machine's runner, from the session's one circuit store."""
-    return store.runner(DEFAULT_MACHINE)
+    return store.runner(PUBLISHED_MACHINE)

@@ -15,7 +15,7 @@ from tests.support.chat_script import ScriptedModel
 from qwengpu_mlx.chat import cli as chat_cli
 from qwengpu_mlx.chat.models import ChatModel
 from qwengpu_mlx.chat.session import ChatSession, ChatSettings
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
 
 LINES = "hi\nh\nr\nhi again\nq\nnever asked\n"
 
@@ -24,8 +24,8 @@ def piped(monkeypatch, tokenizer, store, as_json: bool) -> tuple[ChatSession, st
     from qwengpu_mlx.splice.combined_runner import CombinedModel
 
     base = ScriptedModel(tokenizer, ["Hello."], len(tokenizer.vocab))
-    model = ChatModel("scripted", CombinedModel(base, None, None, store.runner(DEFAULT_MACHINE)), tokenizer,
-                      DEFAULT_MACHINE)
+    model = ChatModel("scripted", CombinedModel(base, None, None, store.runner(PUBLISHED_MACHINE)), tokenizer,
+                      PUBLISHED_MACHINE)
     session = ChatSession(model, ChatSettings(max_tokens=20))
     out = io.StringIO()
     monkeypatch.setattr("sys.stdin", io.StringIO(LINES))

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from qwengpu_mlx.chat.expression import ExpressionError, KernelJob, bind_job, evaluate, parse, reference_launch
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE, MachineConfig
 
 LAUNCH = reference_launch()
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
@@ -90,11 +90,11 @@ def vectors(rng: random.Random, n: int, big: bool) -> tuple[list[int], list[int]
 @pytest.mark.parametrize("op,oracle", [("/", c_div), ("%", c_rem)])
 def test_division_of_every_operand_shape_matches_c(op, oracle):
     rng = random.Random(f"chat-division-{op}")
-    longest = DEFAULT_MACHINE.mem_words // 2
+    longest = PUBLISHED_MACHINE.mem_words // 2
     for n, big in [(1, False), (5, True), (17, False), (longest, True)]:
         a, b = vectors(rng, n, big)
         assert evaluate(f"{lit(a)} {op} {lit(b)}", LAUNCH).value == [oracle(x, y) for x, y in zip(a, b)]
-    a = EDGES + [rng.randint(INT_MIN, INT_MAX) for _ in range(DEFAULT_MACHINE.mem_words - len(EDGES))]
+    a = EDGES + [rng.randint(INT_MIN, INT_MAX) for _ in range(PUBLISHED_MACHINE.mem_words - len(EDGES))]
     for k in (7, -3, -1, INT_MIN):
         assert evaluate(f"{lit(a)} {op} {k}", LAUNCH).value == [oracle(x, k) for x in a], k
     divisors = [b for b in EDGES if b]
@@ -107,7 +107,7 @@ def test_division_of_every_operand_shape_matches_c(op, oracle):
 def test_mean_matches_c():
     rng = random.Random("chat-mean")
     cases = [[1, 2, 3, 4], [-7, 0], [-1, -1, 1], [5], [INT_MAX], [INT_MIN], [INT_MAX, INT_MIN], [9] * 17]
-    for n in (16, 33, DEFAULT_MACHINE.mem_words - 1):
+    for n in (16, 33, PUBLISHED_MACHINE.mem_words - 1):
         bound = INT_MAX // n
         cases.append([rng.randint(-bound, bound) for _ in range(n)])
     for v in cases:
@@ -159,7 +159,7 @@ def test_division_by_zero_is_the_gpus_stop_said_plainly(text):
 
 
 def test_a_too_long_vector_is_told_the_longest_this_machine_takes():
-    words = DEFAULT_MACHINE.mem_words
+    words = PUBLISHED_MACHINE.mem_words
     cases = {f"{lit([1] * (words // 2 + 1))} / {lit([1] * (words // 2 + 1))}": f"div takes 2 vectors of at most "
                                                                                 f"{words // 2} elements",
              f"{lit([1] * (words + 1))} % 3": f"rem takes a vector of at most {words} elements, got {words + 1}",
@@ -196,14 +196,14 @@ def test_division_refusals_say_what_and_where(text):
 
 
 def test_the_division_kernels_fit_the_default_machine_at_their_largest():
-    words = DEFAULT_MACHINE.mem_words
+    words = PUBLISHED_MACHINE.mem_words
     cases = [f"{lit([INT_MIN] * (words // 2))} / {lit([1] * (words // 2))}", f"{lit([1] * words)} % 7",
              f"-5 / {lit([3] * words)}", f"mean({lit([1] * (words - 1))})", f"abs({lit([-1] * words)})"]
     for text in cases:
         for job, _ in evaluate(text, LAUNCH).launches:
-            program = bind_job(job, DEFAULT_MACHINE)
-            assert len(program.blocks) <= DEFAULT_MACHINE.rom_blocks, job.kernel
-            assert program.regs_used <= DEFAULT_MACHINE.usable_regs, job.kernel
+            program = bind_job(job, PUBLISHED_MACHINE)
+            assert len(program.blocks) <= PUBLISHED_MACHINE.rom_blocks, job.kernel
+            assert program.regs_used <= PUBLISHED_MACHINE.usable_regs, job.kernel
 
 
 # --- through the model -------------------------------------------------------------------
@@ -213,7 +213,7 @@ def model_tools(store):
     """gpu_eval as the chat runs it: every launch in the default machine's circuit, checked."""
     from qwengpu_mlx.chat.calls import GpuTools
 
-    return GpuTools(store.runner(DEFAULT_MACHINE), DEFAULT_MACHINE, check=True)
+    return GpuTools(store.runner(PUBLISHED_MACHINE), PUBLISHED_MACHINE, check=True)
 
 
 def ask(tools, expression: str):

@@ -11,7 +11,7 @@ import pytest
 
 from qwengpu_mlx.chat.expression import (MAX_LAUNCHES, ExpressionError, KernelJob, bind_job, evaluate, parse,
                                          reference_launch)
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE, to_signed
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE, to_signed
 
 LAUNCH = reference_launch()
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
@@ -271,6 +271,6 @@ def test_every_kernel_fits_the_machine_at_its_largest_launch():
              "fib(46)", "pow(1, 2147483647)", "argmax(" + lit([1] * 124) + ")", "max(" + lit([1] * 125) + ")"]
     for text in cases:
         for job, _ in evaluate(text, LAUNCH).launches:
-            program = bind_job(job, DEFAULT_MACHINE)
-            assert len(program.blocks) <= DEFAULT_MACHINE.rom_blocks
-            assert program.regs_used <= DEFAULT_MACHINE.usable_regs
+            program = bind_job(job, PUBLISHED_MACHINE)
+            assert len(program.blocks) <= PUBLISHED_MACHINE.rom_blocks
+            assert program.regs_used <= PUBLISHED_MACHINE.usable_regs

@@ -13,7 +13,7 @@ import pytest
 
 from qwengpu_mlx.chat.expression import ExpressionError, F32, evaluate, parse, reference_launch
 from qwengpu_mlx.chat.tools import result_text
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE, LARGE_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE, LARGE_MACHINE
 from tests.support import oracles_float
 
 LAUNCH = reference_launch(LARGE_MACHINE)
@@ -124,7 +124,7 @@ def test_refusals(text, message):
 
 def test_the_published_machine_names_the_large_one():
     with pytest.raises(ExpressionError, match="--machine large"):
-        evaluate("1 / 3.0", reference_launch(), machine=DEFAULT_MACHINE)
+        evaluate("1 / 3.0", reference_launch(PUBLISHED_MACHINE), machine=PUBLISHED_MACHINE)
 
 
 # --- through the model -------------------------------------------------------------------

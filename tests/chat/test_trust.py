@@ -19,14 +19,14 @@ from tests.support.qwen35_chat import call
 from qwengpu_mlx.chat import cli as chat_cli
 from qwengpu_mlx.chat.models import ChatModel
 from qwengpu_mlx.chat.session import ChatSession, ChatSettings, TextPiece, TurnSummary, UnclosedCall
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
 
 
 def session(tokenizer, runner, script: list) -> ChatSession:
     from qwengpu_mlx.splice.combined_runner import CombinedModel
 
     base = ScriptedModel(tokenizer, script, len(tokenizer.vocab))
-    model = ChatModel("scripted", CombinedModel(base, None, None, runner), tokenizer, DEFAULT_MACHINE)
+    model = ChatModel("scripted", CombinedModel(base, None, None, runner), tokenizer, PUBLISHED_MACHINE)
     return ChatSession(model, ChatSettings(check=True, max_tokens=200))
 
 

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from tests.support.cli import REPO, cu, needs_clang
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 from qwengpu_mlx.runtime import circuit_cache as cache
 from qwengpu_mlx.cli.main import build_parser, main
 
@@ -133,13 +134,22 @@ def test_check_with_the_reference_backend_is_refused(capsys):
 
 
 def test_machine_prints_one_limit_a_line(capsys):
-    rc, out, _ = _main(capsys, "machine")
+    rc, out, _ = _main(capsys, "machine", "--machine", "published")
     lines = out.splitlines()
-    assert rc == 0 and lines[0] == "machine default:" and len(lines) >= 6
+    assert rc == 0 and lines[0] == "machine published:" and len(lines) >= 6
     assert all(len(line) <= 80 for line in lines)
     assert re.search(r"^  warpSize +32 lanes to a kernel", out, re.M)  # the README's table: 32, 126 words
-    assert re.search(r"^  machine warps +4 lanes each", out, re.M)
+    assert re.search(r"^  machine warps +4 lanes each, up to 4 a block \(blockDim.x <= 16\)", out, re.M)
     assert re.search(r"^  memory +126 words of 32 bits", out, re.M)
+
+
+def test_machine_without_a_name_prints_the_default_machine(capsys):
+    """``machine`` alone describes whichever machine is the default, as ``--machine default`` does."""
+    rc, out, _ = _main(capsys, "machine")
+    assert rc == 0 and out.splitlines()[0] == "machine default:"
+    assert re.search(rf"^  memory +{DEFAULT_MACHINE.mem_words} words of 32 bits", out, re.M)
+    assert re.search(rf"^  program ROM +{DEFAULT_MACHINE.rom_blocks} blocks", out, re.M)
+    assert re.search(rf"blockDim.x <= {DEFAULT_MACHINE.max_block_dim}\)", out)
 
 
 def test_build_defaults_to_the_shape_it_can_write():
@@ -223,7 +233,6 @@ def test_a_new_entry_replaces_its_older_compiler_version(tmp_path):
 
     from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS
     from qwengpu_mlx.compiler.machine_circuit import NARROW
-    from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 
     @dataclass
     class Tiny:

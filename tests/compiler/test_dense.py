@@ -22,7 +22,7 @@ from qwengpu_mlx.compiler.sizing import QWEN35_2B, DoesNotFit
 from qwengpu_mlx.compiler.pipeline import compile_machine
 from tests.support.launching import bound_program, on_runner
 from qwengpu_mlx.core.readout import read_outputs
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MACHINES, ONE_SLOT_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE, MACHINES, ONE_SLOT_MACHINE
 
 from tests.support.cli import cli
 from tests.support.plans import two_token_plan
@@ -116,7 +116,7 @@ def test_the_machine_at_the_2b_shape_runs_the_same_launch(store, example_launch,
     spec = json.loads((KERNELS / f"{name}.json").read_text())
     prog = bound_program(KERNELS / f"{name}.cu", spec["kernel"], args=spec["args"], block=spec["block"],
                 grid=spec["grid"], machine=machine)
-    if machine == DEFAULT_MACHINE:  # the logical plan, compact path: this very launch, shared with test_model_backend
+    if machine == PUBLISHED_MACHINE:  # the logical plan, compact path: this very launch, shared with test_model_backend
         embedded = example_launch(name)[2]
         assert embedded.check.exact
     else:

@@ -12,7 +12,7 @@ from qwengpu_mlx.compiler.compact import compact
 from qwengpu_mlx.compiler.pipeline import CompiledMachine, compile_machine, logical_circuit
 from qwengpu_mlx.compiler.schedule import ScheduleError
 from qwengpu_mlx.compiler.sizing import QWEN35_2B, DoesNotFit, Misfit
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE, ONE_SLOT_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE, ONE_SLOT_MACHINE
 
 BEFORE_REFACTOR = {
     "default": "e04cabbc5d68396c3840f454b5f1a77e6c34b99283ec9d72a2b2c3b4a96b1b41",
@@ -29,7 +29,7 @@ FOLDED_ONE_SLOT = "085639aa60069f8dae9dbdaf02d39ca6f5e045299f80f9c9369d0d2124a72
 """The one-slot machine folded onto Qwen3.5-2B's shape, before the pipeline (``dense_plan``)."""
 
 
-@pytest.mark.parametrize("name,machine", [("default", DEFAULT_MACHINE), ("one-slot", ONE_SLOT_MACHINE)])
+@pytest.mark.parametrize("name,machine", [("default", PUBLISHED_MACHINE), ("one-slot", ONE_SLOT_MACHINE)])
 def test_compile_machine_at_the_narrow_shape_gives_the_same_weights(name, machine):
     cm = compile_machine(machine)
     assert isinstance(cm, CompiledMachine) and not cm.folded and cm.reuse is None

@@ -17,15 +17,15 @@ from qwengpu_mlx.core.machine import MachineConfig
 
 # These hand-built programs use blocks of up to 4 instructions: the interpreter's
 # semantics do not depend on the block size, so they run on a 4-slot machine.
-DEFAULT_MACHINE = MachineConfig(slots_per_block=4)
+PUBLISHED_MACHINE = MachineConfig(slots_per_block=4)
 
 
 def run_program(program, machine=None, **kw):
-    return _run_program(program, machine or DEFAULT_MACHINE, **kw)
+    return _run_program(program, machine or PUBLISHED_MACHINE, **kw)
 
 MASK32 = 0xFFFFFFFF
 INT_MIN = 0x80000000
-WORDS = DEFAULT_MACHINE.mem_words
+WORDS = PUBLISHED_MACHINE.mem_words
 
 # --------------------------------------------------------------------------- helpers
 
@@ -112,11 +112,11 @@ def shape(res: RunResult):
 
 
 def lane_regs(res: RunResult, reg: int, warp: int = 0):
-    return [res.registers[warp][lane][reg] for lane in range(DEFAULT_MACHINE.lanes)]
+    return [res.registers[warp][lane][reg] for lane in range(PUBLISHED_MACHINE.lanes)]
 
 
 def lane_preds(res: RunResult, pred: int, warp: int = 0):
-    return [res.predicates[warp][lane][pred] for lane in range(DEFAULT_MACHINE.lanes)]
+    return [res.predicates[warp][lane][pred] for lane in range(PUBLISHED_MACHINE.lanes)]
 
 
 # --------------------------------------------------------------------------- ALU

@@ -19,7 +19,7 @@ import pytest
 
 from qwengpu_mlx.core.errors import FrontendError, UnsupportedError
 from qwengpu_mlx.core.isa import Op
-from qwengpu_mlx.core.machine import LARGE_MACHINE, ONE_SLOT_MACHINE, DEFAULT_MACHINE, to_signed
+from qwengpu_mlx.core.machine import LARGE_MACHINE, ONE_SLOT_MACHINE, PUBLISHED_MACHINE, to_signed
 from qwengpu_mlx.host.launch import bind, compile_kernel
 from tests.support.cli import cu, needs_clang
 from tests.support.launching import reference
@@ -85,7 +85,7 @@ SHARED_OUT = "__syncthreads(); if (t == 0) w[0] = s;"
 
 
 def _contended(tmp_path, call: str, unsigned: bool, shared: bool, init: int, args: list[int],
-               skip: int = -1, machine=DEFAULT_MACHINE):
+               skip: int = -1, machine=PUBLISHED_MACHINE):
     """(outputs, threads that ran the atomic) of ``old[t] = CALL(word, arg[t])`` on one word."""
     code = CONTENDED.replace("SHARED_SETUP", SHARED_SETUP if shared else "")
     code = code.replace("SHARED_OUT", SHARED_OUT if shared else "").replace("WORD", "&s" if shared else "&w[0]")

@@ -17,7 +17,7 @@ import pytest
 from qwengpu_mlx.core.errors import DivisionByZero
 from qwengpu_mlx.host.launch import bind, compile_kernel
 from tests.support.launching import reference
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
 
 from tests.support.cli import cu, needs_clang
 
@@ -122,13 +122,14 @@ def test_the_model_divides_exactly_and_faults_on_zero(tmp_path):
     path = cu(tmp_path, DIV_BY_REGISTER.format(t="int"))
     a, b = [100, -100, INT_MIN, 7], [7, -7, -1, -8]
     ck = compile_kernel(path)
-    runner = CircuitStore().runner(DEFAULT_MACHINE)
-    prog = bind(ck, {"a": a, "b": b, "q": [0] * 4, "r": [0] * 4, "n": 4}, block=4)
+    runner = CircuitStore().runner(PUBLISHED_MACHINE)
+    prog = bind(ck, {"a": a, "b": b, "q": [0] * 4, "r": [0] * 4, "n": 4}, block=4, machine=PUBLISHED_MACHINE)
     res = on_runner(prog, runner, check=True)
     assert res.check.exact, "\n".join(res.check.problems)
     words = res.memory[8:16]
     assert [wrap(w) for w in words] == [wrap(c_div(x, y)) for x, y in zip(a, b)] + \
         [wrap(x - y * c_div(x, y)) for x, y in zip(a, b)]
-    prog = bind(ck, {"a": a, "b": [7, 0, 1, 1], "q": [0] * 4, "r": [0] * 4, "n": 4}, block=4)
+    prog = bind(ck, {"a": a, "b": [7, 0, 1, 1], "q": [0] * 4, "r": [0] * 4, "n": 4}, block=4,
+                machine=PUBLISHED_MACHINE)
     with pytest.raises(DivisionByZero, match=r"kernel\.cu:4 .*lane 1"):
         on_runner(prog, runner, check=True)

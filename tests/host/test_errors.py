@@ -28,7 +28,7 @@ from qwengpu_mlx.host.launch import CompiledKernel, bind, compile_kernel
 from tests.support.launching import reference
 from qwengpu_mlx.host.ptx_parser import parse_ptx
 from qwengpu_mlx.host.signature import KernelParam, ptx_param_name
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
 
 
 from tests.support.cli import cli, cu, needs_clang
@@ -179,9 +179,9 @@ def test_too_many_registers_names_kernel_count_and_limit(tmp_path):
     values = ",".join(str(i) for i in range(1, 21))
     msg = cli_error("run", path, "--arg", f"a={values}", "--block", "1")
     assert "many" in msg
-    assert f"more than {DEFAULT_MACHINE.usable_regs} registers" in msg
+    assert f"more than {PUBLISHED_MACHINE.usable_regs} registers" in msg
     m = re.search(r"(\d+) values live at once near kernel\.cu:\d+: PTX line (\d+)", msg)
-    assert m and int(m.group(1)) > DEFAULT_MACHINE.usable_regs, msg
+    assert m and int(m.group(1)) > PUBLISHED_MACHINE.usable_regs, msg
     assert "16 register rows" in msg and "row 0 reads zero" in msg
     with pytest.raises(ResourceError, match="15 registers"):
         reference(path, args={"a": list(range(20))}, block=1)
@@ -215,7 +215,7 @@ def test_too_many_predicates_names_count_and_limit():
     with pytest.raises(ResourceError) as ei:
         bind(ptx_kernel(ptx), {"param_0": [5, 0]})
     msg = str(ei.value)
-    assert "preds" in msg and f"more than {DEFAULT_MACHINE.preds} predicate registers" in msg
+    assert "preds" in msg and f"more than {PUBLISHED_MACHINE.preds} predicate registers" in msg
     assert "9 live at once" in msg
 
 
@@ -225,11 +225,11 @@ def test_program_larger_than_the_rom(tmp_path):
     body = "".join("  " + ops[i % 3].format(i=i) + "\n" for i in range(150))
     path = cu(tmp_path, f"__global__ void longk(int *a) {{\n  int x = a[threadIdx.x];\n{body}"
                         f"  a[threadIdx.x] = x;\n}}\n")
-    msg = cli_error("compile", path)
+    msg = cli_error("compile", path, "--machine", "published")
     m = re.search(r"needs (\d+) machine blocks \((\d+) instructions\)", msg)
-    assert m and int(m.group(1)) > DEFAULT_MACHINE.rom_blocks, msg
+    assert m and int(m.group(1)) > PUBLISHED_MACHINE.rom_blocks, msg
     assert "longk" in msg
-    assert f"ROM holds {DEFAULT_MACHINE.rom_blocks} blocks of {DEFAULT_MACHINE.slots_per_block}" in msg
+    assert f"ROM holds {PUBLISHED_MACHINE.rom_blocks} blocks of {PUBLISHED_MACHINE.slots_per_block}" in msg
     with pytest.raises(ResourceError, match="ROM holds 32 blocks"):
         reference(path, args={"a": [1, 2, 3, 4]})
 
@@ -238,9 +238,9 @@ def test_program_larger_than_the_rom(tmp_path):
 def test_arrays_larger_than_memory(tmp_path):
     path = cu(tmp_path, INC)
     values = ",".join(["1"] * 130)
-    msg = cli_error("run", path, "--arg", f"a={values}", "--arg", "n=4")
+    msg = cli_error("run", path, "--arg", f"a={values}", "--arg", "n=4", "--machine", "published")
     assert "130 memory words" in msg and "a: 130" in msg
-    assert f"the machine has {DEFAULT_MACHINE.mem_words}" in msg
+    assert f"the machine has {PUBLISHED_MACHINE.mem_words}" in msg
     with pytest.raises(ResourceError, match="126"):
         reference(path, args={"a": [0] * 127, "n": 1})
     # exactly the memory fits
@@ -272,7 +272,7 @@ __global__ void sh(int *a) {
 ])
 def test_launch_geometry_out_of_range(tmp_path, flag, value, text):
     path = cu(tmp_path, INC)
-    msg = cli_error("run", path, "--arg", "a=1,2,3,4", "--arg", "n=4", flag, value)
+    msg = cli_error("run", path, "--arg", "a=1,2,3,4", "--arg", "n=4", flag, value, "--machine", "published")
     assert text in msg
     if "block" in flag:
         assert "1..16 threads per block" in msg
@@ -457,7 +457,7 @@ def test_step_budget_exceeded_names_the_budget(tmp_path):
 @needs_clang
 def test_default_step_budget(tmp_path):
     path = cu(tmp_path, SPIN)
-    with pytest.raises(StepBudgetExceeded, match=f"budget {DEFAULT_MACHINE.step_budget}"):
+    with pytest.raises(StepBudgetExceeded, match=f"budget {PUBLISHED_MACHINE.step_budget}"):
         reference(path, args={"x": [0, 0]})
 
 
@@ -467,7 +467,7 @@ OOB = "__global__ void oob(int *a, int n) { a[threadIdx.x + n] = 7; }\n"
 @needs_clang
 def test_memory_fault_names_the_address(tmp_path):
     path = cu(tmp_path, OOB)
-    msg = cli_error("run", path, "--arg", "a=1,2,3,4", "--arg", "n=200")
+    msg = cli_error("run", path, "--arg", "a=1,2,3,4", "--arg", "n=200", "--machine", "published")
     assert "memory fault at step 0" in msg
     assert "lane 0" in msg and "st address 800" in msg  # 4 * (200 + 0)
     assert "outside the memory (bytes 0..503, 126 words)" in msg
@@ -542,7 +542,7 @@ def test_exit_status_is_1_for_a_kernel_that_fails_and_2_for_usage(tmp_path):
     cases = {
         1: [("run", double, "--arg", "a=1,2,3,4", "--backend", "reference"),  # unsupported: a double
             ("run", broken, "--arg", "a=1,2,3,4", "--backend", "reference"),  # clang's syntax error
-            ("run", far, "--arg", "a=1,2,3,4", "--arg", "i=1000", "--backend", "reference"),  # memory fault
+            ("run", far, "--arg", "a=1,2,3,4", "--arg", "i=5000", "--backend", "reference"),  # memory fault
             ("run", tmp_path / "none.cu", "--arg", "a=1")],  # no such source file (as clang: 1)
         2: [("run", good, "--backend", "reference"),  # missing --arg
             ("run", good, "--arg", "a=1,x", "--backend", "reference"),  # ill-formed value

@@ -11,7 +11,7 @@ import re
 import pytest
 
 from qwengpu_mlx.core.errors import FrontendError, MemoryFault, UnsupportedError
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE, LARGE_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE, LARGE_MACHINE
 from qwengpu_mlx.core.readout import read_outputs
 from qwengpu_mlx.host.frontend import select_kernel
 from qwengpu_mlx.host.launch import CompiledKernel, bind
@@ -269,6 +269,6 @@ def test_a_guarded_64_bit_comparison_writes_only_where_its_guard_holds(x, below)
     module = parse_ptx(GUARDED_COMPARE)
     params = [KernelParam("out", True, "int *"), KernelParam("x", False, "long long", 64, True)]
     program = bind(CompiledKernel(None, GUARDED_COMPARE, module, select_kernel(module, None), params),
-                   {"out": [7, 7, 7, 7], "x": x})
-    run = reference_run(program, DEFAULT_MACHINE, budget=DEFAULT_MACHINE.step_budget)
+                   {"out": [7, 7, 7, 7], "x": x}, machine=PUBLISHED_MACHINE)
+    run = reference_run(program, PUBLISHED_MACHINE, budget=PUBLISHED_MACHINE.step_budget)
     assert read_outputs(program, run.memory)["out"] == [0, below, 0, 0]

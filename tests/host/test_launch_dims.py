@@ -16,7 +16,7 @@ import pytest
 
 from qwengpu_mlx.core.errors import LaunchError, ResourceError, UnsupportedError
 from qwengpu_mlx.core.launch_spec import dims3, dims_value, parse_dims, read_launch_spec
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE, LARGE_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE, LARGE_MACHINE
 from qwengpu_mlx.host.binding import bind_arguments, param_kinds, shared_variables
 from qwengpu_mlx.host.launch import compile_kernel
 from qwengpu_mlx.host.launch_dims import LAUNCH_SPECIALS, exact_divider, lower_launch_specials
@@ -73,7 +73,7 @@ def test_the_multiply_shift_divides_every_index_exactly(d):
 def test_every_thread_reads_its_cuda_coordinates(tmp_path, block, grid):
     (bx, by, bz), (gx, gy, gz) = dims3(block), dims3(grid)
     words = 8 * bx * by * bz * gx * gy * gz
-    machine = DEFAULT_MACHINE if words <= DEFAULT_MACHINE.mem_words else LARGE_MACHINE
+    machine = PUBLISHED_MACHINE if words <= PUBLISHED_MACHINE.mem_words else LARGE_MACHINE
     res = reference(cu(tmp_path, COORDS, "coords.cu"), args={"out": [0] * words}, block=block, grid=grid,
                     machine=machine)
     assert res.outputs["out"] == cuda_coords(block, grid)

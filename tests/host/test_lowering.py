@@ -18,7 +18,7 @@ from tests.support.launching import reference, run_reference
 from qwengpu_mlx.host.ptx_parser import parse_ptx
 from qwengpu_mlx.host.signature import KernelParam, ptx_param_name
 from qwengpu_mlx.core.isa import Reg, Op, TermKind
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
 
 
 from tests.support.cli import cli, cu, have_clang, needs_clang
@@ -93,14 +93,14 @@ def test_values_live_across_a_barrier_keep_their_registers(tmp_path, n):
     vals = [(-1) ** i * (37 * i + 5) for i in range(n)]
     res = run_cu(tmp_path, _live_values_kernel("live", n), {"a": vals}, block=1)
     assert res.outputs["a"] == _live_values_expected(vals)
-    assert res.program.regs_used <= DEFAULT_MACHINE.usable_regs
+    assert res.program.regs_used <= PUBLISHED_MACHINE.usable_regs
     assert res.program.regs_used >= n  # every value has a register of its own
     for b in res.program.blocks:
         for ins in b.instrs:
             for s in ins.srcs:
-                assert getattr(s, "index", 1) <= DEFAULT_MACHINE.usable_regs
+                assert getattr(s, "index", 1) <= PUBLISHED_MACHINE.usable_regs
     if n == 14:  # 14 values + an address: the last usable register is used
-        assert res.program.regs_used == DEFAULT_MACHINE.usable_regs
+        assert res.program.regs_used == PUBLISHED_MACHINE.usable_regs
 
 
 @needs_clang
@@ -346,7 +346,7 @@ HAND_PTX = """\
 def test_predicated_ret_before_barrier_and_constant_predicates(block, n):
     ck = ptx_kernel(HAND_PTX)
     a = [1, 2, 3, 4, -1, -1, -1, -1]
-    prog = bind(ck, {"param_0": a, "param_1": n}, block=block)
+    prog = bind(ck, {"param_0": a, "param_1": n}, block=block, machine=PUBLISHED_MACHINE)
     # `@%p1 ret` is a branch to an exit block that reconverges only at exit
     branches = [b for b in prog.blocks if b.term.kind is TermKind.BRANCH]
     assert branches and branches[0].term.reconv is None
@@ -446,7 +446,7 @@ CVT_PTX = """\
 
 def test_narrowing_cvt_between_subword_types():
     x = 0x12F0
-    res = run_reference(bind(ptx_kernel(CVT_PTX), {"param_0": [x, 0, 0]}, block=1))
+    res = run_reference(bind(ptx_kernel(CVT_PTX), {"param_0": [x, 0, 0]}, block=1, machine=PUBLISHED_MACHINE))
     assert res.outputs["param_0"] == [x, x & 0xFF, _sext(x, 8)]  # [4848, 240, -16]
 
 
@@ -667,7 +667,7 @@ def test_saved_ptx_lowers_like_the_cuda_source(tmp_path):
     assert [p.name for p in ck.params] == ["param_0", "param_1"]
     assert all(p.pointer for p in ck.params)
     a = [1, 2, 3, 4, 5, 6]
-    res = run_reference(bind(ck, {"param_0": a, "param_1": [0] * 4}))
+    res = run_reference(bind(ck, {"param_0": a, "param_1": [0] * 4}, machine=PUBLISHED_MACHINE))
     assert res.outputs == {"param_0": a, "param_1": [a[t + 1] + 3 * a[t + 2] for t in range(4)]}
 
 

@@ -14,7 +14,7 @@ import random
 import pytest
 
 from qwengpu_mlx.core.errors import LaunchError, UnsupportedError
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
 from qwengpu_mlx.core.readout import read_outputs
 from qwengpu_mlx.host.launch import CompiledKernel, bind
 from qwengpu_mlx.host.ptx_parser import parse_ptx
@@ -141,7 +141,7 @@ def run_ptx(body: str, a: list[int], b: list[int]) -> list[int]:
     kernel = module.kernels[0]
     params = [KernelParam(n, True, "unsigned *") for n in ("a", "b", "o")]
     ck = CompiledKernel(None, text, module, kernel, params)
-    machine = DEFAULT_MACHINE
+    machine = PUBLISHED_MACHINE
     prog = bind(ck, {"a": a, "b": b, "o": [0] * len(a)}, block=len(a), machine=machine)
     run = run_reference(prog, machine)
     return [v & M32 for v in read_outputs(prog, run.memory)["o"]]

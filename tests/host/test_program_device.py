@@ -8,14 +8,14 @@ import struct
 
 import pytest
 
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
 from qwengpu_mlx.host.program_build import has_main
 from qwengpu_mlx.host.program_memory import DeviceMemory, DeviceMemoryError
 from qwengpu_mlx.host.program_symbols import split_initializers
 
 
 def test_null_is_never_allocated_and_allocations_do_not_overlap():
-    mem = DeviceMemory(DEFAULT_MACHINE)
+    mem = DeviceMemory(PUBLISHED_MACHINE)
     a, b, c = mem.allocate(5), mem.allocate(4), mem.allocate(1)
     assert 0 not in (a, b, c)
     spans = sorted((x, x + 8 if x == a else x + 4) for x in (a, b, c))
@@ -24,18 +24,18 @@ def test_null_is_never_allocated_and_allocations_do_not_overlap():
 
 
 def test_allocation_beyond_memory_is_cuda_out_of_memory():
-    mem = DeviceMemory(DEFAULT_MACHINE)
+    mem = DeviceMemory(PUBLISHED_MACHINE)
     with pytest.raises(DeviceMemoryError) as e:
-        mem.allocate(4 * DEFAULT_MACHINE.mem_words)  # word 0 is NULL's: one word short
+        mem.allocate(4 * PUBLISHED_MACHINE.mem_words)  # word 0 is NULL's: one word short
     assert e.value.code == 2
-    whole = mem.allocate(4 * (DEFAULT_MACHINE.mem_words - 1))
+    whole = mem.allocate(4 * (PUBLISHED_MACHINE.mem_words - 1))
     assert whole == 4 and mem.free_bytes() == 0
     mem.free(whole)
-    assert mem.free_bytes() == 4 * (DEFAULT_MACHINE.mem_words - 1)
+    assert mem.free_bytes() == 4 * (PUBLISHED_MACHINE.mem_words - 1)
 
 
 def test_free_of_an_unknown_pointer_is_invalid_value():
-    mem = DeviceMemory(DEFAULT_MACHINE)
+    mem = DeviceMemory(PUBLISHED_MACHINE)
     p = mem.allocate(8)
     with pytest.raises(DeviceMemoryError) as e:
         mem.free(p + 4)
@@ -43,7 +43,7 @@ def test_free_of_an_unknown_pointer_is_invalid_value():
 
 
 def test_bytes_are_little_endian_words_and_ranges_are_checked():
-    mem = DeviceMemory(DEFAULT_MACHINE)
+    mem = DeviceMemory(PUBLISHED_MACHINE)
     p = mem.allocate(12)
     mem.write(p, struct.pack("<3i", 1, -2, 0x01020304))
     assert mem.words[p // 4: p // 4 + 3] == [1, 0xFFFFFFFE, 0x01020304]
@@ -56,10 +56,10 @@ def test_bytes_are_little_endian_words_and_ranges_are_checked():
 
 
 def test_shared_scratch_takes_the_highest_free_words():
-    mem = DeviceMemory(DEFAULT_MACHINE)
+    mem = DeviceMemory(PUBLISHED_MACHINE)
     mem.allocate(16)
-    assert mem.scratch(3) == DEFAULT_MACHINE.mem_words - 3
-    assert mem.scratch(DEFAULT_MACHINE.mem_words) is None
+    assert mem.scratch(3) == PUBLISHED_MACHINE.mem_words - 3
+    assert mem.scratch(PUBLISHED_MACHINE.mem_words) is None
 
 
 PTX = """

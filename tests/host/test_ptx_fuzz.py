@@ -29,7 +29,7 @@ from qwengpu_mlx.host.launch import CompiledKernel, bind
 from qwengpu_mlx.host.ptx_parser import parse_ptx
 from qwengpu_mlx.core.reference import run_program
 from qwengpu_mlx.host.signature import KernelParam, ptx_param_name
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
 
 from tests.support.cli import needs_clang
 
@@ -169,9 +169,9 @@ def lower_and_run(text: str, spec: dict):
     kernel = select_kernel(module, None)
     params = [KernelParam(ptx_param_name(p.name), p.type in ("u64", "b64", "s64"), p.type) for p in kernel.params]
     ck = CompiledKernel(None, text, module, kernel, params)
-    program = bind(ck, _args(params, spec), block=spec["block"], grid=spec["grid"])
+    program = bind(ck, _args(params, spec), block=spec["block"], grid=spec["grid"], machine=PUBLISHED_MACHINE)
     try:
-        return program, run_program(program, DEFAULT_MACHINE, step_budget=STEP_BUDGET, trace=False)
+        return program, run_program(program, PUBLISHED_MACHINE, step_budget=STEP_BUDGET, trace=False)
     except ExecutionError as e:  # a fault the program asked for: accepted, it ran as written
         return program, e
 
@@ -257,7 +257,7 @@ def test_accepted_mutants_agree_on_both_backends(fuzz_run, seed_ptx, store):
     rng = random.Random(SEED)
     def reference(program):
         try:
-            return run_program(program, DEFAULT_MACHINE, step_budget=STEP_BUDGET, trace=False)
+            return run_program(program, PUBLISHED_MACHINE, step_budget=STEP_BUDGET, trace=False)
         except ExecutionError as e:
             return e
 
@@ -268,7 +268,7 @@ def test_accepted_mutants_agree_on_both_backends(fuzz_run, seed_ptx, store):
 
     changed = [a for a in accepted if short(a)]
     assert len(changed) >= MODEL_SAMPLE
-    runner = store.runner(DEFAULT_MACHINE)
+    runner = store.runner(PUBLISHED_MACHINE)
     for text, spec, program, name in rng.sample(changed, MODEL_SAMPLE):
         ref = reference(program)
         try:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from qwengpu_mlx.core.errors import QwenGpuError
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE, LARGE_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE, LARGE_MACHINE
 
 from tests.support.cli import cu, needs_clang
 from tests.support.launching import reference
@@ -141,7 +141,7 @@ def _line(code: str, needle: str) -> int:
 
 
 def _refusal(tmp_path: Path, case: Refused) -> str:
-    launch = {"block": 4, "grid": 1, "shared": 0, "machine": DEFAULT_MACHINE, **case.launch}
+    launch = {"block": 4, "grid": 1, "shared": 0, "machine": PUBLISHED_MACHINE, **case.launch}
     with pytest.raises(QwenGpuError) as e:
         reference(cu(tmp_path, case.code, f"{case.name}.cu"), args=case.args, **launch)
     return str(e.value)

@@ -20,7 +20,7 @@ from tests.support.launching import reference
 from qwengpu_mlx.host.ptx_parser import parse_ptx
 from qwengpu_mlx.host.signature import KernelParam, ptx_param_name
 from qwengpu_mlx.host.validate import SIGNATURES, check_program
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
 
 from tests.support.cli import cli, cu, needs_clang
 
@@ -59,7 +59,8 @@ def lower_ptx(text: str, args: dict | None = None):
     k = select_kernel(module, None)
     params = [KernelParam(ptx_param_name(p.name), p.type in ("u64", "b64", "s64"), p.type) for p in k.params]
     ck = CompiledKernel(None, text, module, k, params)
-    return bind(ck, args if args is not None else {p.name: ([0] * 4 if p.pointer else 0) for p in params})
+    return bind(ck, args if args is not None else {p.name: ([0] * 4 if p.pointer else 0) for p in params},
+                machine=PUBLISHED_MACHINE)
 
 
 def cli_error(*argv) -> str:
@@ -119,12 +120,12 @@ def test_post_lowering_check_refuses_a_malformed_program():
     good = program.blocks[0].instrs[0]
     program.blocks[0].instrs[0] = isa.Instr(isa.Op.MAX, dst=1, srcs=(isa.Reg(1),))  # one source
     with pytest.raises(MalformedProgram, match="max takes 2 value and 0 predicate operands, got 1"):
-        check_program(program, DEFAULT_MACHINE)
+        check_program(program, PUBLISHED_MACHINE)
     program.blocks[0].instrs[0] = isa.Instr(isa.Op.ADD, dst=1, srcs=(isa.Imm(3), isa.Imm(5)))  # two immediates
     with pytest.raises(MalformedProgram, match="ROM encoding"):
-        check_program(program, DEFAULT_MACHINE)
+        check_program(program, PUBLISHED_MACHINE)
     program.blocks[0].instrs[0] = good
-    check_program(program, DEFAULT_MACHINE)
+    check_program(program, PUBLISHED_MACHINE)
 
 
 # --------------------------------------------------------------------------- 2. sizes before work
@@ -198,12 +199,12 @@ def test_negative_base_with_positive_offset_agrees_on_both_backends(tmp_path, st
     path = cu(tmp_path, REVERSE)
     args = {"x": [1, 2, 3, 4], "out": [0, 0, 0, 0]}
     assert reference(path, args=args).outputs["out"] == [4, 3, 2, 1]
-    program = bind(compile_kernel(path), args)
+    program = bind(compile_kernel(path), args, machine=PUBLISHED_MACHINE)
     for block in program.blocks:
         for ins in block.instrs:
             if ins.op in isa.MEM_OPS and ins.offset > 0:
                 assert not isinstance(ins.srcs[0], isa.Reg) or ins.srcs[0].index == 0, ins
-    run = on_runner(program, store.runner(DEFAULT_MACHINE), check=True)
+    run = on_runner(program, store.runner(PUBLISHED_MACHINE), check=True)
     assert run.check.exact, run.check.problems
     assert run.outputs["out"] == [4, 3, 2, 1]
 

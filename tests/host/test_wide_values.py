@@ -19,7 +19,7 @@ from qwengpu_mlx.host.launch import CompiledKernel, bind, compile_kernel
 from tests.support.launching import reference
 from qwengpu_mlx.host.ptx_parser import parse_ptx
 from qwengpu_mlx.host.signature import KernelParam, ptx_param_name
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
 
 from tests.support.cli import cu, needs_clang
 
@@ -102,6 +102,6 @@ def test_model_fault_names_the_array_and_index(tmp_path, store):
     from tests.support.launching import on_runner
 
     one = cu(tmp_path, "__global__ void one(int* a, int n) { a[threadIdx.x + n] = 7; }\n", "one.cu")
-    program = bind(compile_kernel(one), {"a": A, "n": 200}, block=1)
+    program = bind(compile_kernel(one), {"a": A, "n": 200}, block=1, machine=PUBLISHED_MACHINE)
     with pytest.raises(MemoryFault, match=r"^the model stopped the launch: .*st address 800 .*: a\[200\]$"):
-        on_runner(program, store.runner(DEFAULT_MACHINE))
+        on_runner(program, store.runner(PUBLISHED_MACHINE))

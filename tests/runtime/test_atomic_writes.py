@@ -21,7 +21,7 @@ from qwengpu_mlx.runtime import circuit_cache as cache
 from qwengpu_mlx.runtime.checkpoint import atomic_directory, random_config, random_weights, save_checkpoint
 from qwengpu_mlx.cli.main import main
 from qwengpu_mlx.core.errors import OutputError
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
 
 KEY = "cd" * 32
 VOCAB = [f"t{i}" for i in range(96)]
@@ -57,7 +57,7 @@ def _interrupting_save(after: int):
 
 def _rebuilt_with_one_note(small, d: Path) -> list[str]:
     logged, built = [], []
-    got = cache.cached_compact(DEFAULT_MACHINE, lambda: built.append(1) or small, directory=d, log=logged.append,
+    got = cache.cached_compact(PUBLISHED_MACHINE, lambda: built.append(1) or small, directory=d, log=logged.append,
                                key=KEY)
     assert got is small and built == [1]
     assert len(logged) == 1 and "rebuilding" in logged[0], logged

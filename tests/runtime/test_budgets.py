@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from qwengpu_mlx.core.errors import LaunchTimeout, TokenBudgetExceeded
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
 from tests.support.launching import bound_program, on_runner
 from qwengpu_mlx.runtime.generate import RECORD_TOKENS, LaunchBounds
 from qwengpu_mlx.core.vocab import vocab_for
@@ -32,7 +32,7 @@ KERNELS = ROOT / "examples" / "kernels"
 DOT_ARGS = ["--arg", "a=1,2,3", "--arg", "b=4,5,6", "--arg", "out=0", "--arg", "n=3"]
 
 
-def _program(name: str, machine=DEFAULT_MACHINE):
+def _program(name: str, machine=PUBLISHED_MACHINE):
 
     spec = json.loads((KERNELS / f"{name}.json").read_text())
     return bound_program(KERNELS / f"{name}.cu", spec["kernel"], args=spec["args"], block=spec["block"],
@@ -42,7 +42,7 @@ def _program(name: str, machine=DEFAULT_MACHINE):
 class ScriptedRunner:
     """A runner whose 'model' writes ``head`` then ``loop`` forever (ids of the launch vocabulary)."""
 
-    def __init__(self, head: list[int], loop: list[int], machine=DEFAULT_MACHINE, delay: float = 0.0):
+    def __init__(self, head: list[int], loop: list[int], machine=PUBLISHED_MACHINE, delay: float = 0.0):
         self.machine, self.memory_heads, self.track_margins, self.min_margin = machine, ((0, 0),), False, float("inf")
         self.head, self.loop, self.delay = head, loop, delay
         self.size = len(vocab_for(machine))
@@ -97,8 +97,8 @@ def test_the_bounds_hold_every_conformance_launch():
 def test_a_model_that_never_writes_exec_stops_at_the_step_token_bound():
     """A damaged circuit's loop: records (MEM ... PVAL) forever, never an EXEC."""
     prog = _program("dot")
-    v = vocab_for(DEFAULT_MACHINE)
-    bounds = LaunchBounds(prog, DEFAULT_MACHINE, DEFAULT_MACHINE.step_budget)
+    v = vocab_for(PUBLISHED_MACHINE)
+    bounds = LaunchBounds(prog, PUBLISHED_MACHINE, PUBLISHED_MACHINE.step_budget)
     loop = [v.id("MEM", item=0, addr=6), v.id("C0", value=1), v.id("C1", value=0), v.id("C2", value=0),
             v.id("PVAL", lane=0, bits=1)]
     runner = ScriptedRunner(_cta_start(v, bounds.warps), loop)
@@ -114,8 +114,8 @@ def test_a_model_that_never_writes_exec_stops_at_the_step_token_bound():
 def test_a_model_that_repeats_thread_block_starts_stops_at_the_launch_token_bound():
     """Each CTA token starts a new segment, so only the bound on the whole launch can stop this one."""
     prog = _program("dot")
-    v = vocab_for(DEFAULT_MACHINE)
-    bounds = LaunchBounds(prog, DEFAULT_MACHINE, 10)
+    v = vocab_for(PUBLISHED_MACHINE)
+    bounds = LaunchBounds(prog, PUBLISHED_MACHINE, 10)
     runner = ScriptedRunner([], _cta_start(v, bounds.warps))
     with pytest.raises(TokenBudgetExceeded, match=r"token bound exceeded \(launch\)") as e:
         on_runner(prog, runner, step_budget=10)
@@ -126,8 +126,8 @@ def test_a_model_that_repeats_thread_block_starts_stops_at_the_launch_token_boun
 def test_a_model_that_loops_forever_is_stopped_by_the_timeout():
     """Well-formed steps forever (EXEC without records is within every bound): only time stops it."""
     prog = _program("dot")
-    v = vocab_for(DEFAULT_MACHINE)
-    warps = LaunchBounds(prog, DEFAULT_MACHINE, 1).warps
+    v = vocab_for(PUBLISHED_MACHINE)
+    warps = LaunchBounds(prog, PUBLISHED_MACHINE, 1).warps
     runner = ScriptedRunner(_cta_start(v, warps), [v.id("EXEC", block=1, warp=0, mask=7)], delay=0.002)
     t = time.perf_counter()
     with pytest.raises(LaunchTimeout, match="time bound exceeded: --timeout 0.3 s") as e:
@@ -139,13 +139,13 @@ def test_a_model_that_loops_forever_is_stopped_by_the_timeout():
 
 def test_a_real_launch_completes_under_the_bounds_and_a_short_timeout_stops_it(store):
     prog = _program("dot")
-    runner = store.runner(DEFAULT_MACHINE)
+    runner = store.runner(PUBLISHED_MACHINE)
     with pytest.raises(LaunchTimeout, match="time bound exceeded") as e:
         on_runner(prog, runner, timeout=1e-6)
     assert e.value.tokens == 0
     launch = on_runner(prog, runner, timeout=600)  # the runner is reset: a fresh launch
     assert launch.ended == "STOP" and launch.outputs["out"] == [32]
-    bounds = LaunchBounds(prog, DEFAULT_MACHINE, DEFAULT_MACHINE.step_budget)
+    bounds = LaunchBounds(prog, PUBLISHED_MACHINE, PUBLISHED_MACHINE.step_budget)
     assert len(launch.tokens) <= bounds.total
     assert bounds.cta_tokens == bounds.warps * RECORD_TOKENS
 
@@ -153,7 +153,7 @@ def test_a_real_launch_completes_under_the_bounds_and_a_short_timeout_stops_it(s
 def test_cli_timeout_is_an_error_that_says_how_far_the_launch_got(store, capsys):
     from qwengpu_mlx.cli.main import main
 
-    store.runner(DEFAULT_MACHINE)  # the circuit is in the (test session's) cache
+    store.runner(PUBLISHED_MACHINE)  # the circuit is in the (test session's) cache
     rc = main(["run", str(KERNELS / "dot.cu"), *DOT_ARGS, "--timeout", "0.000001"])
     err = capsys.readouterr().err
     assert rc == 1 and err.startswith("error: time bound exceeded: --timeout 1e-06 s")  # a launch that fails

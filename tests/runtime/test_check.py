@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
 from qwengpu_mlx.runtime import check_launch
 from qwengpu_mlx.runtime.check import compare_launch, reference_run, split_segments
 from qwengpu_mlx.runtime.expect import expected_segments
@@ -28,7 +28,7 @@ from tests.support.cli import needs_clang
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "examples" / "kernels"
-V = vocab_for(DEFAULT_MACHINE)
+V = vocab_for(PUBLISHED_MACHINE)
 
 pytestmark = needs_clang
 
@@ -100,8 +100,8 @@ def test_every_single_token_mutation_is_named(launches, name):
     assert launch.check.exact, launch.check.problems  # the model's own launch is what the reference implies
     # check_launch = the reference run + expected_segments + compare_launch: the first two
     # depend on the program only, so each mutation goes through the comparison
-    ref = reference_run(prog, DEFAULT_MACHINE, budget=10 * launch.steps)
-    expected = expected_segments(prog, DEFAULT_MACHINE, ref.trace)
+    ref = reference_run(prog, PUBLISHED_MACHINE, budget=10 * launch.steps)
+    expected = expected_segments(prog, PUBLISHED_MACHINE, ref.trace)
     assert compare_launch(expected, launch.tokens, V) == ([], 0)
     tried = caught = 0
     for how, i, mutated in mutations(launch.tokens):
@@ -132,7 +132,7 @@ def test_dropped_register_records_are_missing_records(launches):
         kept.append(toks[i])
         i += 1
     assert len(kept) < len(toks)
-    report = check_launch(prog, kept, DEFAULT_MACHINE)
+    report = check_launch(prog, kept, PUBLISHED_MACHINE)
     assert not report.exact
     first = str(report.mismatches[0])
     assert "expected VAL(" in first and "lane" in first and "step" in first
@@ -145,7 +145,7 @@ def test_memory_read_from_the_state_is_compared(launches):
     memory = list(launch.memory)
     out = next(a for a in prog.arrays if a.name == "out")
     memory[out.base + 2] ^= 1 << 7
-    report = check_launch(prog, launch.tokens, DEFAULT_MACHINE, memory=memory)
+    report = check_launch(prog, launch.tokens, PUBLISHED_MACHINE, memory=memory)
     assert not report.exact and not report.mismatches
     assert any(f"word {out.base + 2} (out[2])" in p for p in report.memory_problems)
 
@@ -173,7 +173,7 @@ def test_check_command_exit_codes(launches, tmp_path):
     # the launch with its prompt in front (as mlx-lm's generate returns it), from stdin, as `run --json` prints it
     from qwengpu_mlx.runtime import prompt_tokens
 
-    obj = {"launch_tokens": prompt_tokens(prog, DEFAULT_MACHINE) + launch.tokens}
+    obj = {"launch_tokens": prompt_tokens(prog, PUBLISHED_MACHINE) + launch.tokens}
     r = _cli_check(_vec_add_args() + ["--launch-tokens", "-"], stdin=json.dumps(obj))
     assert r.returncode == 0, r.stdout + r.stderr
     bad = list(launch.tokens)

@@ -15,7 +15,7 @@ from qwengpu_mlx.runtime import circuit_cache as cache
 from qwengpu_mlx.compiler.compact import compact
 from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS
 from qwengpu_mlx.compiler.machine_circuit import NARROW
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
 from qwengpu_mlx.runtime.circuit_runner import CircuitRunner
 
 from tests.support.circuits import build_circuit
@@ -72,7 +72,7 @@ def test_corrupt_weights_detected_and_rebuilt(small, tmp_path):
     with pytest.raises(cache.CacheProblem, match="corrupt"):
         cache.load(KEY, tmp_path)
     logged, built = [], []
-    got = cache.cached_compact(DEFAULT_MACHINE, lambda: built.append(1) or cc, directory=tmp_path,
+    got = cache.cached_compact(PUBLISHED_MACHINE, lambda: built.append(1) or cc, directory=tmp_path,
                                log=logged.append, key=KEY)
     assert got is cc and built == [1]
     assert len(logged) == 1 and "corrupt" in logged[0] and "rebuilding" in logged[0]
@@ -109,11 +109,11 @@ def test_mismatched_entry_detected(small, tmp_path):
 
 
 def test_key_follows_machine_shape_and_levels():
-    base = cache.circuit_key(DEFAULT_MACHINE, NARROW, DEFAULT_LEVELS)
-    assert base == cache.circuit_key(DEFAULT_MACHINE, NARROW, DEFAULT_LEVELS)
-    assert base != cache.circuit_key(dataclasses.replace(DEFAULT_MACHINE, mem_words=120), NARROW, DEFAULT_LEVELS)
-    assert base != cache.circuit_key(DEFAULT_MACHINE, dataclasses.replace(NARROW, hidden=1 << 16), DEFAULT_LEVELS)
-    assert base != cache.circuit_key(DEFAULT_MACHINE, NARROW, dataclasses.replace(DEFAULT_LEVELS, K=2.0 ** 20))
+    base = cache.circuit_key(PUBLISHED_MACHINE, NARROW, DEFAULT_LEVELS)
+    assert base == cache.circuit_key(PUBLISHED_MACHINE, NARROW, DEFAULT_LEVELS)
+    assert base != cache.circuit_key(dataclasses.replace(PUBLISHED_MACHINE, mem_words=120), NARROW, DEFAULT_LEVELS)
+    assert base != cache.circuit_key(PUBLISHED_MACHINE, dataclasses.replace(NARROW, hidden=1 << 16), DEFAULT_LEVELS)
+    assert base != cache.circuit_key(PUBLISHED_MACHINE, NARROW, dataclasses.replace(DEFAULT_LEVELS, K=2.0 ** 20))
 
 
 def test_cli_run_rebuilds_a_corrupt_cache(store, tmp_path):
@@ -122,8 +122,8 @@ def test_cli_run_rebuilds_a_corrupt_cache(store, tmp_path):
     corrupted; the command line reports it, rebuilds and rewrites it, and the next run uses it."""
     import shutil
 
-    store.runner(DEFAULT_MACHINE)  # the session's circuit, stored in its cache directory (built once)
-    key = cache.circuit_key(DEFAULT_MACHINE, NARROW, DEFAULT_LEVELS)
+    store.runner(PUBLISHED_MACHINE)  # the session's circuit, stored in its cache directory (built once)
+    key = cache.circuit_key(PUBLISHED_MACHINE, NARROW, DEFAULT_LEVELS)
     for suffix in ("safetensors", "json"):
         shutil.copy(cache.cache_dir() / f"circuit-{key[:16]}.{suffix}", tmp_path)
     shutil.copytree(cache.cache_dir() / "native", tmp_path / "native")  # the built native step: not rebuilt

@@ -10,7 +10,7 @@ import mlx.core as mx
 import numpy as np
 import pytest
 
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
 from qwengpu_mlx.runtime.circuit_runner import CircuitRunner, live_dims
 from qwengpu_mlx.runtime.native_runner import PackedRunner
 from tests.support.runner_wide import WideCircuitRunner
@@ -23,8 +23,8 @@ def test_fast_and_wide_runners_write_the_same_launch(name, example_launch, store
     spec, prog, fast = example_launch(name)  # the session's launch, on the store's (fast) runner
     # the store's fast runner: the circuit runner, or the native step's pack it saved once trusted
     # (another test process may have saved it into the shared cache first)
-    assert isinstance(store.runner(DEFAULT_MACHINE), (CircuitRunner, PackedRunner))
-    wide = on_runner(prog, WideCircuitRunner(store.compact(DEFAULT_MACHINE), DEFAULT_MACHINE), check=True)
+    assert isinstance(store.runner(PUBLISHED_MACHINE), (CircuitRunner, PackedRunner))
+    wide = on_runner(prog, WideCircuitRunner(store.compact(PUBLISHED_MACHINE), PUBLISHED_MACHINE), check=True)
     assert fast.tokens == wide.tokens
     assert fast.memory == wide.memory
     assert fast.min_margin == pytest.approx(wide.min_margin, abs=1e-6)
@@ -32,7 +32,7 @@ def test_fast_and_wide_runners_write_the_same_launch(name, example_launch, store
 
 
 def test_the_narrow_residual_holds_every_dim_the_circuit_touches(store):
-    cc = store.compact(DEFAULT_MACHINE)
+    cc = store.compact(PUBLISHED_MACHINE)
     live = set(live_dims(cc).tolist())
     for cl in cc.layers:
         for block in (cl.mixer, cl.mlp):

@@ -19,7 +19,7 @@ import mlx.core as mx
 import pytest
 
 from qwengpu_mlx.runtime import gpu_trust
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
 from qwengpu_mlx.runtime.recurrent import gated_delta_ops
 from qwengpu_mlx.runtime import CircuitStore
 
@@ -45,7 +45,7 @@ def key_of_next_head(q, k, v, g, beta, state):
 
 @pytest.fixture
 def cc(store):
-    return store.compact(DEFAULT_MACHINE)
+    return store.compact(PUBLISHED_MACHINE)
 
 
 @pytest.fixture(autouse=True)
@@ -58,7 +58,7 @@ def keep_device():
 @pytest.mark.parametrize("faulty", [read_before_write, key_of_next_head])
 def test_a_faulty_kernel_is_refused_and_the_process_switches_to_ops(cc, tmp_path, faulty):
     warnings: list[str] = []
-    chosen = gpu_trust.choose_recurrence(cc, DEFAULT_MACHINE, kernel=faulty, kernel_name="test kernel",
+    chosen = gpu_trust.choose_recurrence(cc, PUBLISHED_MACHINE, kernel=faulty, kernel_name="test kernel",
                                          directory=tmp_path, warn=warnings.append)
     assert chosen is gated_delta_ops
     assert mx.default_device() == mx.cpu
@@ -79,18 +79,18 @@ def test_an_exact_kernel_is_trusted_once_cached_and_then_runs_the_launches(cc, t
         return gated_delta_ops(q, k, v, g, beta, state)
 
     warnings: list[str] = []
-    assert gpu_trust.choose_recurrence(cc, DEFAULT_MACHINE, kernel=counting_twin, directory=tmp_path,
+    assert gpu_trust.choose_recurrence(cc, PUBLISHED_MACHINE, kernel=counting_twin, directory=tmp_path,
                                        warn=warnings.append) is counting_twin
     assert warnings == [] and calls
     monkeypatch.setattr(gpu_trust, "probe", lambda *a: pytest.fail("probed again despite the cached verdict"))
-    runner = CircuitStore(directory=tmp_path, kernel=counting_twin).runner_over(cc, DEFAULT_MACHINE)
+    runner = CircuitStore(directory=tmp_path, kernel=counting_twin).runner_over(cc, PUBLISHED_MACHINE)
     assert runner.recurrence is counting_twin
     before = len(calls)
-    assert on_runner(probe_program(DEFAULT_MACHINE), runner).ended == "STOP"
+    assert on_runner(probe_program(PUBLISHED_MACHINE), runner).ended == "STOP"
     assert len(calls) > before  # the launch ran on the trusted kernel
 
 
 def test_no_gpu_means_no_probe(cc, tmp_path):
     assert gpu_trust.mlx_lm_kernel() is None  # this machine has no Metal GPU
-    assert gpu_trust.choose_recurrence(cc, DEFAULT_MACHINE, directory=tmp_path) is gated_delta_ops
+    assert gpu_trust.choose_recurrence(cc, PUBLISHED_MACHINE, directory=tmp_path) is gated_delta_ops
     assert not (tmp_path / gpu_trust.VERDICTS_FILE).exists()

@@ -17,7 +17,7 @@ import pytest
 
 from qwengpu_mlx.core.readout import read_outputs
 from tests.support.host_front import HostFront, random_host
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
 from tests.support.runner_wide import WideCircuitRunner as CircuitRunner
 from tests.support.launching import bound_program, on_runner
 
@@ -32,7 +32,7 @@ pytestmark = needs_clang
 
 @pytest.fixture(scope="module")
 def setup(store):
-    mc = store.machine_circuit(DEFAULT_MACHINE)
+    mc = store.machine_circuit(PUBLISHED_MACHINE)
     free = np.arange(mc.lay.used, mc.plan.shape.hidden)
     spec = json.loads((ROOT / "examples/kernels/dot.json").read_text())
     prog = bound_program(ROOT / "examples/kernels/dot.cu", args=spec["args"], block=spec["block"])
@@ -53,7 +53,7 @@ def test_host_is_qwen35_shaped_with_massive_activations(setup):
 def test_dot_exact_with_host_in_front(store, setup, scale, r_below):
     free, prog, spec, host = setup
     front = HostFront(host, free, scale)
-    runner = CircuitRunner(store.compact(DEFAULT_MACHINE), DEFAULT_MACHINE, front=front)
+    runner = CircuitRunner(store.compact(PUBLISHED_MACHINE), PUBLISHED_MACHINE, front=front)
     launch = on_runner(prog, runner, step_budget=40, check=True)
     assert read_outputs(prog, launch.memory) == ORACLES["dot"](spec)
     assert launch.check.exact, launch.check.problems

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from qwengpu_mlx.core.errors import ResourceError
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MACHINES, MachineConfig
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE, MACHINES, MachineConfig
 from qwengpu_mlx.core.machine_support import LIMITS, check_circuit_supports, limit_for, unsupported_fields
 
 KERNELS = Path(__file__).parents[1] / "kernels_machine"
@@ -26,7 +26,7 @@ XORSHIFT = Path(__file__).parents[2] / "examples" / "kernels" / "xorshift_rounds
 
 
 def machine(**changes) -> MachineConfig:
-    return dataclasses.replace(DEFAULT_MACHINE, **changes)
+    return dataclasses.replace(PUBLISHED_MACHINE, **changes)
 
 
 def assert_refused(field: str, value: int, range_text: str) -> None:
@@ -51,7 +51,7 @@ def test_every_field_has_a_limit_and_the_named_machines_pass():
         check_circuit_supports(m)  # no error
         assert unsupported_fields(m) == []
     for lim in LIMITS:
-        assert lim.allows(getattr(DEFAULT_MACHINE, lim.field))
+        assert lim.allows(getattr(PUBLISHED_MACHINE, lim.field))
         assert all(lim.allows(v) for v in lim.tested)
 
 
@@ -142,7 +142,7 @@ def test_step_budget_any_positive_host_side():
     from qwengpu_mlx.core.errors import StepBudgetExceeded
     from qwengpu_mlx.core.reference import run_program
 
-    program = _program(XORSHIFT, {"state": [1, 2, 3, 4], "rounds": 10}, 4, 1, DEFAULT_MACHINE)
+    program = _program(XORSHIFT, {"state": [1, 2, 3, 4], "rounds": 10}, 4, 1, PUBLISHED_MACHINE)
     run_program(program, machine(step_budget=64))
     with pytest.raises(StepBudgetExceeded):
         run_program(program, machine(step_budget=8))

@@ -20,7 +20,7 @@ import pytest
 from qwengpu_mlx.core.errors import MemoryFault, ResourceError, StepBudgetExceeded
 from qwengpu_mlx.core.readout import read_outputs
 from qwengpu_mlx.core.reference import run_program
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
 from tests.support.launching import TokenEvents, bound_program, on_runner
 
 from tests.support.oracles import ORACLES, TEST_ORACLES
@@ -31,7 +31,7 @@ KERNELS = ROOT / "examples" / "kernels"
 
 @pytest.fixture(scope="module")
 def circuit(store):
-    return store.machine_circuit(DEFAULT_MACHINE), store.runner(DEFAULT_MACHINE)
+    return store.machine_circuit(PUBLISHED_MACHINE), store.runner(PUBLISHED_MACHINE)
 
 
 def program_for(name: str, **override):
@@ -68,7 +68,7 @@ def test_dot_product_launch_shape(example_launch):
     assert kinds[0] == "CTA" and kinds[-1] == "STOP"
     from qwengpu_mlx.runtime.check import reference_run
 
-    ref = reference_run(prog, DEFAULT_MACHINE, budget=DEFAULT_MACHINE.step_budget)
+    ref = reference_run(prog, PUBLISHED_MACHINE, budget=PUBLISHED_MACHINE.step_budget)
     assert kinds.count("EXEC") == launch.steps == len(ref.trace)
     assert read_outputs(prog, launch.memory)["out"] == [32]
     # the published system wrote this launch in 47 tokens; the guarded lowering needs no divergence
@@ -78,7 +78,7 @@ def test_dot_product_launch_shape(example_launch):
 def test_same_weights_run_every_program(circuit, store):
     mc, runner = circuit
     before = [float(w.astype(mx.float32).sum()) for w in runner.weights()]
-    assert store.runner(DEFAULT_MACHINE) is runner  # one circuit per store, built once
+    assert store.runner(PUBLISHED_MACHINE) is runner  # one circuit per store, built once
     for name in ("partial_warp3", "avg_floor_signed"):
         spec, prog = program_for(name)
         launch = on_runner(prog, runner)
@@ -125,7 +125,7 @@ def test_misaligned_and_negative_addresses_fault_in_the_model(circuit, tmp_path,
     src.write_text("__global__ void bad(int *a, int k) { " + body + " }\n")
     prog = bound_program(src, args=args, block=2)
     with pytest.raises(MemoryFault):  # the reference interpreter faults too
-        run_program(prog, DEFAULT_MACHINE)
+        run_program(prog, PUBLISHED_MACHINE)
     with pytest.raises(MemoryFault, match="out of range"):
         on_runner(prog, circuit[1])
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE, LARGE_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE, LARGE_MACHINE
 from qwengpu_mlx.runtime import CircuitStore, native
 from qwengpu_mlx.runtime.circuit_runner import CircuitRunner
 from qwengpu_mlx.runtime.native_runner import PackedRunner, _paths, load_pack, pack_key
@@ -27,7 +27,7 @@ def _launch(runner, name, machine):
     return spec, on_runner(prog, runner, check=True)
 
 
-@pytest.mark.parametrize("machine,name", [(DEFAULT_MACHINE, "shfl_broadcast"), (LARGE_MACHINE, "dot")])
+@pytest.mark.parametrize("machine,name", [(PUBLISHED_MACHINE, "shfl_broadcast"), (LARGE_MACHINE, "dot")])
 def test_the_second_store_runs_on_the_pack_and_launches_the_same(tmp_path, machine, name):
     built = CircuitStore(directory=tmp_path).runner(machine)
     assert isinstance(built, CircuitRunner) and built.native is not None
@@ -43,19 +43,19 @@ def test_the_second_store_runs_on_the_pack_and_launches_the_same(tmp_path, machi
 
 
 def test_a_corrupt_pack_is_not_used(tmp_path):
-    CircuitStore(directory=tmp_path).runner(DEFAULT_MACHINE)
-    arrays, _ = _paths(pack_key(DEFAULT_MACHINE), tmp_path)
+    CircuitStore(directory=tmp_path).runner(PUBLISHED_MACHINE)
+    arrays, _ = _paths(pack_key(PUBLISHED_MACHINE), tmp_path)
     data = bytearray(arrays.read_bytes())
     data[len(data) // 2] ^= 1
     arrays.write_bytes(bytes(data))
-    assert isinstance(CircuitStore(directory=tmp_path).runner(DEFAULT_MACHINE), CircuitRunner)
+    assert isinstance(CircuitStore(directory=tmp_path).runner(PUBLISHED_MACHINE), CircuitRunner)
 
 
 def test_a_pack_of_another_native_build_is_not_used(tmp_path, monkeypatch):
     """The program a pack holds is read by the step's C++: a pack saved under another build
     of it (its source changed) is not the one a load looks for."""
-    CircuitStore(directory=tmp_path).runner(DEFAULT_MACHINE)
-    saved = pack_key(DEFAULT_MACHINE)
+    CircuitStore(directory=tmp_path).runner(PUBLISHED_MACHINE)
+    saved = pack_key(PUBLISHED_MACHINE)
     monkeypatch.setattr(native, "build_key", lambda: "another build of circuit_step.cpp")
-    assert pack_key(DEFAULT_MACHINE) != saved
-    assert load_pack(DEFAULT_MACHINE, tmp_path) is None
+    assert pack_key(PUBLISHED_MACHINE) != saved
+    assert load_pack(PUBLISHED_MACHINE, tmp_path) is None

@@ -16,7 +16,7 @@ import mlx.core as mx
 import numpy as np
 import pytest
 
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE, LARGE_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE, LARGE_MACHINE
 from qwengpu_mlx.runtime import native
 from qwengpu_mlx.runtime.circuit_runner import CircuitRunner
 from qwengpu_mlx.runtime.native_step import NativeStep, _Blobs
@@ -29,7 +29,7 @@ KERNELS = Path(__file__).resolve().parents[2] / "examples" / "kernels"
 # division on the large one (their launch files name it)
 CASES = [("published", "early_return"), ("published", "shfl_broadcast"), ("large", "dot"),
          ("large", "block32_reduce")]
-MACHINES = {"published": DEFAULT_MACHINE, "large": LARGE_MACHINE}
+MACHINES = {"published": PUBLISHED_MACHINE, "large": LARGE_MACHINE}
 
 
 @pytest.fixture(scope="module")
@@ -108,14 +108,14 @@ def test_the_logits_on_two_threads_are_the_same_floats(store, module, monkeypatc
 def test_the_logits_without_row_groups_are_the_same_floats(store, module, monkeypatch):
     """A product whose rows share no leading columns (no row groups: every row from +0) gives
     the same bits as the tied logits' grouped rows."""
-    cc = store.compact(DEFAULT_MACHINE)
-    grouped = CircuitRunner(cc, DEFAULT_MACHINE, native=module)
+    cc = store.compact(PUBLISHED_MACHINE)
+    grouped = CircuitRunner(cc, PUBLISHED_MACHINE, native=module)
     original = _Blobs.row_groups
     monkeypatch.setattr(_Blobs, "row_groups", lambda self, p: original(self, p, most=0))
-    plain = CircuitRunner(cc, DEFAULT_MACHINE, native=module)
-    spec, prog = _program("shfl_broadcast", DEFAULT_MACHINE)
+    plain = CircuitRunner(cc, PUBLISHED_MACHINE, native=module)
+    spec, prog = _program("shfl_broadcast", PUBLISHED_MACHINE)
     launch = on_runner(prog, grouped)
     grouped.reset()
-    fed = [prompt_tokens(prog, DEFAULT_MACHINE)] + [[t] for t in launch.tokens[:-1]]
+    fed = [prompt_tokens(prog, PUBLISHED_MACHINE)] + [[t] for t in launch.tokens[:-1]]
     for i, tokens in enumerate(fed):
         assert np.array_equal(_bits(grouped.step(tokens)), _bits(plain.step(tokens))), f"logits of token {i}"

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from qwengpu_mlx.runtime import native
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
 from qwengpu_mlx.runtime.native_step import NativeStep
 from qwengpu_mlx.runtime.native_trust import choose_native
 from qwengpu_mlx.runtime.circuit_runner import CircuitRunner
@@ -37,7 +37,7 @@ def module():
 
 @pytest.fixture(scope="module")
 def cc(store):
-    return store.compact(DEFAULT_MACHINE)
+    return store.compact(PUBLISHED_MACHINE)
 
 
 def _program(name):
@@ -52,7 +52,7 @@ def test_exp_and_sigmoid_are_mlx_own_bit_for_bit(module):
 
 
 def test_residual_after_every_block_equals_the_mlx_layers(cc, module):
-    ops = CircuitRunner(cc, DEFAULT_MACHINE)
+    ops = CircuitRunner(cc, PUBLISHED_MACHINE)
     step = NativeStep(ops.narrow, module)
     x = ops.embed([5])
     mx.eval(x)
@@ -70,8 +70,8 @@ def test_residual_after_every_block_equals_the_mlx_layers(cc, module):
 @pytest.mark.parametrize("name", SUBSET)
 def test_launch_tokens_and_margins_equal_the_ops_path(cc, module, name):
     spec, prog = _program(name)
-    want = on_runner(prog, CircuitRunner(cc, DEFAULT_MACHINE), check=True)
-    got = on_runner(prog, CircuitRunner(cc, DEFAULT_MACHINE, native=module), check=True)
+    want = on_runner(prog, CircuitRunner(cc, PUBLISHED_MACHINE), check=True)
+    got = on_runner(prog, CircuitRunner(cc, PUBLISHED_MACHINE, native=module), check=True)
     assert got.tokens == want.tokens
     assert got.min_margin == pytest.approx(want.min_margin, abs=1e-6)
     assert got.min_state_margin == pytest.approx(want.min_state_margin, abs=1e-6)
@@ -91,8 +91,8 @@ def test_the_representative_ten_equal_the_ops_path(cc, module, name):
 
 
 def test_states_and_logits_equal_the_ops_path_over_a_prefill(cc, module):
-    ops = CircuitRunner(cc, DEFAULT_MACHINE)
-    fast = CircuitRunner(cc, DEFAULT_MACHINE, native=module)
+    ops = CircuitRunner(cc, PUBLISHED_MACHINE)
+    fast = CircuitRunner(cc, PUBLISHED_MACHINE, native=module)
     tokens = [7, 300, 42, 9, 1000, 17]
     lo, lf = np.array(ops.step(tokens)), np.array(fast.step(tokens))
     assert np.array_equal(lo, lf)
@@ -105,7 +105,7 @@ def test_states_and_logits_equal_the_ops_path_over_a_prefill(cc, module):
 
 
 def test_a_step_updates_its_states_in_place_and_recurrent_state_is_a_copy(cc, module):
-    runner = CircuitRunner(cc, DEFAULT_MACHINE, native=module)
+    runner = CircuitRunner(cc, PUBLISHED_MACHINE, native=module)
     runner.step([5])
     packed = runner._packed
     L, mz = next((L, mz) for L, mz in enumerate(runner.mixers) if mz is not None)
@@ -139,21 +139,21 @@ class _Faulty:
 @pytest.mark.parametrize("fault", ["logits", "state"])
 def test_a_faulty_step_is_refused_once_and_launches_run_on_the_ops_path(cc, module, tmp_path, fault):
     warnings = []
-    chosen = choose_native(cc, DEFAULT_MACHINE, directory=tmp_path, warn=warnings.append,
+    chosen = choose_native(cc, PUBLISHED_MACHINE, directory=tmp_path, warn=warnings.append,
                            module=_Faulty(module, fault))
     assert chosen is None and len(warnings) == 1 and "native circuit step" in warnings[0]
     verdicts = json.loads((tmp_path / "gpu-trust.json").read_text())
     assert [v["trusted"] for v in verdicts.values()] == [False]
-    again = choose_native(cc, DEFAULT_MACHINE, directory=tmp_path, warn=warnings.append,
+    again = choose_native(cc, PUBLISHED_MACHINE, directory=tmp_path, warn=warnings.append,
                           module=_Faulty(module, fault))
     assert again is None and len(warnings) == 2  # the cached verdict (no second probe), said again
 
 
 def test_the_built_step_is_trusted_and_the_store_runs_on_it(cc, module, tmp_path):
-    assert choose_native(cc, DEFAULT_MACHINE, directory=tmp_path) is module  # probed afresh here
+    assert choose_native(cc, PUBLISHED_MACHINE, directory=tmp_path) is module  # probed afresh here
     verdicts = json.loads((tmp_path / "gpu-trust.json").read_text())
     assert [v["trusted"] for v in verdicts.values()] == [True]
-    runner = CircuitStore(directory=tmp_path).runner_over(cc, DEFAULT_MACHINE)
+    runner = CircuitStore(directory=tmp_path).runner_over(cc, PUBLISHED_MACHINE)
     assert runner.native is not None and runner.native.module is module
     shared = json.loads((native.native_dir() / "gpu-trust.json").read_text())  # the stores' verdicts
     assert shared[f"native circuit step {native.build_key()}"]["trusted"] is True
@@ -164,7 +164,7 @@ def test_without_cmake_launches_run_on_the_ops_path_quietly(cc, tmp_path, monkey
     monkeypatch.setenv("QWENGPU_MLX_CMAKE", str(tmp_path / "no-cmake"))  # and no cmake
     found = native.load()
     assert found.module is None and "cmake" in found.reason
-    runner = CircuitStore(directory=tmp_path).runner_over(cc, DEFAULT_MACHINE)
+    runner = CircuitStore(directory=tmp_path).runner_over(cc, PUBLISHED_MACHINE)
     assert runner.native is None
     assert capsys.readouterr().err == ""
 

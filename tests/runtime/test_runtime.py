@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
 from qwengpu_mlx.runtime import LaunchCancelled, LaunchEvents, LaunchRequest, Runner, launch, prompt_tokens
 
 from tests.support.cli import needs_clang
@@ -31,10 +31,10 @@ def with_check(req: LaunchRequest) -> LaunchRequest:
 
 
 def test_the_circuit_runner_is_a_runner(store):
-    runner = store.runner(DEFAULT_MACHINE)
+    runner = store.runner(PUBLISHED_MACHINE)
     assert isinstance(runner, Runner)
-    assert runner.machine == DEFAULT_MACHINE
-    assert store.runner(DEFAULT_MACHINE) is runner and store.has_runner(DEFAULT_MACHINE)
+    assert runner.machine == PUBLISHED_MACHINE
+    assert store.runner(PUBLISHED_MACHINE) is runner and store.has_runner(PUBLISHED_MACHINE)
 
 
 class Recorder(LaunchEvents):
@@ -60,7 +60,7 @@ def test_a_launch_streams_every_token_and_checks(store):
     result = launch(with_check(req), store=store, events=events)
     assert result.outputs == ORACLES["dot"](spec)
     assert events.tokens == result.tokens  # every generated token streamed, in order
-    assert events.begun[1] == result.prompt == prompt_tokens(result.program, DEFAULT_MACHINE)
+    assert events.begun[1] == result.prompt == prompt_tokens(result.program, PUBLISHED_MACHINE)
     assert result.check.exact and result.min_margin > 0.4 and result.min_state_margin > 0.9
     assert any("checking" in p for p in events.phases)
     assert result.tokens_per_s > 0 and result.prefill_seconds > 0
@@ -73,5 +73,5 @@ def test_cancel_stops_between_tokens_and_the_runner_runs_again(store):
     with pytest.raises(LaunchCancelled):
         launch(req, store=store, events=events, cancel=cancel)
     assert len(events.tokens) == 5  # stopped at the next token
-    result = on_runner(events.begun[0], store.runner(DEFAULT_MACHINE))  # a fresh launch: state reset
+    result = on_runner(events.begun[0], store.runner(PUBLISHED_MACHINE))  # a fresh launch: state reset
     assert result.outputs == ORACLES["dot"](spec)

@@ -64,7 +64,7 @@ def test_run_compile_and_check_with_model_in_a_combined_checkpoint(tmp_path, sto
     import numpy as np
 
     from qwengpu_mlx.compiler.sizing import QWEN35_2B
-    from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+    from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
     from qwengpu_mlx.splice.build import BuildReport, SPLICE_RECORD, splice_record
     from qwengpu_mlx.splice.layout import SpliceLayout
     from qwengpu_mlx.splice.logits import suppression_row
@@ -75,7 +75,7 @@ def test_run_compile_and_check_with_model_in_a_combined_checkpoint(tmp_path, sto
     cfg = qwen_like_config(704, 4, vocab=512)
     base = base_model_from_config(cfg)
     base.load_weights(list(qwen_like_weights(cfg, seed=2, dtype=mx.bfloat16).items()), strict=True)
-    plan = store.compiled(DEFAULT_MACHINE, QWEN35_2B).plan
+    plan = store.compiled(PUBLISHED_MACHINE, QWEN35_2B).plan
     lay = SpliceLayout(cfg, plan.config(), len(plan.vocab))
     sup = suppression_row(base, np.random.default_rng(0).integers(0, 512, 64).tolist(), len(plan.vocab))
     from mlx.utils import tree_flatten

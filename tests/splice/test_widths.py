@@ -20,7 +20,7 @@ import pytest
 import mlx.core as mx
 
 from qwengpu_mlx.compiler.sizing import QWEN35_2B
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
 from tests.support.launching import bound_program, on_runner
 from qwengpu_mlx.splice.layout import SpliceLayout, splice_misfits
 from qwengpu_mlx.splice.logits import launch_mass_from_logits, suppression_row
@@ -37,7 +37,7 @@ QWEN35_08B = {"hidden_size": 1024, "intermediate_size": 3584, "num_hidden_layers
 
 @pytest.fixture(scope="module")
 def folded(store):
-    return store.compiled(DEFAULT_MACHINE, QWEN35_2B)
+    return store.compiled(PUBLISHED_MACHINE, QWEN35_2B)
 
 
 def _combined(cfg: dict, dtype, folded) -> CombinedModel:
@@ -83,10 +83,11 @@ def test_a_launch_runs_in_the_combined_vocabulary(folded, store):
     """The combined model's launch runs on the circuit runner (the same at both widths)."""
     plan = folded.plan
     lay = SpliceLayout(qwen_like_config(), plan.config(), len(plan.vocab))
-    combined = CombinedModel(None, lay, np.zeros(2048, np.float32), store.runner_over(folded.compact(), DEFAULT_MACHINE))
+    runner = store.runner_over(folded.compact(), PUBLISHED_MACHINE)
+    combined = CombinedModel(None, lay, np.zeros(2048, np.float32), runner)
     V = lay.base_rows
     spec = {"kernel": "dot", "block": 4, "grid": 1, "args": {"a": [7, 1, 9, 2], "b": [3, 8, 5, 6], "out": [5], "n": 4}}
-    prog = bound_program(KERNELS / "dot.cu", "dot", args=spec["args"], block=4, grid=1, machine=DEFAULT_MACHINE)
+    prog = bound_program(KERNELS / "dot.cu", "dot", args=spec["args"], block=4, grid=1, machine=PUBLISHED_MACHINE)
     launch = on_runner(prog, combined.circuit, check=True)
     assert launch.check.exact, launch.check.problems
     assert launch.outputs == ORACLES["dot"](spec)

@@ -10,12 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE, MachineConfig
 from qwengpu_mlx.runtime import Launch, LaunchEvents, LaunchRequest, bind_request, launch
 
 
 def reference(source: str | Path, kernel: str | None = None, *, args: dict, block: int | tuple = 4,
-              grid: int | tuple = 1, machine: MachineConfig = DEFAULT_MACHINE, step_budget: int | None = None,
+              grid: int | tuple = 1, machine: MachineConfig = PUBLISHED_MACHINE, step_budget: int | None = None,
               frontend: str = "clang", shared: int = 0) -> Launch:
     """The kernel's launch on the reference interpreter (outputs, steps)."""
     return launch(LaunchRequest(source=Path(source), kernel=kernel, args=args, block=block, grid=grid,
@@ -24,7 +24,7 @@ def reference(source: str | Path, kernel: str | None = None, *, args: dict, bloc
 
 
 def bound_program(source: str | Path, kernel: str | None = None, *, args: dict, block=4, grid=1,
-            machine: MachineConfig = DEFAULT_MACHINE, few_tokens: bool = True, shared: int = 0):
+            machine: MachineConfig = PUBLISHED_MACHINE, few_tokens: bool = True, shared: int = 0):
     """The kernel compiled and bound for one launch (``shared``: its dynamic shared memory, in bytes)."""
     return bind_request(LaunchRequest(source=Path(source), kernel=kernel, args=args, block=block, grid=grid,
                                       machine=machine, few_tokens=few_tokens, shared=shared))
@@ -36,7 +36,7 @@ def on_runner(prog, runner, *, events: LaunchEvents | None = None, cancel=None, 
                   cancel=cancel)
 
 
-def run_reference(prog, machine: MachineConfig = DEFAULT_MACHINE, step_budget: int | None = None) -> Launch:
+def run_reference(prog, machine: MachineConfig = PUBLISHED_MACHINE, step_budget: int | None = None) -> Launch:
     """A bound program on the reference interpreter."""
     return launch(LaunchRequest(program=prog, machine=machine, step_budget=step_budget, backend="reference"))
 

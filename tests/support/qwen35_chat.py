@@ -64,11 +64,11 @@ def session(tokenizer, runner, script, **settings):
 
     from qwengpu_mlx.chat.models import ChatModel
     from qwengpu_mlx.chat.session import ChatSession, ChatSettings
-    from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+    from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
     from qwengpu_mlx.splice.combined_runner import CombinedModel
 
     base = ScriptedModel(tokenizer, script, len(tokenizer.vocab))
-    model = ChatModel("scripted Qwen3.5", CombinedModel(base, None, None, runner), tokenizer, DEFAULT_MACHINE)
+    model = ChatModel("scripted Qwen3.5", CombinedModel(base, None, None, runner), tokenizer, PUBLISHED_MACHINE)
     return ChatSession(model, ChatSettings(**{"check": True, "max_tokens": 400, **settings}))
 
 

@@ -16,7 +16,7 @@ import mlx.nn as nn
 import numpy as np
 from mlx_lm.models.activations import precise_swiglu
 
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE, MachineConfig
 from qwengpu_mlx.runtime.recurrent import gated_delta_update, normalize_qk
 
 
@@ -65,7 +65,7 @@ class WideCircuitRunner:
     Implements the launch runtime's runner interface (``runtime/runner.py``). ``front``:
     a HostFront whose hidden states share the residual (robustness runs)."""
 
-    def __init__(self, cc, machine: MachineConfig = DEFAULT_MACHINE, front=None):
+    def __init__(self, cc, machine: MachineConfig = PUBLISHED_MACHINE, front=None):
         self.machine = machine
         self.hidden = cc.hidden
         self.eps = cc.eps

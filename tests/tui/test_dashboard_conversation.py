@@ -21,7 +21,7 @@ from tests.support.dashboard import SIZE, enter_line, screen_lines, type_command
 
 from qwengpu_mlx.chat.cli import open_model  # noqa: E402
 from qwengpu_mlx.chat.session import ChatSettings  # noqa: E402
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE  # noqa: E402
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE  # noqa: E402
 from qwengpu_mlx.tui.app import DashboardApp  # noqa: E402
 from qwengpu_mlx.tui.chat import SessionChat  # noqa: E402
 
@@ -69,7 +69,7 @@ class HoldableChat(SessionChat):
 
 @pytest.fixture(scope="module")
 def demo():
-    return open_model("demo", DEFAULT_MACHINE, log=lambda s: None)
+    return open_model("demo", PUBLISHED_MACHINE, log=lambda s: None)
 
 
 def test_chat_goes_on_across_turns_runs_and_a_cancel(demo):
