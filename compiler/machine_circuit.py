@@ -34,6 +34,7 @@ from qwengpu_mlx.compiler.emit import EmitStage
 from qwengpu_mlx.compiler.fetch import Fetch, fetch, fetch_slot
 from qwengpu_mlx.compiler.latch import LatchStage
 from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS, Levels
+from qwengpu_mlx.compiler.memory_parts import header_parts, part_count
 from qwengpu_mlx.compiler.residual import ResidualLayout
 from qwengpu_mlx.compiler.sizing import QWEN35_2B
 from qwengpu_mlx.compiler.slot import SlotStage
@@ -110,12 +111,16 @@ def build_slots(cw: CircuitWiring, ctx: Context, fetched: Fetch, exist: list, L:
     Returns (each slot's SlotIO, each slot's decode, per slot the first layer that sees its results).
     """
     slots, decodes, slot_end = [], [fetched.slot0], []
+    mem_keys = None
+    if part_count(cw.m.mem_words, cw.plan.shape.key_dim) > 1:
+        with cw.stage("memory.keys"):
+            mem_keys = header_parts(cw, 1, cw.plan.shape.key_dim)
     for s in range(cw.m.slots_per_block):
         if s:
             with cw.stage(f"slot{s}.fetch"):
                 decodes.append(fetch_slot(cw, ctx, fetched, s, L))
         with cw.stage(f"slot{s}"):
-            io, L = SlotStage(cw, ctx, fetched, decodes[s], exist).build(s, L, slots)
+            io, L = SlotStage(cw, ctx, fetched, decodes[s], exist, mem_keys).build(s, L, slots)
         slots.append(io)
         slot_end.append(L)
     return slots, decodes, slot_end

@@ -24,6 +24,7 @@ from qwengpu_mlx.compiler.alu_mul import build_multi_add, build_mul_family
 from qwengpu_mlx.compiler.alu_shfl import build_shfl
 from qwengpu_mlx.compiler.context import Context
 from qwengpu_mlx.compiler.fetch import EARLY_OPNDS, PREDOPS, Fetch, SlotDecode
+from qwengpu_mlx.compiler.memory_parts import decode_part_rows, gated_parts
 from qwengpu_mlx.compiler.mlp import eq_terms
 from qwengpu_mlx.compiler.residual import BIT, Subspace
 from qwengpu_mlx.compiler.wiring import CircuitWiring
@@ -61,6 +62,8 @@ class MemAddress:
     aligned: list  # per lane dim: S % 4 == 0
     fault: int  # dim: a memory fault in this slot (written by ``memory_read``)
     layer: int  # the MLP whose gates complete the digits (one after A for a two-stage thermometer)
+    parts: list | None = None  # per lane, per memory part its gated row digits (``memory_parts``); None: one part
+    read_layer: int = -1  # the MLP below the memory heads (``layer``, or the part gates' one after it)
 
 
 @dataclass
@@ -79,12 +82,14 @@ class SlotStage:
     unit's existing lanes per warp (a shuffle never reads a lane that does not exist).
     """
 
-    def __init__(self, cw: CircuitWiring, ctx: Context, fetched: Fetch, dec: SlotDecode, exist: list):
+    def __init__(self, cw: CircuitWiring, ctx: Context, fetched: Fetch, dec: SlotDecode, exist: list,
+                 mem_keys: list | None = None):
         self.cw = cw  # the plan its gates and heads go into
         self.ctx = ctx  # the running warp, its mask, the launch geometry
         self.fetch = fetched  # the register-write key and lanes, the predicate file
         self.dec = dec  # this slot's fields and their decoders
         self.exist = exist  # per warp: the lanes that exist in it (``Control.heads``)
+        self.mem_keys = mem_keys  # per memory part, the MEM header's gated row (None: memory is one head)
 
     def register_reads(self, s: int, layer: int, opnds=EARLY_OPNDS) -> dict:
         """Lane heads holding the register file; read operands ``opnds`` of slot s by ``layer``."""
@@ -290,7 +295,13 @@ class SlotStage:
             self.cw.gate(A, f"memal.s{s}l{lane}.zero", [(d, -c) for d, c in low], 0, [(aligned[lane], 1)])
             self.cw.gate(A, f"memal.s{s}l{lane}.ge4", low, 4, [(aligned[lane], 1)])
             self.cw.gate(A, f"memal.s{s}l{lane}.ge5", low, 5, [(aligned[lane], -1)])
-        return MemAddress(is_mem, word, valid, aligned, fault, A if W <= 1 << MEM_WORD_BITS else A + 1)
+        layer = A if W <= 1 << MEM_WORD_BITS else A + 1
+        if self.mem_keys is None:
+            return MemAddress(is_mem, word, valid, aligned, fault, layer, None, layer)
+        rows = self.cw.plan.shape.key_dim
+        parts = [gated_parts(self.cw, layer + 1, f"memq.s{s}l{lane}", list(word[lane].dims),
+                             [valid[lane], aligned[lane]], rows) for lane in range(N)]
+        return MemAddress(is_mem, word, valid, aligned, fault, layer, parts, layer + 1)
 
     def word_thermometer(self, A: int, name: str, S_terms, BIG: int, W: int, words, digits, valid,
                          width: int | None = None) -> None:
@@ -350,7 +361,7 @@ class SlotStage:
         aligned) is a query of exact zeros.
         """
         op, N, W = self.dec.op, self.cw.m.lanes, self.cw.m.mem_words
-        Lr = self.cw.linear_at_or_after(addr.layer + 1)
+        Lr = self.cw.linear_at_or_after(addr.read_layer + 1)
         memval = [self.cw.alloc(f"memval.s{s}.lane{lane}", 32, value_range=BIT) for lane in range(N)]
         rows = self.cw.plan.mixer(Lr).Dk  # words per head: a head's key rows
         lane0_heads = []
@@ -359,7 +370,11 @@ class SlotStage:
             for part, first in enumerate(range(0, W, rows)):  # the other parts' queries are exact zeros
                 suffix = "" if part == 0 else f".w{first}"
                 h = self.cw.head(Lr, f"mem.s{s}.lane{lane}{suffix}", min(rows, W - first), 32)
-                self.memory_rows(h, first, addr, lane)
+                if addr.parts is None:
+                    self.memory_rows(h, first, addr, lane)
+                else:
+                    decode_part_rows(self.cw, h, self.mem_keys[part], addr.parts[lane][part])
+                    self.memory_values(h)
                 for i in range(32):
                     h.read_bit(i, memval[lane][i])
                 names.append(h.name)
@@ -383,6 +398,11 @@ class SlotStage:
             self.cw.decoded_key(h, r, terms + [(t.kind["MEM"], 1)], th + 1, tap=0)
             terms, th = eq_terms(addr.word[lane].dims, w_)  # the digits equal w, in range, aligned
             self.cw.decoded_query(h, r, terms + [(addr.valid[lane], 1), (addr.aligned[lane], 1)], th + 2)
+        self.memory_values(h)
+
+    def memory_values(self, h) -> None:
+        """A memory head's value: the record's three chunks after its header."""
+        t = self.cw.t
         for j in range(3):
             for i in range(CHUNK_BITS[j]):
                 h.value_bit(CHUNK_SHIFT[j] + i, t.chunk[j][i], tap=1 + j)

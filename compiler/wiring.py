@@ -63,26 +63,28 @@ class CircuitWiring:
         """The term that is 1 at every token: ONE (which holds K) over K."""
         return (self.ONE, 1.0 / self.K)
 
-    def decoded_query(self, h, row: int, terms, theta: float) -> None:
-        """Query channel ``row`` = SiLU(G (sum w x - (theta - 1/2))), decoded by the head itself.
+    def decoded_query(self, h, row: int, terms, theta: float, ref: int | None = None) -> None:
+        """Query channel ``row`` = SiLU(G (sum w x - (theta - 1/2) ref)), decoded by the head itself.
 
         The sum is an integer over bits, so the channel is G/2 where it reaches theta and
         SiLU of at most -G/2, exactly 0, below: a one-hot query (or none) from binary
         fields, with no MLP gate and no residual dim per row. The threshold is written
         against the class-2 constant; ``CircuitPlan.finalize`` gives the head class-2
         copies of its other inputs, so the decision does not move with the signal ratio.
+        ``ref`` (default ``ONE2``) is another class-2 bit to write the threshold against: where
+        it and the terms' bits are 0 the channel is exactly 0 (``memory_parts``).
         """
         G = self.plan.levels.decode_gain
         for d, w in terms:
             h.query(row, d, G * w)
-        h.query(row, self.lay.ONE2, -G * (theta - 0.5))
+        h.query(row, self.lay.ONE2 if ref is None else ref, -G * (theta - 0.5))
 
-    def decoded_key(self, h, row: int, terms, theta: float, tap: int) -> None:
+    def decoded_key(self, h, row: int, terms, theta: float, tap: int, ref: int | None = None) -> None:
         """Key channel ``row`` decoded by the head's SiLU, as ``decoded_query``, from the token at ``tap``."""
         G = self.plan.levels.decode_gain
         for d, w in terms:
             h.key(row, d, tap, G * w)
-        h.key(row, self.lay.ONE2, tap, -G * (theta - 0.5))
+        h.key(row, self.lay.ONE2 if ref is None else ref, tap, -G * (theta - 0.5))
 
     def one_row_reader(self, h):
         h.query(0, self.ONE, 1.0 / self.K)
