@@ -133,8 +133,13 @@ def float_arg(spec: dict, name: str):
     number of the launch file (integers there; exact Fractions, one rounding)."""
     value = spec["args"][name]
     if isinstance(value, list):
-        return [to_binary32(Fraction(v)) for v in value]
-    return to_binary32(Fraction(value))
+        return [_number_bits(v) for v in value]
+    return _number_bits(value)
+
+
+def _number_bits(v) -> int:
+    """A launch file's number rounded once; -0.0 keeps its sign (a Fraction has none)."""
+    return SIGN if isinstance(v, float) and v == 0 and math.copysign(1.0, v) < 0 else to_binary32(Fraction(v))
 
 
 def less(a: int, b: int) -> bool:
@@ -526,3 +531,28 @@ def float_running_stats(spec: dict):
             m2 = fma(d, add(v, mean ^ SIGN), m2)
         out += [mean, div(m2, to_binary32(Fraction(count - 1))) if count > 1 else 0]
     return {"x": words(x), "out": words(out)}
+
+
+# ------------------------------------------------ a 64-bit count, the _rn intrinsics unfused
+
+
+@oracle
+def float_size_t_mean(spec: dict):
+    """Each row < rows summed in index order from +0, divided by cols converted to the
+    nearest float (a 64-bit count); the rows beyond keep their words."""
+    x, rows, cols = float_arg(spec, "x"), spec["args"]["rows"], spec["args"]["cols"]
+    mean = float_arg(spec, "mean")
+    count = to_binary32(Fraction(cols))
+    for r in range(min(rows, len(mean))):
+        mean[r] = div(ordered_sum(x[r * cols:(r + 1) * cols], cols), count)
+    return {"x": words(x), "mean": words(mean)}
+
+
+@oracle
+def float_rn_unfused(spec: dict):
+    """``__fadd_rn(__fmul_rn(a, b), c)``: the product rounded, then the sum rounded; ``a * b + c``:
+    the exact value rounded once (clang's contraction)."""
+    a, b, c = float_arg(spec, "a"), float_arg(spec, "b"), float_arg(spec, "c")
+    return {"a": words(a), "b": words(b), "c": words(c),
+            "twice": words(add(mul(x, y), z) for x, y, z in zip(a, b, c)),
+            "once": words(fma(x, y, z) for x, y, z in zip(a, b, c))}
