@@ -650,6 +650,16 @@ __attribute__((optimize("no-tree-vectorize"))) void silu_conv(float* v, int n) {
   for (int i = 0; i < n; i++) v[i] = v[i] == 0.0f ? v[i] * at_zero[std::signbit(v[i])] : silu_skip(v[i]);
 }
 
+// Whether a key's conv outputs v [n] (before SiLU) may give a non-zero SiLU: one that is
+// neither a zero nor below -88 (silu_skip's -0), or a NaN. When none may, every SiLU is a
+// signed zero and the head has no key; one vectorized pass instead of n SiLUs (an idle
+// head's key sits far below -88 until its address matches).
+inline bool may_key(const float* v, int n) {
+  int hit = 0;
+  for (int i = 0; i < n; i++) hit |= !(v[i] < -88.0f) & (v[i] != 0.0f);
+  return hit != 0;
+}
+
 // The mixer over what is live: the projection's rows its non-zero inputs reach, the conv
 // channels that ever held a non-zero, and per head only the key dims whose state column
 // or key is non-zero (the activity bytes in aux record both). A head with neither a key
@@ -702,9 +712,12 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
     // their conv states only move on
     conv_channels(m, prev, proj, chan, H * Dk + h * Dk, Dk, cv.data() + Dk);
     if (counts) count(CHANNELS_NONZERO, std::count_if(cv.begin() + Dk, cv.begin() + 2 * Dk, [](float v) { return v != 0.0f; }));
-    silu_conv(cv.data() + Dk, Dk);
-    bool keyed = false;
-    for (int d = 0; d < Dk; d++) keyed |= cv[Dk + d] != 0.0f;
+    bool keyed = may_key(cv.data() + Dk, Dk);
+    if (keyed || head_state[h]) {
+      silu_conv(cv.data() + Dk, Dk);
+      keyed = false;
+      for (int d = 0; d < Dk; d++) keyed |= cv[Dk + d] != 0.0f;
+    }
     if (!keyed && !head_state[h]) {
       shift_channels(m, prev, proj, chan, h * Dk, Dk);
       shift_channels(m, prev, proj, chan, 2 * H * Dk + h * Dv, Dv);
