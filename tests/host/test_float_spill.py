@@ -42,10 +42,10 @@ def _forced(monkeypatch, budget: float_spill.Budget):
     monkeypatch.setattr(lowering, "_finish", finish)
 
 
-def _run(tmp_path, source: str, args: dict, block: int):
+def _run(tmp_path, source: str, args: dict, block: int, grid: int = 1):
     path = tmp_path / "k.cu"
     path.write_text(source)
-    prog = bind(compile_kernel(path), args, block=block, machine=LARGE_MACHINE)
+    prog = bind(compile_kernel(path), args, block=block, grid=grid, machine=LARGE_MACHINE)
     res = reference_run(prog, LARGE_MACHINE, 200_000)
     assert res.fault is None and not res.ran_out
     return prog, read_outputs(prog, res.memory)
@@ -95,9 +95,13 @@ def test_lanes_of_a_warp_calling_from_both_sides_of_a_branch(monkeypatch, tmp_pa
 
 LOOP = """
 __global__ void horner_steps(const float* c, float* out, int n, float d) {
-  int t = threadIdx.x;
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
   float acc = c[t];
-  for (int i = 0; i < n; i++) acc = acc * c[(t + i) & 7] + (float)(i + t) / d;
+#pragma unroll 1
+  for (int i = 0; i < n; i++) {
+    acc = acc * c[(t + i) & 7] + (float)(i + t) / d;
+    acc = acc * d + (float)i / c[(t + 2 * i) & 7];
+  }
   out[t] = acc;
 }
 """
@@ -106,15 +110,17 @@ __global__ void horner_steps(const float* c, float* out, int n, float d) {
 @needs_clang
 def test_a_call_in_a_loop_restores_the_counter_and_the_bound(monkeypatch, tmp_path):
     """The loop's counter, bound, thread index and accumulator are saved around each of
-    the loop's calls (fma, division, conversion) and restored exactly, every trip."""
+    the loop's calls (fma, division, conversion) and restored exactly, every trip; two
+    thread blocks, one after the other, use the same frame."""
     _forced(monkeypatch, float_spill.Budget(0, 0))
     c = [0.5, -1.25, 2.0, 0.75, -0.3, 1.1, 0.9, -2.5]
-    prog, out = _run(tmp_path, LOOP, {"c": c, "out": [0] * 8, "n": 3, "d": 3.0}, block=8)
+    prog, out = _run(tmp_path, LOOP, {"c": c, "out": [0] * 8, "n": 3, "d": 3.0}, block=4, grid=2)
     fc, d, want = _floats(c), f32.to_binary32(Fraction(3)), []
     for t in range(8):
         acc = fc[t]
         for i in range(3):
             acc = f32.fma(acc, fc[(t + i) & 7], f32.div(f32.to_binary32(Fraction(i + t)), d))
+            acc = f32.fma(acc, d, f32.div(f32.to_binary32(Fraction(i)), fc[(t + 2 * i) & 7]))
         want.append(acc)
     assert out["out"] == f32.words(want)
     assert _frame_accesses(prog)
