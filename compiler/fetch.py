@@ -20,8 +20,9 @@ from qwengpu_mlx.core.vocab import CHUNK_BITS, CHUNK_SHIFT
 
 from qwengpu_mlx.compiler.context import Context
 from qwengpu_mlx.compiler.deltanet import CURRENT
+from qwengpu_mlx.compiler.memory_parts import Part
 from qwengpu_mlx.compiler.mlp import eq_terms
-from qwengpu_mlx.compiler.residual import Subspace
+from qwengpu_mlx.compiler.residual import BIT, Subspace
 from qwengpu_mlx.compiler.wiring import CircuitWiring
 
 OPNDS = ("a", "b", "c", "d")
@@ -55,6 +56,7 @@ class Fetch:
     first_lane: Subspace  # the first lane of the last EXEC's mask, one-hot
     hdr_valu_slot: Subspace  # the last header was VALU(s), one-hot over slots
     pfile: list  # per lane: the running warp's predicate file (dims)
+    reg_keys: list | None = None  # per lane, per warp: the register-write key's gated row (``register_parts``)
 
 
 def read_rom(cw: CircuitWiring, ctx: Context, L: int, name: str, pieces: dict[int, list[int]]) -> dict[int, int]:
@@ -146,8 +148,9 @@ def fetch_slot(cw: CircuitWiring, ctx: Context, fetched: Fetch, s: int, Lm: int)
     return decode_slot(cw, s, fields, Lr)
 
 
-def fetch(cw: CircuitWiring, ctx: Context, L: int) -> Fetch:
-    """ROM read (query: ctx.block), field decoders, register/predicate write keys.
+def fetch(cw: CircuitWiring, ctx: Context, L: int, zero_keys: bool = False) -> Fetch:
+    """ROM read (query: ctx.block), field decoders, register/predicate write keys
+    (``zero_keys``: also the register-write key per lane and warp, exact zeros elsewhere).
 
     Slot 0, the terminator and the final predicates are read here; later slots only
     their destinations (every slot's register-write key needs them from the start),
@@ -171,8 +174,9 @@ def fetch(cw: CircuitWiring, ctx: Context, L: int) -> Fetch:
     term_kind, term_pred, pfinal_src = terminator_decoders(cw, L, tf, pfinal)
     val_dst, pkey, val_wlane = write_keys(cw, ctx, L, dst)
     first_lane, hdr_valu_slot = header_decoders(cw, ctx, L)
+    reg_keys = register_parts(cw, ctx, L, dst) if zero_keys else None
     return Fetch(slot0, dst, tf, term_kind, term_pred, pfinal_src, val_dst, pkey, val_wlane, first_lane,
-                 hdr_valu_slot, predicate_file(cw, ctx, L, pkey))
+                 hdr_valu_slot, predicate_file(cw, ctx, L, pkey), reg_keys)
 
 
 def terminator_decoders(cw: CircuitWiring, L: int, tf: dict, pfinal: list) -> tuple:
@@ -220,6 +224,33 @@ def write_keys(cw: CircuitWiring, ctx: Context, L: int, dst: list) -> tuple:
         cw.gate(L, f"val.wlane{lane}", [(t.val_lane[lane], 2), (t.kind["VALU"], 1), (ctx.mask[lane], 1)], 2,
                 [(val_wlane[lane], 1)])
     return val_dst, pkey, val_wlane
+
+
+def register_parts(cw: CircuitWiring, ctx: Context, L: int, dst: list) -> list:
+    """Per lane and warp, the register-write key as a ``memory_parts.Part`` (MLP ``L``).
+
+    The part gate is ``[a VAL(s, l) or VALU(s) header writes lane l of warp w]`` and its
+    row digits the destination of slot s, each ANDed with it (one threshold gate per slot
+    and digit: 2 slot + 2 digit + 2 warp + 2 VAL lane + VALU + mask >= 8, the same lane
+    rule as ``val.wlane``). A register head's rows of warp w decode against the part gate,
+    so they are exact zeros at every other token (``memory_parts`` says why that pays).
+    """
+    m, t = cw.m, cw.t
+    parts = []
+    for lane in range(m.lanes):
+        lane_terms = [(t.val_lane[lane], 2), (t.kind["VALU"], 1), (ctx.mask[lane], 1)]
+        row = []
+        for w in range(m.max_warps):
+            select = cw.alloc(f"regkey.l{lane}w{w}", 1)[0]
+            digits = cw.alloc(f"regkey.l{lane}w{w}.row", len(dst[0]), value_range=BIT)
+            cw.gate(L, f"regkey.l{lane}w{w}", [(ctx.warp[w], 2)] + lane_terms, 4, [(select, 1)])
+            for s in range(m.slots_per_block):
+                for i, d in enumerate(dst[s]):
+                    cw.gate(L, f"regkey.l{lane}w{w}.s{s}b{i}", [(t.val_slot[s], 2), (d, 2), (ctx.warp[w], 2)]
+                            + lane_terms, 8, [(digits[i], 1)])
+            row.append(Part(select, digits))
+        parts.append(row)
+    return parts
 
 
 def header_decoders(cw: CircuitWiring, ctx: Context, L: int) -> tuple:

@@ -90,7 +90,7 @@ def build_circuit(machine: MachineConfig = DEFAULT_MACHINE, shape: Shape = NARRO
     with cw.stage("context"):
         ctx = context(cw, 0)
     with cw.stage("fetch"):
-        fetched = fetch(cw, ctx, 1)
+        fetched = fetch(cw, ctx, 1, zero_keys=zero_keys(cw))
     with cw.stage("control.state"):
         state = control_state(cw, ctx, 1)
     with cw.stage("control.early"):
@@ -105,6 +105,16 @@ def build_circuit(machine: MachineConfig = DEFAULT_MACHINE, shape: Shape = NARRO
     return MachineCircuit(machine, finish(cw), slots[0].memory_heads)
 
 
+def zero_keys(cw: CircuitWiring) -> bool:
+    """Whether the register and memory heads' keys (and the memory queries) are exact zeros
+    off their own headers and addresses (``memory_parts``): on a machine whose memory
+    spreads over several heads per reader (the large one), where most of those heads and
+    rows are never touched by a small kernel. The published machines keep ``ONE2``-decoded
+    keys: their fold for a dense checkpoint lets a decoded key's inputs reuse dims, which an
+    exact-zero key (a plain key, ``compiler.reuse``) may not."""
+    return part_count(cw.m.mem_words, cw.plan.shape.key_dim) > 1
+
+
 def build_slots(cw: CircuitWiring, ctx: Context, fetched: Fetch, exist: list, L: int) -> tuple[list, list, list]:
     """The block's slots from layer ``L``, each after the one before (it may read their results).
 
@@ -112,7 +122,7 @@ def build_slots(cw: CircuitWiring, ctx: Context, fetched: Fetch, exist: list, L:
     """
     slots, decodes, slot_end = [], [fetched.slot0], []
     mem_keys = None
-    if part_count(cw.m.mem_words, cw.plan.shape.key_dim) > 1:
+    if zero_keys(cw):
         with cw.stage("memory.keys"):
             mem_keys = header_parts(cw, 1, cw.plan.shape.key_dim)
     for s in range(cw.m.slots_per_block):

@@ -103,9 +103,7 @@ class SlotStage:
                 out = self.cw.alloc(f"opnd.s{s}.{X}.lane{lane}", 32, value_range=BIT)
                 for w in range(m.max_warps):
                     for r in range(1, R):  # row 0 reads 0: never written, never read
-                        terms, th = eq_terms(self.fetch.val_dst.dims, r)
-                        self.cw.decoded_key(h, w * R + r, terms + [(self.fetch.val_wlane[lane], 1), (self.ctx.warp[w], 1)],
-                                         th + 2, tap=0)
+                        self.register_key(h, lane, w, r)
                         terms, th = eq_terms(self.dec.fields[f"src_{X}"], r)
                         self.cw.decoded_query(h, w * R + r, terms + [(self.ctx.warp[w], 1)], th + 1)
                 for j in range(3):
@@ -115,6 +113,19 @@ class SlotStage:
                     h.read_bit(i, out[i])
                 outs[(X, lane)] = out
         return outs
+
+    def register_key(self, h, lane: int, w: int, r: int) -> None:
+        """Key row (w, r) of lane ``lane``'s register head: a VAL/VALU header three tokens back
+        writes register r of warp w there (against ``ONE2``, or exact zeros off that
+        warp's and lane's headers where the fetch gated the key: ``Fetch.reg_keys``)."""
+        keys = self.fetch.reg_keys
+        if keys is None:
+            terms, th = eq_terms(self.fetch.val_dst.dims, r)
+            self.cw.decoded_key(h, w * self.cw.m.regs + r, terms + [(self.fetch.val_wlane[lane], 1),
+                                                                    (self.ctx.warp[w], 1)], th + 2, tap=0)
+            return
+        terms, th = eq_terms(keys[lane][w].digits.dims, r)
+        self.cw.decoded_key(h, w * self.cw.m.regs + r, terms, th, tap=0, ref=keys[lane][w].select)
 
     def special_bit(self, name: str, lane: int, bit: int) -> list:
         """Terms giving bit ``bit`` of a special register for ``lane`` (linear in dims)."""

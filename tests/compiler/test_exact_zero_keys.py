@@ -1,11 +1,12 @@
-"""The large machine's memory heads are exact zeros wherever no header or address names their part.
+"""The large machine's memory and register heads are exact zeros where no header or address names their rows.
 
 A step that runs only what ever held a non-zero (the native step) then never touches the
 parts of memory a kernel does not use. Checked on the built plan by evaluating the gates
 that make the keys and queries (threshold gates over bits) and the heads' own decoded
 channels before their SiLU: what the meaning says, a ``MEM`` header for word a writes row
 a mod 128 of the heads of part a div 128, a load of word a reads that row, and every other
-channel of every memory head is exactly 0, not merely negative.
+channel of every memory head is exactly 0, not merely negative; a ``VAL``/``VALU`` header
+keys only the written lanes' rows of the running warp.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import re
 import pytest
 
 from qwengpu_mlx.compiler.machine_circuit import build_circuit
+from qwengpu_mlx.core.encoding import SLOT_BITS, SLOT_FIELDS
 from qwengpu_mlx.core.machine import LARGE_MACHINE
 from qwengpu_mlx.core.vocab import vocab_for
 
@@ -115,3 +117,66 @@ def test_an_address_queries_one_row_of_its_part_and_nothing_else(plan, valid, al
                     assert ch[a % ROWS] > 0 and all(v < 0 for r, v in ch.items() if r != a % ROWS)
                 else:
                     assert all(v == 0.0 for v in ch.values()), (s, lane, part, a)
+
+
+def _rom_dims(plan) -> dict:
+    """ROM bit position (piece * 32 + bit) -> the residual dim the fetch's ROM heads read it into."""
+    dims = {}
+    for lp in plan.layers:
+        for h in (lp.mixer.heads if lp.mixer is not None else []):
+            found = re.fullmatch(r"rom\.piece(\d+)", h.name)
+            if found:
+                dims.update({int(found.group(1)) * 32 + bit: d for bit, d, _ in h.read_terms})
+    return dims
+
+
+def _register_heads(plan) -> dict:
+    """lane -> its register heads (every slot and operand)."""
+    heads: dict[int, list] = {}
+    for lp in plan.layers:
+        for h in (lp.mixer.heads if lp.mixer is not None else []):
+            found = re.fullmatch(r"reg\.s\d\.[abcd]\.lane(\d)", h.name)
+            if found:
+                heads.setdefault(int(found.group(1)), []).append(h)
+    return heads
+
+
+def _context(plan, warp: int, mask: int, dsts: list[int]) -> dict:
+    """The running warp and mask (the last EXEC's) and each slot's destination field (the ROM's)."""
+    lay, rom = plan.layout, _rom_dims(plan)
+    off, width = SLOT_FIELDS["dst"]
+    x = {lay.spaces["ctx.warp"][warp]: 1.0}
+    x.update({d: 1.0 for i, d in enumerate(lay.spaces["ctx.mask"].dims) if mask >> i & 1})
+    for s, dst in enumerate(dsts):
+        x.update({rom[s * SLOT_BITS + off + i]: 1.0 for i in range(width) if dst >> i & 1})
+    return x
+
+
+@pytest.mark.parametrize("warp", [0, 5, 7])
+def test_a_val_header_keys_its_lanes_register_of_its_warp_and_nothing_else(plan, warp):
+    vocab, heads, gates = vocab_for(LARGE_MACHINE), _register_heads(plan), _gates(plan, "regkey")
+    R, mask, dsts = LARGE_MACHINE.regs, 0b1011, [9, 15, 1]
+    headers = [(vocab.id("VAL", slot=s, lane=lane), s, {lane}) for s, lane in ((0, 0), (1, 2), (2, 3))]
+    headers += [(vocab.id("VALU", slot=s), s, {j for j in range(4) if mask >> j & 1}) for s in (0, 2)]
+    for tid, s, lanes in headers:
+        x = _evaluate(gates, {**_token_row(plan, tid), **_context(plan, warp, mask, dsts)})
+        for lane, hs in heads.items():
+            for h in hs:
+                ch = _channels(h.key_terms, x)
+                for row, v in ch.items():
+                    if lane in lanes and row == warp * R + dsts[s]:
+                        assert v > 0, (h.name, vocab[tid])
+                    elif lane in lanes and row // R == warp:
+                        assert v < 0, (h.name, vocab[tid], row)
+                    else:
+                        assert v == 0.0, (h.name, vocab[tid], row)
+
+
+def test_no_other_token_keys_any_register_channel(plan):
+    vocab, heads, gates = vocab_for(LARGE_MACHINE), _register_heads(plan), _gates(plan, "regkey")
+    for tid in (vocab.id("MEM", item=3, addr=9), vocab.id("C0", value=2047), vocab.id("PVAL", lane=1, bits=255),
+                vocab.id("EXEC", block=3, warp=2, mask=15), vocab.id("WST", warp=2)):
+        x = _evaluate(gates, {**_token_row(plan, tid), **_context(plan, 2, 15, [15, 15, 15])})
+        for hs in heads.values():
+            for h in hs:
+                assert all(v == 0.0 for v in _channels(h.key_terms, x).values()), (h.name, vocab[tid])
