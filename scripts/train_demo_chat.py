@@ -27,10 +27,12 @@ The fixture is plain mlx-lm: inference uses mlx-lm's recurrence unchanged.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import random
 import shutil
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -68,6 +70,13 @@ class TrainConfig:
     max_len: int = 1024
     chunk: int = 16
     eval_questions: int = 100
+    # Warm restarts after the first schedule: from ``restart_step`` on, cycles of ``cycle_steps``
+    # (a short warmup to ``restart_lr``, cosine to 5%); a chunk ends at a cycle's end, so each
+    # evaluated model is one at the bottom of its schedule. 0: the single schedule above.
+    restart_step: int = 0
+    restart_lr: float = 6e-4
+    cycle_steps: int = 600
+    cycle_warmup: int = 20
     # 2^-16: exact in binary and decimal (rms_norm_eps of the tiny model; widening keeps it).
     rms_norm_eps: float = 2.0 ** -16
 
@@ -242,6 +251,25 @@ def dataset(tok, convs, max_len: int, tools: list[dict]):
     return out
 
 
+def cached_dataset(tok, c: TrainConfig, tools: list[dict], tok_dir: Path):
+    """:func:`dataset` of the config's conversations, kept in the temporary directory between
+    chunks: encoding 16,000 conversations takes minutes of a busy CPU's chunk. The key is all
+    that decides them (the generator's source, the tokenizer, the tools, seed, count, length)."""
+    parts = [Path(demo_data.__file__).read_bytes(), (tok_dir / "tokenizer.json").read_bytes(),
+             json.dumps([tools, c.seed, c.conversations, c.max_len]).encode()]
+    key = hashlib.sha256(b"\0".join(parts)).hexdigest()[:16]
+    path = Path(tempfile.gettempdir()) / f"qwengpu-demo-data-{key}.npz"
+    if path.is_file():
+        z = np.load(path)
+        cuts = np.cumsum(z["lengths"])[:-1]
+        return [(i.tolist(), m.tolist()) for i, m in zip(np.split(z["ids"], cuts), np.split(z["mask"], cuts))]
+    data = dataset(tok, demo_data.conversations(c.conversations, c.seed), c.max_len, tools)
+    np.savez(path, ids=np.concatenate([np.array(d[0], np.int32) for d in data]),
+             mask=np.concatenate([np.array(d[1], np.int8) for d in data]),
+             lengths=np.array([len(d[0]) for d in data]))
+    return data
+
+
 def shared_prefix(tok, tools: list[dict]) -> list[int]:
     """The tokens every conversation starts with: the system block up to its call example's end."""
     text = tok.apply_chat_template([{"role": "user", "content": "hi"}], tools=tools, tokenize=False)
@@ -289,9 +317,20 @@ def write_tokenizer(c: TrainConfig, out: Path, convs, tools: list[dict]) -> None
     (out / "tokenizer_config.json").write_text(json.dumps(demo.tokenizer_config(), indent=2) + "\n")
 
 
+def cycle_position(c: TrainConfig, step: int) -> int | None:
+    """Where ``step`` is in its warm-restart cycle (0 = the first step of one), None before the restarts."""
+    return (step - c.restart_step - 1) % c.cycle_steps if c.restart_step and step > c.restart_step else None
+
+
 def learning_rate(c: TrainConfig, step: int) -> float:
-    """Linear warmup over ``warmup`` steps, then cosine decay to 5% at ``total_steps``: a function
-    of the step alone, so chunks continue one schedule."""
+    """Linear warmup over ``warmup`` steps, then cosine decay to 5% at ``total_steps``; after
+    ``restart_step``, warm-restart cycles (:func:`cycle_position`). A function of the step alone,
+    so chunks continue one schedule."""
+    if (i := cycle_position(c, step)) is not None:
+        if i < c.cycle_warmup:
+            return c.restart_lr * (i + 1) / c.cycle_warmup
+        frac = (i - c.cycle_warmup) / max(1, c.cycle_steps - c.cycle_warmup - 1)
+        return c.restart_lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * frac)))
     if step <= c.warmup:
         return c.lr * step / c.warmup
     frac = min((step - c.warmup) / max(1, c.total_steps - c.warmup), 1.0)
@@ -299,8 +338,9 @@ def learning_rate(c: TrainConfig, step: int) -> float:
 
 
 def train_chunk(c: TrainConfig, model, opt, data, prefix: list[int], first: int, deadline: float) -> tuple[int, float]:
-    """AdamW steps ``first``, ``first + 1``, ... on the masked loss until ``total_steps`` or the
-    wall-clock ``deadline``; returns (the last step taken, the mean loss of its last 50 steps)."""
+    """AdamW steps ``first``, ``first + 1``, ... on the masked loss until ``total_steps`` (before
+    warm restarts), the end of a warm-restart cycle or the wall-clock ``deadline``; returns (the last step taken, the mean
+    loss of its last 50 steps)."""
     P = mx.array(prefix)
 
     def loss_fn(model, x, y, m):
@@ -310,7 +350,7 @@ def train_chunk(c: TrainConfig, model, opt, data, prefix: list[int], first: int,
     grad = nn.value_and_grad(model, loss_fn)
     order = length_order(data)
     t0, acc, recent, s = time.time(), [], [], first - 1
-    while s < c.total_steps and time.time() < deadline:
+    while (c.restart_step or s < c.total_steps) and time.time() < deadline:
         s += 1
         opt.learning_rate = learning_rate(c, s)
         loss, g = grad(model, *batch_at(data, order, c.batch, c.seed, s, len(prefix)))
@@ -323,6 +363,8 @@ def train_chunk(c: TrainConfig, model, opt, data, prefix: list[int], first: int,
             print(f"step {s:5d}  loss {np.mean(acc):.4f}  lr {opt.learning_rate.item():.2e}  "
                   f"{time.time() - t0:6.0f}s", flush=True)
             acc = []
+        if cycle_position(c, s) == c.cycle_steps - 1:
+            break
     return s, float(np.mean(recent)) if recent else float("nan")
 
 
@@ -413,7 +455,7 @@ right call only after the prompt it learned), `unseen_questions.json` (questions
 unlike both the training templates and the shipped set: the "unseen" score).
 
 Trained by `scripts/train_demo_chat.py` (MLX on CPU, seed {seed}, batch {batch}, AdamW
-lr {lr} cosine over {total_steps} steps, loss on assistant tokens only), {origin}, in
+{schedule}, loss on assistant tokens only), {origin}, in
 resumable chunks of at most 30 minutes: `--resume {checkpoint}` continues from the
 committed checkpoint (weights, optimizer state, step; the batches are drawn from the seed
 and the step, so the step is the data position; the config and the tools are in
@@ -422,14 +464,15 @@ and the step, so the step is the data position; the config and the tools are in
 | chunk | steps | minutes | loss (last 50) | held-out calls / answers | shipped (24) | unseen |
 |---|---|---|---|---|---|---|
 {chunk_rows}
-
+{chunk_notes}
 Held-out: {questions} generated questions from a seed the training never used (greedy;
-exact call expression, exact final answer). Shipped: `qwengpu-mlx eval chat --model demo`
+exact call expression, exact final answer; drawn from the generator of the chunk's time, so
+chunks with another data mix were scored on other questions). Shipped: `qwengpu-mlx eval chat --model demo`
 on `qwengpu_mlx/chat/data/questions.json` (right: the GPU computed the expected value and
 the answer states it). Unseen: the same on `unseen_questions.json`. No question of either
 set was copied into the training templates, but the generator composes its phrasings from
 parts (frames, wordings of each operation, operand forms): with numbers and lists
-abstracted, 16 of the 24 shipped questions are phrasings that 300,000 generated questions
+abstracted, {shipped_seen} of the 24 shipped questions are phrasings that 60,000 generated questions
 contain, and none of the unseen set's (`tests/chat/test_demo_answers.py` checks the
 latter). So the shipped score is partly in-distribution; the unseen score is the one on
 phrasings the toy has not seen.
@@ -493,13 +536,28 @@ def chunk_row(i: int, ch: dict) -> str:
             f"{score(ch.get('shipped'))} | {score(ch.get('unseen'))} |")
 
 
+# Shipped questions whose phrasing (numbers and lists abstracted) the generator writes: 16 before
+# the wordings added with the warm restarts (running totals, first maximum, "Which is ...?", ...).
+SHIPPED_SEEN = 18
+
+
+def schedule_text(c: TrainConfig) -> str:
+    text = f"lr {c.lr} cosine over {c.total_steps} steps"
+    if c.restart_step:
+        text += (f" (to step {c.restart_step}), then warm restarts every {c.cycle_steps} steps "
+                 f"(peak {c.restart_lr}, cosine to 5%)")
+    return text
+
+
 def write_readme(out: Path, state: dict, c: TrainConfig, vocab: int, params: int, ckpt: Path) -> None:
     chunks = state["chunks"]
     held = (chunks[-1].get("held_out") if chunks else None) or {"questions": c.eval_questions}
     (out / "README.md").write_text(README.format(
         **asdict(c), vocab=vocab, params=params, steps=state["step"], train_minutes=state["minutes"],
-        origin=state["origin"], checkpoint=_shown(ckpt), questions=held["questions"],
-        chunk_rows="\n".join(chunk_row(i, ch) for i, ch in enumerate(chunks)), config=json.dumps(asdict(c))))
+        origin=state["origin"], checkpoint=_shown(ckpt), questions=held["questions"], schedule=schedule_text(c),
+        shipped_seen=SHIPPED_SEEN,
+        chunk_rows="\n".join(chunk_row(i, ch) for i, ch in enumerate(chunks)), config=json.dumps(asdict(c)),
+        chunk_notes="".join(f"\nChunk {i + 1}: {ch['note']}\n" for i, ch in enumerate(chunks) if ch.get("note"))))
 
 
 def _shown(path: Path) -> str:
@@ -512,7 +570,7 @@ def _shown(path: Path) -> str:
 # ---------------------------------------------------------------- one chunk
 
 MAX_CHUNK_MINUTES = 30.0
-RESERVE_S = 300  # of a chunk's minutes: saving and the evaluations after the last step
+RESERVE_S = 480  # of a chunk's minutes: saving and the evaluations after the last step
 CHECKPOINT = Path(__file__).with_name("demo_checkpoint")
 
 
@@ -541,6 +599,8 @@ def open_run(args) -> tuple[TrainConfig, dict, Path, dict]:
         state = json.loads((args.resume / "state.json").read_text())
         c = TrainConfig(**{**state["config"], "minutes": args.minutes,
                            "total_steps": args.total_steps or state["config"]["total_steps"]})
+        if args.restart_lr and not c.restart_step:
+            c.restart_step, c.restart_lr, c.cycle_steps = state["step"], args.restart_lr, args.cycle_steps
         return c, state, args.resume, json.loads((args.resume / "config.json").read_text())
     c = TrainConfig(minutes=args.minutes, conversations=args.conversations, eval_questions=args.eval_questions,
                     total_steps=args.total_steps or TrainConfig.total_steps, lr=args.lr)
@@ -567,6 +627,10 @@ def parse_args():
     ap.add_argument("--lr", type=float, default=TrainConfig.lr)
     ap.add_argument("--conversations", type=int, default=TrainConfig.conversations)
     ap.add_argument("--eval-questions", type=int, default=TrainConfig.eval_questions)
+    ap.add_argument("--restart-lr", type=float,
+                    help="with --resume: warm-restart cycles from the checkpoint's step at this peak rate")
+    ap.add_argument("--cycle-steps", type=int, default=TrainConfig.cycle_steps, help="a warm-restart cycle's steps")
+    ap.add_argument("--note", default="", help="what changed for this chunk (kept in its log entry)")
     ap.add_argument("--no-chat-eval", action="store_true", help="skip eval chat on the shipped and unseen sets")
     args = ap.parse_args()
     if not 0 < args.minutes <= MAX_CHUNK_MINUTES:
@@ -588,7 +652,7 @@ def main() -> None:
 
     tok = load_tokenizer(src)
     assert tok.has_tool_calling and tok.tool_parser is not None
-    data = dataset(tok, demo_data.conversations(c.conversations, c.seed), c.max_len, tools)
+    data = cached_dataset(tok, c, tools, src)
     lens = [len(d[0]) for d in data]
     print(f"{len(data)} conversations, tokens per conversation: mean {np.mean(lens):.0f}, max {max(lens)}; "
           f"vocab {len(tok.vocab)}  ({time.time() - t_start:.0f}s)", flush=True)
@@ -611,6 +675,8 @@ def main() -> None:
         qwen3_5.gated_delta_update = original
     minutes = (time.time() - t0) / 60
     chunk = {"steps": [first, last], "minutes": round(minutes, 2), "loss": round(loss, 4)}
+    if args.note:
+        chunk["note"] = args.note
     state.update(config=asdict(c), step=last, minutes=round(state["minutes"] + minutes, 2),
                  chunks=state["chunks"] + [chunk])
     save_checkpoint(args.checkpoint, model, opt, state, src, config)

@@ -63,7 +63,8 @@ MAX_LENGTH = 7  # vector lengths 1-7
 NOUN_FRAMES = ("What is {x}?", "What's {x}?", "what is {x}", "Compute {x}.", "Calculate {x}.", "compute {x}",
                "Can you compute {x}?", "Could you calculate {x}?", "Please compute {x}.", "Tell me {x}.",
                "Find {x}.", "I need {x}.", "Give me {x}.", "{x}?", "{x}", "Work out {x}.", "What do you get for {x}?",
-               "Please find {x}.", "Evaluate {x}.", "Can you tell me {x}?", "I'd like {x}.", "Determine {x}.")
+               "Please find {x}.", "Evaluate {x}.", "Can you tell me {x}?", "I'd like {x}.", "Determine {x}.",
+               "Which is {x}?", "Give {x}.", "Show me {x}.")
 VERB_FRAMES = ("{x}.", "{x}", "Please {x}.", "please {x}", "Can you {x}?", "Could you {x}?", "{x}, please.",
                "{x} for me.", "Please {x} for me.", "I need you to {x}.")
 EXPRESSION_FRAMES = ("What is {x}?", "What's {x}?", "Compute {x}", "Calculate {x}.", "{x} = ?", "{x}?", "{x}",
@@ -206,9 +207,9 @@ class Gen(Words):
 
     def question(self) -> Question:
         """One question of a random form (weights favour the harder copies)."""
-        forms = [(self.dot, 4), (self.matvec, 2), (self.elementwise, 5), (self.scalar_op, 4), (self.scale, 3),
-                 (self.reduce, 9), (self.histogram, 2), (self.gcd, 2), (self.fib, 2), (self.pow, 2),
-                 (self.divide, 2), (self.floats, 2), (self.average, 2), (self.literal, 2)]
+        forms = [(self.dot, 4), (self.matvec, 3), (self.elementwise, 5), (self.scalar_op, 4), (self.scale, 3),
+                 (self.reduce, 13), (self.histogram, 3), (self.gcd, 2), (self.fib, 2), (self.pow, 2),
+                 (self.divide, 2), (self.floats, 2), (self.average, 2), (self.literal, 1)]
         make = self.r.choices([f for f, _ in forms], [w for _, w in forms])[0]
         return make()
 
@@ -282,15 +283,21 @@ class Gen(Words):
     REDUCE_WORDS = {
         "sum": ("the sum of {n}", "the total of {n}", "the sum of all elements of {v}", "the total of {v}"),
         "min": ("the smallest of {n}", "the minimum of {n}", "the smallest element of {v}", "the lowest value in {v}",
-                "the min of {v}", "the least of {n}", "the smallest number in {v}", "the minimum value of {v}"),
+                "the min of {v}", "the least of {n}", "the smallest number in {v}", "the minimum value of {v}",
+                "the smallest value of {n}", "the least number in {v}"),
         "max": ("the largest of {n}", "the maximum of {n}", "the biggest element of {v}", "the highest value in {v}",
-                "the max of {v}", "the greatest of {n}", "the largest number in {v}", "the maximum value of {v}"),
+                "the max of {v}", "the greatest of {n}", "the largest number in {v}", "the maximum value of {v}",
+                "the largest value of {n}", "the greatest number in {v}"),
         "argmax": ("the index of the maximum of {v}", "the position of the largest element in {v}",
                    "the index of the largest value in {v}{z}", "the argmax of {v}", "where the maximum of {v} is{z}",
-                   "the index of the biggest number in {v}{z}", "the position of the max in {v}{z}"),
+                   "the index of the biggest number in {v}{z}", "the position of the max in {v}{z}",
+                   "the index of the first maximum of {v}{z}", "the index{z} of the first maximum of {v}",
+                   "the position{z} of the largest value in {v}"),
         "prefix_sum": ("the prefix sums of {v}", "the cumulative sums of {v}", "the running sum of {v}",
-                       "the prefix sum of {v}", "the cumulative sum of {v}", "the inclusive scan of {v}"),
-        "sort": ("{v} sorted", "{v} in increasing order", "{v} sorted from smallest to largest", "{v} in sorted order"),
+                       "the prefix sum of {v}", "the cumulative sum of {v}", "the inclusive scan of {v}",
+                       "the running totals of {v}", "the running total of {v}", "the partial sums of {v}"),
+        "sort": ("{v} sorted", "{v} in increasing order", "{v} sorted from smallest to largest", "{v} in sorted order",
+                 "{v} in ascending order", "{v} sorted ascending"),
         "reverse": ("{v} reversed", "{v} in reverse order", "the reverse of {v}", "{v} backwards"),
         "abs": ("the absolute values of {v}", "the absolute value of each element of {v}", "abs of {v}"),
     }
@@ -301,7 +308,8 @@ class Gen(Words):
         "argmax": ("find the index of the maximum in {v}{z}", "locate the largest element of {v}{z}"),
         "prefix_sum": ("compute the prefix sums of {v}", "take the cumulative sum of {v}", "scan {v}"),
         "sort": ("sort {v}", "sort {v} in increasing order", "sort {v} ascending", "put {v} in order",
-                 "sort {v} from low to high", "order {v} from smallest to largest", "arrange {v} in increasing order"),
+                 "sort {v} from low to high", "order {v} from smallest to largest", "arrange {v} in increasing order",
+                 "sort {v} in ascending order", "arrange {v} in ascending order"),
         "reverse": ("reverse {v}", "flip {v}", "reverse the order of {v}", "write {v} backwards"),
         "abs": ("take the absolute value of {v}",),
     }
@@ -310,7 +318,8 @@ class Gen(Words):
         name = self.pick("sum", "sum", "min", "max", "max", "argmax", "prefix_sum", "sort", "reverse", "abs")
         x = self.v(None, -20, 60) if self.r.random() < 0.7 else self.v(None, -999, 999)
         e = f"{name}({vec(x)})"
-        z = self.pick("", "", " (0-based)", " (zero-based)", ", starting from 0", " (indices from 0)")
+        z = self.pick("", "", " (0-based)", " (zero-based)", ", starting from 0", " (indices from 0)",
+                      " (counting from 0)")
         fill = dict(v=self.operand(x), n=self.numbers(x), z=z)
         text = self.pick(self.ask(self.pick(*self.REDUCE_WORDS[name]).format(**fill)),
                          self.tell(self.pick(*self.REDUCE_VERBS[name]).format(**fill)),
@@ -332,7 +341,10 @@ class Gen(Words):
                          self.tell(f"count the occurrences of each value 0..{top} in {X}"),
                          self.ask(f"the counts of the values 0 through {top} in {X}"),
                          self.tell(f"make a histogram of {X} with bins 0 to {top}"),
-                         self.tell(f"count each value in [0, {bins}) in {X}"))
+                         self.tell(f"count each value in [0, {bins}) in {X}"),
+                         self.ask(f"how often each value from 0 to {top} occurs in {X}"),
+                         self.tell(f"count how often each of the values 0 to {top} occurs in {X}"),
+                         self.tell(f"count the occurrences of 0 to {top} in {X}"))
         return Question(text, e, [x.count(i) for i in range(bins)])
 
     def gcd(self) -> Question:
@@ -474,7 +486,7 @@ def conversation(rng: random.Random) -> list[dict]:
     question must be read as itself, not as the earlier calls)."""
     g = Gen(rng)
     messages = [{"role": "system", "content": rng.choice(SYSTEM_PROMPTS)}] if rng.random() < 0.5 else []
-    for _ in range(rng.choices([1, 2, 3, 4], [5, 3, 2, 1])[0]):
+    for _ in range(rng.choices([1, 2, 3, 4], [7, 3, 2, 1])[0]):
         if rng.random() < 0.08:
             messages += small_talk_turn(rng)
             continue
