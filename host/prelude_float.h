@@ -152,6 +152,18 @@ __qwengpu_refused1(__logf) __qwengpu_refused1(__sinf) __qwengpu_refused1(__cosf)
 __qwengpu_refused2(powf) __qwengpu_refused2(fmodf) __qwengpu_refused2(atan2f) __qwengpu_refused2(hypotf)
 __qwengpu_refused2(__powf) __qwengpu_refused2(remainderf)
 __qwengpu_refused1(lrintf) __qwengpu_refused1(lroundf) /* long is 64 bits: use __float2int_rn, (int)roundf */
+__qwengpu_refused1(logbf) __qwengpu_refused1(erfcf) __qwengpu_refused1(erfinvf) __qwengpu_refused1(lgammaf)
+__qwengpu_refused1(tgammaf) __qwengpu_refused1(asinhf) __qwengpu_refused1(acoshf) __qwengpu_refused1(atanhf)
+__qwengpu_refused1(rcbrtf) __qwengpu_refused1(sinpif) __qwengpu_refused1(cospif) __qwengpu_refused1(__frsqrt_rn)
+__qwengpu_refused1(__exp10f) __qwengpu_refused1(__log2f) __qwengpu_refused1(__log10f) __qwengpu_refused1(__tanf)
+__qwengpu_refused2(nextafterf) __qwengpu_refused2(rhypotf)
+/* the ones with an integer or a pointer argument */
+__qwengpu_float_fn __qwengpu_no_libdevice(ldexpf) float ldexpf(float x, int n) { return x; }
+__qwengpu_float_fn __qwengpu_no_libdevice(scalbnf) float scalbnf(float x, int n) { return x; }
+__qwengpu_float_fn __qwengpu_no_libdevice(frexpf) float frexpf(float x, int* e) { return x; }
+__qwengpu_float_fn __qwengpu_no_libdevice(modff) float modff(float x, float* whole) { return x; }
+__qwengpu_float_fn __qwengpu_no_libdevice(ilogbf) int ilogbf(float x) { return 0; }
+__qwengpu_float_fn __qwengpu_no_libdevice(sincosf) void sincosf(float x, float* s, float* c) {}
 #undef __qwengpu_refused1
 #undef __qwengpu_refused2
 #undef __qwengpu_no_libdevice
