@@ -59,15 +59,26 @@ def frame_base(layout) -> int:
     return max((r.base + r.length for r in [*layout.arrays, *layout.shared]), default=0)
 
 
-def framed(layout: MemoryLayout, threads: int, mem_words: int, first: bool) -> tuple[MemoryLayout, int, int]:
+class FrameTooSmall(ResourceError):
+    """The frame laid out before the arrays has fewer words per thread than the calls
+    save (``slots``): the lowering lays it out again with that many."""
+
+    def __init__(self, message: str, slots: int):
+        super().__init__(message)
+        self.slots = slots
+
+
+def framed(layout: MemoryLayout, threads: int, mem_words: int, first: bool,
+           slots: int) -> tuple[MemoryLayout, int, int]:
     """``(layout, the frame's first word, its words)``: with ``first`` (a single kernel's
-    launch, whose arrays may move) the frame at word 0, as many words per thread as a
-    load's offset reaches, and the arrays and ``__shared__`` variables after it; else (a
-    program's launch: its device memory stays where it is) after them, where the
-    offsets reach it only for small arrays."""
+    launch, whose arrays may move) the frame at word 0, ``slots`` words per thread, and
+    the arrays and ``__shared__`` variables after it (as few as the calls need: an array
+    moved past a load's offset costs an address add at each access); else (a program's
+    launch: its device memory stays where it is) after them, where the offsets reach it
+    only for small arrays."""
     end = frame_base(layout)
-    words = threads * min(OFFSET_BYTES // (4 * threads), (mem_words - end) // threads)  # what the offsets reach
-    if not first or words < 2 * threads:
+    words = threads * slots
+    if not first or end + words > mem_words or 4 * words > OFFSET_BYTES:
         return layout, end, mem_words - end
     moved = [replace(r, base=r.base + words) for r in layout.arrays]
     shared = [replace(r, base=r.base + words) for r in layout.shared]
@@ -91,6 +102,8 @@ def save_across_calls(bbs: list[BasicBlock], budget: Budget, frame: tuple[int, i
     words = 1 + max((sum(n not in rebuilt for n in v) for v in saved.values()), default=0)
     base, room = frame
     address = [4 * (base + k * threads) for k in range(words)]
+    if base == 0 and words * threads > room and 4 * words * threads <= OFFSET_BYTES:
+        raise FrameTooSmall(f"kernel `{kernel}` saves {words - 1} values at a call", words)
     if words * threads > room or address[-1] + 4 * (threads - 1) >= OFFSET_BYTES:
         raise ResourceError(f"kernel `{kernel}` needs {words * threads} memory words to save the values live across "
                             f"its float routines' calls, within the first {OFFSET_BYTES // 4} words of memory "

@@ -121,22 +121,41 @@ def finish_program(bbs: list, wide: set, kernel: PtxKernel, params: list[KernelP
             raise
         refusals = [inlined]
     tried = variants()
-    threads = block[0] * block[1] * block[2]
-    framed, *frame = float_spill.framed(layout, threads, machine.mem_words, frame_first)
     for translate in tried:
         for few in dict.fromkeys((few_tokens, False)):
             for spill in float_spill.budgets(translate):
-                shared_bbs, shared_wide = translate()
-                bound, saving = (layout, None) if spill is None else (framed, (spill, tuple(frame)))
                 try:
-                    return _finish(shared_bbs, shared_wide, kernel, params, values, bound, block, grid, machine,
-                                   few, saving)
+                    if spill is None:
+                        shared_bbs, shared_wide = translate()
+                        return _finish(shared_bbs, shared_wide, kernel, params, values, layout, block, grid, machine,
+                                       few)
+                    return _finish_saving(translate, spill, kernel, params, values, layout, block, grid, machine,
+                                          few, frame_first)
                 except RomError as shared:  # saving more values only adds instructions
                     refusals.append(shared)
                     break
                 except ResourceError as shared:
                     refusals.append(shared)
     raise float_routines.refusal_after_sharing(refusals, kernel) if tried else refusals[-1]
+
+
+def _finish_saving(translate, budget: float_spill.Budget, kernel: PtxKernel, params: list[KernelParam],
+                   values: dict, layout: binding.MemoryLayout, block: Dims, grid: Dims, machine: MachineConfig,
+                   few_tokens: bool, frame_first: bool) -> Program:
+    """A translation at the sharing level that saves what is live across a call to a frame
+    (``float_spill``), laid out with two words a thread, then as many as the calls save."""
+    slots = 2
+    while True:
+        framed, *frame = float_spill.framed(layout, block[0] * block[1] * block[2], machine.mem_words, frame_first,
+                                            slots)
+        bbs, wide = translate()
+        try:
+            return _finish(bbs, wide, kernel, params, values, framed, block, grid, machine, few_tokens,
+                           (budget, tuple(frame)))
+        except float_spill.FrameTooSmall as small:
+            if small.slots <= slots:
+                raise
+            slots = small.slots
 
 
 def _finish(bbs: list, wide: set, kernel: PtxKernel, params: list[KernelParam], values: dict,
