@@ -22,7 +22,6 @@ from qwengpu_mlx.core.machine import MACHINES
 from qwengpu_mlx.core.reference import format_step
 from qwengpu_mlx.host.program_build import has_main
 from qwengpu_mlx.runtime import CircuitStore, launch
-from qwengpu_mlx.runtime.program_run import ProgramOptions, run_cuda_program
 from qwengpu_mlx.runtime.speed import launch_stats
 from qwengpu_mlx.runtime.speed import summary_lines as mlx_lm_lines
 
@@ -77,6 +76,9 @@ def run_program(ns) -> int:
     if given or ns.frontend != "clang":
         raise LaunchError(f"{ns.source} is a program (it has main()): its launches come from its own code, so "
                           f"{', '.join(given) or '--frontend nvcc'} has nothing to set; its arguments follow --")
+    # lazy: a whole program's runner (its host build, its launch process) is start-up time a kernel's run never uses
+    from qwengpu_mlx.runtime.program_run import ProgramOptions, run_cuda_program
+
     memo = ModelMemo()
     # a program runs on the large machine unless told otherwise: a tutorial's arrays and
     # 32-thread blocks need its 4 KB and 32 threads (the default machine has 504 bytes, 16)
