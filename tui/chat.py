@@ -99,12 +99,12 @@ class SessionChat:
         finished = False
         progress = launches if isinstance(launches, ChatProgress) else None
         quiet_log, self.model.log = self.model.log, (progress.note if progress else self.model.log)
-        self.session.text.progress = progress
+        self.session.text.reporting = progress
         try:
             yield from self.session.turn(text, launch_events=launches)
             finished = True
         finally:
-            self.session.text.progress, self.model.log = None, quiet_log
+            self.session.text.reporting, self.model.log = None, quiet_log
             if not finished:
                 del self.session.messages[kept:]
 
@@ -115,11 +115,13 @@ class SessionChat:
 class ReportingText(TextGenerator):
     """The session's text generator, telling a :class:`ChatProgress` what it does: how many
     prompt tokens it prefills (a slow model spends minutes there) and each token it writes.
-    The same model, cache and sampler as the generator it replaces."""
+    The same model, cache and sampler as the generator it replaces. Its own name for the
+    dashboard's sink (``reporting``): ``TextGenerator.progress`` is the prefill's
+    ``(processed, total)`` callback, which stays the inner generator's."""
 
     def __init__(self, inner: TextGenerator):
         super().__init__(**{f.name: getattr(inner, f.name) for f in fields(TextGenerator)})  # all it holds
-        self.progress: ChatProgress | None = None
+        self.reporting: ChatProgress | None = None
 
     def uncached(self, prompt: list[int]) -> int:
         """The prompt tokens ``generate`` will feed: those after the cached ones it extends,
@@ -132,7 +134,7 @@ class ReportingText(TextGenerator):
         return len(prompt) - n
 
     def generate(self, prompt: list[int], max_tokens: int, stats) -> Iterator[int]:
-        progress = self.progress
+        progress = self.reporting
         if progress is not None:
             progress.prefill(self.uncached(prompt))
         tokens = super().generate(prompt, max_tokens, stats)

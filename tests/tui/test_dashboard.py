@@ -20,6 +20,7 @@ import pytest
 
 pytest.importorskip("textual")
 
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MACHINES  # noqa: E402
 from qwengpu_mlx.core.vocab import chunk_value, record_end  # noqa: E402
 from qwengpu_mlx.runtime import CircuitStore, QuietEvents  # noqa: E402
 from qwengpu_mlx.tui.app import DashboardApp  # noqa: E402
@@ -261,7 +262,9 @@ def test_dot_launch_streams_tokens_and_machine_state():
             assert wst and not wst[-1].startswith("done") and dec[-1].kind == "STOP"
             assert ["w0", "status", "done"] in [ln.split() for ln in regs_text.splitlines()]
             status = screen.status_bar.plain()
-            assert "embedded circuit (narrow)" in status and "check: exact" in status
+            # the launch ran on the embedded circuit at the default machine, named by its own name
+            default = next(k for k, v in MACHINES.items() if v == DEFAULT_MACHINE and k != "default")
+            assert f"model: embedded circuit ({default} machine)" in status and "check: exact" in status
             assert f"tokens: {out.tokens}" in status and "tok/s" not in status
             assert any("out = [32]" in t for _, t in screen.transcript.entries)
         assert not mlx_threads()

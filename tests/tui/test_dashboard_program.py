@@ -116,6 +116,7 @@ def test_program_runs_with_each_launch_shown_as_it_ran():
                 assert tokens[-1].split()[2] == "STOP"  # each launch ran to its end before the next began
             status = screen.status_bar.plain()
             assert "kernel: addNeighbour" in status and "check: exact" in status and "done" in status
+            assert "model: embedded circuit (large machine)" in status  # where a program's launches run
 
             # its arguments after --, its stderr and its exit status
             out = await run_program(pilot, "/run argv_scale -- 5 3")

@@ -34,6 +34,7 @@ from qwengpu_mlx.tui.commands import ProgramRequest, RunRequest
 from qwengpu_mlx.tui.decode import LaunchDecoder
 from qwengpu_mlx.tui.launch_process import LaunchProcess
 from qwengpu_mlx.tui.launcher import LaunchOutcome
+from qwengpu_mlx.tui.model_label import chat_label, circuit_label, run_label
 from qwengpu_mlx.tui.program_job import ProgramOutcome
 
 MACHINE_REFRESH_S = 0.5  # the machine pane's tables redraw at most this often mid-launch
@@ -71,6 +72,7 @@ class JobsMixin:
         self._delivered_at = 0.0
         self._machine_at = 0.0  # when the machine pane was last redrawn
         self._machine_dirty = False
+        self._machine_new = False  # the machine pane follows another launch: drawn at the batch's end
         self._launch_started = 0.0  # the first launch token's time (tokens/s)
         self._chat_launching = False  # a launch the chat started is streaming to the panes
         self._keys_shown: tuple | None = None  # what the footer's keys were last drawn for (``_keys_state``)
@@ -102,9 +104,10 @@ class JobsMixin:
         self.job = job = Job("run", req)
         self._panes_title = f"launch: {req.describe()}"  # the panes change at the launch's first event
         self.activity.run()
-        self.status_bar.set(kernel=req.source.stem, tokens=0, tokens_per_s=None, steps=0,
-                            phase=self.activity.text(), check="on" if self.check else "off", mismatches=0)
-        self.transcript.say(f"launch {req.describe()} on the {self.model_label}", "dim")
+        self.status_bar.set(model=run_label(req.machine, self.chat), kernel=req.source.stem, tokens=0,
+                            tokens_per_s=None, steps=0, phase=self.activity.text(), check="on" if self.check else "off",
+                            mismatches=0)
+        self.transcript.say(f"launch {req.describe()} on the {circuit_label(req.machine)}", "dim")
         self.job_workers.append(self._launch_worker(job, self.check))
         self._job_started(job)
 
@@ -116,7 +119,7 @@ class JobsMixin:
             return
         self.job = job = Job("chat")
         self.activity.reset()
-        self.status_bar.set(phase=self.activity.text())
+        self.status_bar.set(model=chat_label(self.chat), phase=self.activity.text())
         self.job_workers.append(self._chat_worker(job, text))
         self._job_started(job)
 
@@ -195,7 +198,7 @@ class JobsMixin:
     def _deliver(self) -> None:
         """Apply every queued event of the job on the screen (others' are stale), then redraw once."""
         self._delivered_at = time.monotonic()
-        with self.launch_pane.stream.batch():  # the launch pane laid out and scrolled once a batch
+        with self.launch_pane.batch():  # the launch pane's lines formatted, laid out and scrolled once a batch
             for event in self.feed.take():
                 if self.job is not None and event.job == self.job.id:
                     self._apply(event)
@@ -221,12 +224,18 @@ class JobsMixin:
         elif isinstance(event, fd.JobDone):
             self._job_done(event)
 
+    def _show_machine(self, state) -> None:
+        """The machine pane follows a new launch (or none), drawn at the batch's end (``_redraw``)."""
+        self.machine_pane.show(state, draw=False)
+        self._machine_new = True
+
     def _redraw(self) -> None:
         """The status bar, and the machine pane when it changed (at most every MACHINE_REFRESH_S)."""
         now = time.monotonic()
-        if self._machine_dirty and (now - self._machine_at >= MACHINE_REFRESH_S or self.job is None):
+        if self._machine_new or (self._machine_dirty and (now - self._machine_at >= MACHINE_REFRESH_S
+                                                          or self.job is None)):
             self.machine_pane.refresh_state()
-            self._machine_at, self._machine_dirty = now, False
+            self._machine_at, self._machine_dirty, self._machine_new = now, False, False
         if self.job is None:
             return
         changes = {"phase": self.activity.text()}
@@ -247,7 +256,7 @@ class JobsMixin:
             return
         self.launch_pane.clear()
         self.launch_pane.border_title, self._panes_title = self._panes_title, None
-        self.machine_pane.show(None)
+        self._show_machine(None)
 
     def _launch_begin(self, program, prompt) -> None:
         job = self.job
@@ -263,7 +272,7 @@ class JobsMixin:
         machine = MACHINES[job.request.machine if job.request is not None else "default"]
         self.decoder = LaunchDecoder(program, machine)
         self.launch_pane.add_lines(self.decoder.prompt_lines(prompt))
-        self.machine_pane.show(self.decoder.state)
+        self._show_machine(self.decoder.state)
         self.status_bar.set(kernel=program.kernel)
         self.activity.launch_begin()
         self._launch_started = time.perf_counter()
@@ -431,7 +440,9 @@ class JobsMixin:
             self.program_done(self.last_outcome)
         else:
             self._chat_cancelled()
-        self._machine_dirty = False
+        if self._machine_new:  # the panes were emptied for the cancelled launch just now
+            self.machine_pane.refresh_state()
+        self._machine_dirty = self._machine_new = False
         self._end_job()
 
     async def stop_jobs(self) -> None:

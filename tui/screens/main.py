@@ -14,13 +14,11 @@ from textual.widgets import Footer, Input
 from qwengpu_mlx.tui import commands
 from qwengpu_mlx.tui.chat import ChatBackend
 from qwengpu_mlx.tui.launcher import MlxThread
+from qwengpu_mlx.tui.model_label import run_label
 from qwengpu_mlx.tui.screens.jobs import JobsMixin
 from qwengpu_mlx.tui.screens.programs import ProgramsMixin
 from qwengpu_mlx.tui.widgets import LaunchPane, LiveReply, MachinePane, PromptInput, Status, StatusBar, Transcript
 from qwengpu_mlx.tui.screens.kernel_picker import KernelPicker
-
-MODEL_LABEL = "embedded circuit (narrow)"
-
 
 def _short_path(path) -> str:
     """``path`` relative to the working directory when under it (titles stay short)."""
@@ -47,7 +45,6 @@ class MainScreen(JobsMixin, ProgramsMixin, Screen):
         self.mlx = MlxThread()  # where every job runs or is driven from (see launcher.py: MLX streams)
         self.chat = chat
         self.model = model
-        self.model_label = MODEL_LABEL
         self.check = check
         self.show_timing = show_timing
         self.kernels_dir = kernels_dir
@@ -57,7 +54,7 @@ class MainScreen(JobsMixin, ProgramsMixin, Screen):
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
-        model = MODEL_LABEL if not self.chat.available else f"{MODEL_LABEL}; chat: {self.chat.name}"
+        model = run_label("default", self.chat)
         with Horizontal(id="main"):
             with Vertical(id="chat-pane"):
                 yield Transcript(id="transcript")

@@ -11,6 +11,7 @@ the machine pane following the launch under way, and the exit status at the end.
 from __future__ import annotations
 
 from qwengpu_mlx.tui.commands import ProgramRequest
+from qwengpu_mlx.tui.model_label import circuit_label, run_label
 from qwengpu_mlx.tui.program_job import ProgramOutcome, record_line
 
 
@@ -23,10 +24,10 @@ class ProgramsMixin:
         self.launch_pane.border_title = f"program: {req.describe()}"
         self.machine_pane.show(None)
         self.activity.reset()
-        self.status_bar.set(kernel=req.source.stem, tokens=0, tokens_per_s=None, steps=0,
-                            phase=self.activity.text(), check="on" if self.check else "off", mismatches=0)
-        self.transcript.say(f"program {req.describe()}: each launch on the embedded circuit ({req.machine} "
-                            f"machine)", "dim")
+        self.status_bar.set(model=run_label(req.machine, self.chat), kernel=req.source.stem, tokens=0,
+                            tokens_per_s=None, steps=0, phase=self.activity.text(), check="on" if self.check else "off",
+                            mismatches=0)
+        self.transcript.say(f"program {req.describe()}: each launch on the {circuit_label(req.machine)}", "dim")
 
     def program_launch_begins(self, kernel: str) -> None:
         """A launch of the program starts: a header in the launch pane above its tokens."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -71,6 +73,8 @@ class LaunchPane(Vertical):
         self._rows: dict[int, int] = {}  # id(Line) -> stream row
         self.border_title = "launch"
         self.kind_counts: dict[str, int] = {}
+        self._held = 0  # inside batch(): lines are formatted at its end
+        self._pending: dict[int, Line] = {}  # id(Line) -> a line added or changed in the batch, in order
 
     def compose(self) -> ComposeResult:
         yield TokenStream(id="token-stream")
@@ -79,30 +83,61 @@ class LaunchPane(Vertical):
     def stream(self) -> TokenStream:
         return self.query_one(TokenStream)
 
+    @contextmanager
+    def batch(self):
+        """Lines added or changed inside are formatted once, at the end, and the stream laid out
+        and scrolled once. Why: a record's line changes at each of its chunks, mostly within one
+        batch of the dashboard's; formatting and wrapping it at each was half of a launch's token
+        handling on the screen."""
+        self._held += 1
+        try:
+            with self.stream.batch():
+                yield self
+                if self._held == 1:
+                    self._flush()
+        finally:
+            self._held -= 1
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, {}
+        for line in pending.values():
+            row = self._rows.get(id(line))
+            if row is None:
+                self._rows[id(line)] = self.stream.append(format_line(line), indent=MEANING_COLUMN)
+            else:
+                self.stream.set_line(row, format_line(line))
+
     def clear(self) -> None:
+        self._pending.clear()
         self._rows.clear()
         self.kind_counts.clear()
         self.stream.clear()
         self.border_subtitle = ""
 
     def add(self, line: Line) -> None:
-        self._rows[id(line)] = self.stream.append(format_line(line), indent=MEANING_COLUMN)
         if line.index >= 0:
             self.kind_counts[line.kind] = self.kind_counts.get(line.kind, 0) + 1
+        if self._held:
+            self._pending[id(line)] = line
+        else:
+            self._rows[id(line)] = self.stream.append(format_line(line), indent=MEANING_COLUMN)
 
     def add_lines(self, lines) -> None:
-        with self.stream.batch():
+        with self.batch():
             for line in lines:
                 self.add(line)
 
     def update(self, line: Line) -> None:
         row = self._rows.get(id(line))
-        if row is None:
+        if row is None and id(line) not in self._pending:
             self.add(line)
+        elif self._held:
+            self._pending[id(line)] = line
         else:
             self.stream.set_line(row, format_line(line))
 
     def note(self, text: str) -> None:
+        self._flush()  # after the lines before it
         self.stream.append(format_line(Line(-1, None, text, "", "NOTE")), indent=NOTE_COLUMN)
 
     def plain_text(self) -> str:

@@ -208,6 +208,7 @@ class MachinePane(Vertical):
         self.state: MachineState | None = None
         self.border_title = "machine"
         self._fitted_kernel: str | None = None  # the kernel the tables' room was last fitted to
+        self._fit_next = False  # the next refresh_state fits the tables' room (a new kernel came)
 
     def compose(self) -> ComposeResult:
         yield Static(step_text(None), id="machine-step")
@@ -220,19 +221,21 @@ class MachinePane(Vertical):
                 yield Static("memory", classes="section", id="memory-title")
                 yield Static(memory_table(None), id="memory", classes="table")
 
-    def show(self, state: MachineState | None) -> None:
+    def show(self, state: MachineState | None, draw: bool = True) -> None:
         """A new launch's state (None: none): the tables fit to it when its kernel is not the last
-        one's (a rerun keeps the room its tables had)."""
+        one's (a rerun keeps the room its tables had). ``draw=False``: the tables are built at the
+        next :meth:`refresh_state` (the dashboard's batch that starts a launch may also end it: the
+        tables are then built once, with the outcome, instead of three times)."""
         kernel = None if state is None else state.program.kernel
-        fit = kernel is not None and kernel != self._fitted_kernel
+        if kernel is not None and kernel != self._fitted_kernel:
+            self._fit_next, self._fitted_kernel = True, kernel
         self.state = state
-        self.refresh_state(fit)
-        if fit:
-            self._fitted_kernel = kernel
+        if draw:
+            self.refresh_state()
 
-    def refresh_state(self, fit: bool = False) -> None:
-        """The state's tables redrawn; ``fit``: their room shrunk to them too (``_set_table``)."""
-        st = self.state
+    def refresh_state(self) -> None:
+        """The state's tables redrawn (their room shrunk to them too when a new kernel came: ``_set_table``)."""
+        st, fit, self._fit_next = self.state, self._fit_next, False
         self.query_one("#machine-step", Static).update(step_text(st), layout=False)  # one row
         self._set_table("#registers", table_text(registers_table(st)), fit)
         self._set_table("#memory", table_text(memory_table(st)), fit)

@@ -14,7 +14,7 @@ PHASE_STYLES = {"done": "#5fd75f", "error": "bold #ff5f5f", "cancelled": "#ffaf5
 
 @dataclass
 class Status:
-    model: str = "embedded circuit (narrow)"
+    model: str = "-"  # what runs the launches on the screen (``tui.model_label``)
     kernel: str = "-"
     tokens: int = 0
     tokens_per_s: float | None = None

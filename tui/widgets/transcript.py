@@ -28,6 +28,21 @@ class Transcript(OwnSize, RichLog):
     def __init__(self, **kw):
         super().__init__(wrap=True, markup=False, highlight=False, auto_scroll=True, min_width=10, **kw)
         self.entries: list[tuple[str, str]] = []  # (kind, text), for tests and history
+        self._frame_style = None  # the widget's rich style while one frame renders (``render_lines``)
+
+    def render_lines(self, crop):
+        """Why the style is kept for the frame: RichLog asks ``rich_style`` (a walk over every
+        ancestor's styles) once or twice per row; a frame that redraws the screen asked it some
+        80 times here, a third of the transcript's share of the frame."""
+        self._frame_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame_style = None
+
+    @property
+    def rich_style(self):
+        return self._frame_style or super().rich_style
 
     def say(self, text: str, kind: str = "info") -> None:
         self.entries.append((kind, text))
