@@ -62,6 +62,9 @@ def test_plain_text_chats_and_the_launch_streams_to_the_panes():
             assert screen.decoder is not None and screen.decoder.count > 0
             assert expected & 0xFFFFFFFF in screen.decoder.state.memory  # words as unsigned 32-bit
             assert "check: exact" in screen.status_bar.plain()  # the chat's launch verdict, not a stale "on"
+            # the launch ran on the chat model's weights, and the status bar says so
+            assert "model: scripted (chat model; its launches on the circuit spliced into it)" in \
+                screen.status_bar.plain()
             # /run keeps working beside the chat
             await type_command(pilot, "/check off")
             assert "check: off" in screen.status_bar.plain()
