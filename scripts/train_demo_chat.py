@@ -539,13 +539,14 @@ def chunk_row(i: int, ch: dict) -> str:
 # Shipped questions whose phrasing (numbers and lists abstracted) the generator writes: 16 before
 # the wordings added with the warm restarts (running totals, first maximum, "Which is ...?", ...).
 SHIPPED_SEEN = 18
+FIRST_SCHEDULE_END = 2791  # chunks 1-4 ran the single schedule; warm restarts since
 
 
 def schedule_text(c: TrainConfig) -> str:
     text = f"lr {c.lr} cosine over {c.total_steps} steps"
     if c.restart_step:
-        text += (f" (to step {c.restart_step}), then warm restarts every {c.cycle_steps} steps "
-                 f"(peak {c.restart_lr}, cosine to 5%)")
+        text += (f" to step {FIRST_SCHEDULE_END}, then warm restarts (each series in the chunk notes; the latest from step "
+                 f"{c.restart_step}: every {c.cycle_steps} steps, peak {c.restart_lr}, cosine to 5%)")
     return text
 
 
@@ -599,7 +600,7 @@ def open_run(args) -> tuple[TrainConfig, dict, Path, dict]:
         state = json.loads((args.resume / "state.json").read_text())
         c = TrainConfig(**{**state["config"], "minutes": args.minutes,
                            "total_steps": args.total_steps or state["config"]["total_steps"]})
-        if args.restart_lr and not c.restart_step:
+        if args.restart_lr:  # a new series of warm restarts from the checkpoint's step
             c.restart_step, c.restart_lr, c.cycle_steps = state["step"], args.restart_lr, args.cycle_steps
         return c, state, args.resume, json.loads((args.resume / "config.json").read_text())
     c = TrainConfig(minutes=args.minutes, conversations=args.conversations, eval_questions=args.eval_questions,
@@ -628,7 +629,8 @@ def parse_args():
     ap.add_argument("--conversations", type=int, default=TrainConfig.conversations)
     ap.add_argument("--eval-questions", type=int, default=TrainConfig.eval_questions)
     ap.add_argument("--restart-lr", type=float,
-                    help="with --resume: warm-restart cycles from the checkpoint's step at this peak rate")
+                    help="with --resume: warm-restart cycles from the checkpoint's step at this peak rate "
+                         "(a new series: the schedule's earlier steps are in the chunk log)")
     ap.add_argument("--cycle-steps", type=int, default=TrainConfig.cycle_steps, help="a warm-restart cycle's steps")
     ap.add_argument("--note", default="", help="what changed for this chunk (kept in its log entry)")
     ap.add_argument("--no-chat-eval", action="store_true", help="skip eval chat on the shipped and unseen sets")
