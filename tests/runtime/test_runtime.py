@@ -23,11 +23,12 @@ pytestmark = needs_clang
 
 def dot_request() -> tuple[dict, LaunchRequest]:
     spec = json.loads((KERNELS / "dot.json").read_text())
-    return spec, LaunchRequest(KERNELS / "dot.cu", spec["args"], kernel=spec["kernel"], block=spec["block"])
+    return spec, LaunchRequest(KERNELS / "dot.cu", spec["args"], kernel=spec["kernel"], block=spec["block"],
+                               machine=PUBLISHED_MACHINE)
 
 
 def with_check(req: LaunchRequest) -> LaunchRequest:
-    return LaunchRequest(req.source, req.args, kernel=req.kernel, block=req.block, check=True)
+    return LaunchRequest(req.source, req.args, kernel=req.kernel, block=req.block, machine=req.machine, check=True)
 
 
 def test_the_circuit_runner_is_a_runner(store):
