@@ -28,6 +28,10 @@ DELIVERIES_PER_S = 5  # the screen redraws what the job did at most this often. 
 # process, on a loaded 2-core machine (bench.dashboard_launch, collatz_steps) the dashboard took 1.94x the
 # CLI's time at 10 frames a second and 1.27x at 5, the same run (in one process, at 20 a second, the UI thread
 # held the GIL half the time)
+TOKENS_PER_BATCH = 60  # a batch of nothing but launch tokens waits for this many (a frame's cost is the same for
+# few tokens as for many: on a loaded machine, where a launch writes 100-200 tokens a second, five frames a second
+# made the screen's frames grow with the launch's wall time) ...
+MAX_BATCH_S = 0.5  # ... for at most this long after the last batch
 
 
 class FeedReady(Message):
@@ -108,11 +112,13 @@ class Feed:
         self._lock = threading.Lock()
         self._events: list = []
         self._pending = False
+        self.launch_tokens = 0  # LaunchToken events queued now
 
     def put(self, event, now: bool = False) -> None:
         with self._lock:
             self._events.append(event)
             wake, self._pending = not self._pending, True
+            self.launch_tokens += isinstance(event, LaunchToken)
         if now:
             self._wake_now()
         elif wake:
@@ -122,8 +128,17 @@ class Feed:
         """Every event queued so far; the next :meth:`put` wakes the screen again."""
         with self._lock:
             events, self._events = self._events, []
-            self._pending = False
+            self._pending, self.launch_tokens = False, 0
         return events
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._events)
+
+    def tokens_only(self) -> bool:
+        """Every event queued now is a launch token (nothing else the screen should show soon)."""
+        with self._lock:
+            return self.launch_tokens == len(self._events)
 
 
 class FeedSink(LaunchEvents):

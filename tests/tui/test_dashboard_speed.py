@@ -20,7 +20,7 @@ from qwengpu_mlx.runtime import CircuitStore, LaunchCancelled, LaunchEvents, Lau
 from qwengpu_mlx.tui.app import DashboardApp  # noqa: E402
 from qwengpu_mlx.tui.chat import NoChat  # noqa: E402
 from qwengpu_mlx.tui.commands import parse  # noqa: E402
-from qwengpu_mlx.tui.feed import Feed, JobDone  # noqa: E402
+from qwengpu_mlx.tui.feed import Feed, JobDone, LaunchToken, Phase  # noqa: E402
 from qwengpu_mlx.tui.launch_process import LaunchProcess  # noqa: E402
 from tests.support.dashboard import SIZE, enter_line, wait_until  # noqa: E402
 
@@ -99,6 +99,19 @@ def test_a_job_end_wakes_the_screen_at_once():
     feed.put(2)
     feed.put(JobDone(1), now=True)
     assert wakes == ["batch", "now"] and feed.take() == [1, 2, JobDone(1)]
+
+
+def test_the_feed_tells_a_batch_of_launch_tokens_alone_apart():
+    """The screen lets a batch of nothing but launch tokens grow (``feed.TOKENS_PER_BATCH``): the
+    feed counts them, and any other event queued makes the batch one to show at the next interval."""
+    feed = Feed(lambda: None)
+    feed.put(LaunchToken(1, 5, None))
+    feed.put(LaunchToken(1, 6, None))
+    assert (feed.launch_tokens, len(feed), feed.tokens_only()) == (2, 2, True)
+    feed.put(Phase(1, "checking"))
+    assert (feed.launch_tokens, len(feed), feed.tokens_only()) == (2, 3, False)
+    assert len(feed.take()) == 3
+    assert (feed.launch_tokens, len(feed), feed.tokens_only()) == (0, 0, True)
 
 
 def test_dashboard_run_goes_through_the_launch_process_and_shows_its_launch():

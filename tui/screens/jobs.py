@@ -38,6 +38,7 @@ from qwengpu_mlx.tui.model_label import chat_label, circuit_label, run_label
 from qwengpu_mlx.tui.program_job import ProgramOutcome
 
 MACHINE_REFRESH_S = 0.5  # the machine pane's tables redraw at most this often mid-launch
+TOKEN_POLL_S = 0.05  # how often a batch of launch tokens waiting for more is looked at again
 KEYS_AFTER_S = 1.0  # the footer shows a job's keys (cancel enabled) once the job has run this long
 _job_ids = itertools.count(1)
 
@@ -189,9 +190,23 @@ class JobsMixin:
 
     # ------------------------------------------------------------------ delivery (UI thread)
     def on_feed_ready(self, message: fd.FeedReady) -> None:
-        wait = self._delivered_at + 1 / fd.DELIVERIES_PER_S - time.monotonic()
-        if wait > 0 and not message.now:
-            self.set_timer(wait, self._deliver)
+        if message.now:
+            self._deliver()
+        else:
+            self._deliver_when_due()
+
+    def _deliver_when_due(self) -> None:
+        """The batch waiting in the feed, once due: one interval after the last batch, and a batch
+        of launch tokens alone when it holds ``feed.TOKENS_PER_BATCH`` of them (or has waited
+        ``feed.MAX_BATCH_S``); looked at again every TOKEN_POLL_S until then."""
+        if not len(self.feed):  # taken meanwhile (a job's end, a cancel): the next event wakes the screen again
+            return
+        now = time.monotonic()
+        due = self._delivered_at + 1 / fd.DELIVERIES_PER_S
+        if now >= due and self.feed.launch_tokens < fd.TOKENS_PER_BATCH and self.feed.tokens_only():
+            due = min(now + TOKEN_POLL_S, self._delivered_at + fd.MAX_BATCH_S)
+        if due > now:
+            self.set_timer(due - now, self._deliver_when_due)
         else:
             self._deliver()
 
