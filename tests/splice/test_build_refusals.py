@@ -85,7 +85,7 @@ def test_run_compile_and_check_with_model_in_a_combined_checkpoint(tmp_path, sto
     out.mkdir()
     for k in range(1 + lay.base_layers):  # the embedding and norms, then the base's layers
         mx.save_safetensors(str(out / f"model-{k:05d}.safetensors"), next(shards))
-    (out / SPLICE_RECORD).write_text(json.dumps(splice_record(BuildReport(out, lay, sup, 0, 0, 0.0), "default")))
+    (out / SPLICE_RECORD).write_text(json.dumps(splice_record(BuildReport(out, lay, sup, 0, 0, 0.0), "published")))
 
     args = ["examples/kernels/dot.cu", "--arg", "a=3,1,4,1", "--arg", "b=5,9,2,6", "--arg", "out=2", "--arg", "n=4"]
     r = cli("run", *args, "--backend", "model", "--model", out, "--check", "--json")
