@@ -15,12 +15,17 @@ from qwengpu_mlx.host import translate_alu as alu
 from qwengpu_mlx.host import translate_convert as convert
 from qwengpu_mlx.host import translate_memory as memory
 from qwengpu_mlx.host.float_convert import op_cvt_float
-from qwengpu_mlx.host.float_convert_wide import is_wide_to_float, op_cvt_wide_to_float
+from qwengpu_mlx.host.float_convert_wide import (is_float_to_wide, is_wide_to_float, op_cvt_float_to_wide,
+                                                 op_cvt_wide_to_float)
 
 
 def op_cvt(tr, ins) -> list:
-    """A float conversion: from a 64-bit integer's pair (``float_convert_wide``), else ``float_convert``."""
-    return op_cvt_wide_to_float(tr, ins) if is_wide_to_float(ins) else op_cvt_float(tr, ins)
+    """A float conversion: to or from a 64-bit integer's pair (``float_convert_wide``), else ``float_convert``."""
+    if is_wide_to_float(ins):
+        return op_cvt_wide_to_float(tr, ins)
+    if is_float_to_wide(ins):
+        return op_cvt_float_to_wide(tr, ins)
+    return op_cvt_float(tr, ins)
 
 
 MOVE_OPS: dict = {

@@ -106,6 +106,8 @@ def _taint_source(ins: PtxInstr, params: dict[str, str], address: set[str]) -> b
         if "param" in ins.mods:
             return isinstance(mem, MemRef) and isinstance(mem.base, SymRef) and params.get(mem.base.name) == "scalar"
         return True
+    if ins.opcode == "cvt" and ins.mods[-1:] == ["f32"] and is_wide_typed(ins):
+        return True                                                  # (long long)x: up to 2^63
     if not is_wide_typed(ins) or ins.opcode in ("st", "setp", "cvt"):
         return False
     if ins.opcode == "shr":

@@ -160,7 +160,7 @@ def test_a_kernel_converts_as_cuda_says(tmp_path):
     ("expf(a[i])", "expf is not supported: it comes from libdevice"),
     ("powf(a[i], 2.0f)", "powf is not supported"),
     ("(float)lrintf(a[i])", "lrintf is not supported"),
-    ("(float)(long long)a[i]", "64-bit integer"),
+    ('({ long long v; asm("cvt.rni.s64.f32 %0, %1;" : "=l"(v) : "f"(a[i])); (float)(int)v; })', "64-bit integer"),
 ])
 def test_what_has_no_instruction_is_refused_at_the_call(tmp_path, expr, says):
     code = f"__global__ void k(float* a) {{\n    int i = threadIdx.x;\n    a[i] = {expr};\n}}\n"

@@ -1,5 +1,6 @@
 """A 64-bit integer converted to a float (``(float)n`` of a ``long long``/``size_t``, ``sum / n``
-with a ``size_t n``), against the integer's exact value rounded once to binary32.
+with a ``size_t n``), against the integer's exact value rounded once to binary32; a float
+converted to a 64-bit integer (``(long long)x``) against its exact value truncated.
 
 The expected float is ``to_binary32`` of the integer (round to nearest even, from
 ``tests/support/oracles_float``, written from IEEE-754), or for the directed modes the
@@ -14,6 +15,7 @@ from __future__ import annotations
 import random
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
 from qwengpu_mlx.core.errors import UnsupportedError
@@ -142,3 +144,57 @@ def test_a_directed_rounding_of_a_signed_value_is_refused_at_its_line(tmp_path):
 """
     with pytest.raises(UnsupportedError, match=r"down\.cu:4.*cvt\.rm\.f32\.s64.*\(\.rn"):
         reference(cu(tmp_path, code, "down.cu"), machine=LARGE_MACHINE, args={"a": [1, 2, 3, 4], "out": [0.0] * 4})
+
+
+TO_WIDE = """
+__global__ void to_wide(const float* x, int* lo, int* hi, int* ulo, int* uhi) {
+    int i = threadIdx.x;
+    long long v = (long long)x[i];
+    unsigned long long u = (unsigned long long)x[i];
+    lo[i] = (int)v; hi[i] = (int)(v >> 32);
+    ulo[i] = (int)u; uhi[i] = (int)(u >> 32);
+}
+"""
+
+
+def _truncated(b: int, lo: int, hi: int) -> int:
+    """PTX ``cvt.rzi`` to a 64-bit integer: toward zero, saturated to ``[lo, hi]``, NaN 0."""
+    if (b & 0x7FFFFFFF) > 0x7F800000:
+        return 0
+    if (b & 0x7FFFFFFF) == 0x7F800000:
+        return lo if b >> 31 else hi
+    v = exact(b)
+    return max(lo, min(hi, int(v)))                     # int() of a Fraction truncates toward zero
+
+
+def _word_pair(v: int) -> tuple[int, int]:
+    v &= M64
+    low, high = v & 0xFFFFFFFF, v >> 32
+    return (low - (1 << 32) if low >> 31 else low), (high - (1 << 32) if high >> 31 else high)
+
+
+def _float_patterns() -> list[int]:
+    """Floats around 2^31, 2^32, 2^63, 2^64, every shift of the significand, specials, randoms."""
+    powers = [to_binary32(Fraction(2) ** k) for k in (0, 23, 30, 31, 32, 33, 39, 40, 47, 55, 62, 63, 64)]
+    near = [p + d for p in powers for d in (-1, 1)]
+    special = [0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00000, 1, 0x3F000000, 0xBF7FFFFF]
+    rng = random.Random(65)
+    randoms = [rng.getrandbits(32) & 0xDFFFFFFF | 0x40000000 for _ in range(40)]   # exponents 2^1 .. 2^128
+    values = powers + near + special + randoms
+    return values + [v ^ 0x80000000 for v in values]
+
+
+@needs_clang
+def test_a_float_to_a_64_bit_integer(tmp_path):
+    patterns = _float_patterns()
+    src = cu(tmp_path, TO_WIDE, "to_wide.cu")
+    for k in range(0, len(patterns), 32):
+        chunk = patterns[k:k + 32]
+        n = len(chunk)
+        xs = [float(np.uint32(b).view(np.float32)) if (b & 0x7FFFFFFF) <= 0x7F800000 else "nan" for b in chunk]
+        got = reference(src, machine=LARGE_MACHINE, block=n,
+                        args={"x": xs, "lo": [0] * n, "hi": [0] * n, "ulo": [0] * n, "uhi": [0] * n}).outputs
+        signed = [_word_pair(_truncated(b, -(1 << 63), (1 << 63) - 1)) for b in chunk]
+        unsigned = [_word_pair(_truncated(b, 0, M64)) for b in chunk]
+        assert list(zip(got["lo"], got["hi"])) == signed
+        assert list(zip(got["ulo"], got["uhi"])) == unsigned
