@@ -1,5 +1,6 @@
-"""A 64-bit integer to a float (``cvt.rn.f32.u64``, ``cvt.rn.f32.s64``): ``(float)n`` and
-``sum / n`` where ``n`` is a ``size_t`` or ``long long``.
+"""Conversions between floats and 64-bit integers: ``(float)n`` and ``sum / n`` where ``n``
+is a ``size_t`` or ``long long`` (``cvt.rn.f32.u64``, ``cvt.rn.f32.s64``), and
+``(long long)x`` (``cvt.rzi.s64.f32``, :func:`float_to_wide`).
 
 The value is a pair of words (``wide64``: ``lo``, ``hi``). Where ``hi`` is 0 it is the
 32-bit conversion of ``lo``. Otherwise the 64 bits are shifted so that their leading one
