@@ -21,7 +21,9 @@ same work phase by phase, each in a fresh process (imports are only cold once):
 - ``prefill`` and ``launch``: the prompt, then the generated launch tokens;
 - ``output``: the command's summary printed.
 
-Every figure is the median of ``--repeat`` fresh processes.
+Every figure is the median of ``--repeat`` fresh processes. Where ``PYTHONDONTWRITEBYTECODE``
+is set (this shared machine sets it), a module edited since its ``.pyc`` was written is
+compiled from source in every process, which a user's install never pays; the bench says so.
 """
 
 from __future__ import annotations
@@ -194,6 +196,10 @@ def main(argv: list[str]) -> int:
     if ns.phases:
         print(json.dumps(phases(ns.phases, ns.circuit)))
         return 0
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        print("note: PYTHONDONTWRITEBYTECODE is set, so every process compiles each module whose .pyc is stale "
+              "from source (about 0.1 s of CPU here; an installed package's are written once): run with "
+              "`env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX=DIR` for a user's start-up")
     for machine in ns.machines.split(","):
         report(machine, ns)
     if ns.imports:
