@@ -556,3 +556,24 @@ def float_rn_unfused(spec: dict):
     return {"a": words(a), "b": words(b), "c": words(c),
             "twice": words(add(mul(x, y), z) for x, y, z in zip(a, b, c)),
             "once": words(fma(x, y, z) for x, y, z in zip(a, b, c))}
+
+
+@oracle
+def float_fixed64(spec: dict):
+    """``q = (long long)(x * 2^32)``: the product rounded once, truncated toward zero,
+    saturated to 64-bit signed (PTX), NaN 0; its words; ``(float)(q >> 16)`` (an arithmetic
+    shift) rounded to nearest."""
+    x = [_arg_bits(v) for v in spec["args"]["x"]]
+    lo, hi, back = [], [], []
+    for b in x:
+        p = mul(b, to_binary32(Fraction(2) ** 32))
+        if is_nan(p):
+            q = 0
+        elif is_inf(p):
+            q = -(1 << 63) if p >> 31 else (1 << 63) - 1
+        else:
+            q = max(-(1 << 63), min((1 << 63) - 1, math.trunc(exact(p))))
+        lo.append(wrap(q & 0xFFFFFFFF))
+        hi.append(wrap((q >> 32) & 0xFFFFFFFF))
+        back.append(to_binary32(Fraction(q >> 16)))
+    return {"x": words(x), "lo": lo, "hi": hi, "back": words(back)}
