@@ -220,8 +220,9 @@ REFUSALS = {
 
 @pytest.mark.parametrize("text", list(REFUSALS), ids=range(len(REFUSALS)))
 def test_refusals_say_what_and_where(text):
+    """On the published machine: some refusals quote its 126 memory words."""
     with pytest.raises(ExpressionError, match=re.escape(REFUSALS[text])):
-        evaluate(text, LAUNCH)
+        evaluate(text, reference_launch(PUBLISHED_MACHINE), machine=PUBLISHED_MACHINE)
 
 
 def _echo_launch(job: KernelJob) -> dict[str, list[int]]:
