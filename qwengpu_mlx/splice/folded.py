@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS
-from qwengpu_mlx.compiler.sizing import QWEN35_2B
-from qwengpu_mlx.core.machine import MachineConfig
+from qwengpu_mlx.compiler.sizing import QWEN35_2B, DoesNotFit
+from qwengpu_mlx.core.machine import MACHINES, PUBLISHED_MACHINE, MachineConfig
 from qwengpu_mlx.runtime.circuit_cache import cache_dir, cached_compact, circuit_key, write_atomically
+from qwengpu_mlx.splice.build import SpliceMisfit
 
 
 @dataclass
@@ -56,12 +57,24 @@ def folded_circuit(store, machine: MachineConfig) -> FoldedCircuit:
     path = _config_path(key, store.directory)
     config = _read_config(path, key)
     if config is None:
-        config = store.compiled(machine, QWEN35_2B).plan.config()
+        config = _compiled(store, machine).plan.config()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomically(path, lambda name: Path(name).write_text(json.dumps({"key": key, "config": config})))
         except OSError:  # a read-only cache still runs; it compiles again next time
             pass
-    compact = cached_compact(machine, lambda: store.compiled(machine, QWEN35_2B).compact(),
+    compact = cached_compact(machine, lambda: _compiled(store, machine).compact(),
                              directory=store.directory, log=store.log, key=key)
     return FoldedCircuit(config, compact)
+
+
+def _compiled(store, machine: MachineConfig):
+    """The circuit compiled at Qwen3.5-2B's shape, or SpliceMisfit naming the machine and
+    what it outgrows (a refusal for a person, never the compiler's traceback)."""
+    try:
+        return store.compiled(machine, QWEN35_2B)
+    except DoesNotFit as e:
+        name = next((n for n, m in MACHINES.items() if m == machine and n != "default"), "chosen")
+        hint = "" if machine == PUBLISHED_MACHINE else " (the published machine's circuit fits it: --machine published)"
+        raise SpliceMisfit([f"the {name} machine's circuit needs more than Qwen3.5-2B's shape has: {e}{hint}"]) \
+            from None
