@@ -169,7 +169,7 @@ def test_a_too_long_vector_is_told_the_longest_this_machine_takes():
              f"{lit([1] * words)} + {lit([1] * words)}": f"add takes 2 vectors of at most {words // 2} elements"}
     for text, message in cases.items():
         with pytest.raises(ExpressionError, match=re.escape(message)):
-            evaluate(text, LAUNCH)
+            evaluate(text, reference_launch(PUBLISHED_MACHINE), machine=PUBLISHED_MACHINE)
     small = MachineConfig(mem_words=40)  # the limit is the machine's, not a number in the code
     with pytest.raises(ExpressionError, match="div takes 2 vectors of at most 20 elements, got 21"):
         evaluate(f"{lit([1] * 21)} / {lit([1] * 21)}", LAUNCH, machine=small)

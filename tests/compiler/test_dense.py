@@ -85,7 +85,7 @@ def test_a_claimed_range_shortens_the_clear_and_unread_values_take_no_dim():
     assert [g.unit for g in kept] == [2 * i for i in range(len(kept))]  # units renumbered after the drop
 
 
-@pytest.fixture(scope="module", params=["default", "one-slot"])
+@pytest.fixture(scope="module", params=["published", "one-slot"])  # the machines that fold into 2,048 dims
 def folded(request, store):
     machine = MACHINES[request.param]
     compiled = store.compiled(machine, QWEN35_2B)  # the session's fold: test_splice_widths folds the default too
