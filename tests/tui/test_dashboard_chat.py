@@ -17,7 +17,7 @@ from tests.support.chat_script import ScriptedModel  # noqa: E402
 from tests.support.dashboard import SIZE, screen_lines, type_command, wait_until  # noqa: E402
 
 from qwengpu_mlx.chat.models import ChatModel  # noqa: E402
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE  # noqa: E402
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE  # noqa: E402
 from qwengpu_mlx.runtime import CircuitStore  # noqa: E402
 from qwengpu_mlx.tui.app import DashboardApp  # noqa: E402
 from qwengpu_mlx.tui.chat import SessionChat  # noqa: E402
@@ -30,9 +30,9 @@ def scripted_chat(script: list[str]) -> SessionChat:
     from qwengpu_mlx.splice.combined_runner import CombinedModel
 
     tok = load(DEMO_DIR)
-    runner = CircuitStore().runner(DEFAULT_MACHINE)
+    runner = CircuitStore().runner(PUBLISHED_MACHINE)
     base = ScriptedModel(tok, script, len(tok.vocab))
-    return SessionChat(ChatModel("scripted", CombinedModel(base, None, None, runner), tok, DEFAULT_MACHINE))
+    return SessionChat(ChatModel("scripted", CombinedModel(base, None, None, runner), tok, PUBLISHED_MACHINE))
 
 
 def test_plain_text_chats_and_the_launch_streams_to_the_panes():
