@@ -26,7 +26,7 @@ from numbers import Integral
 from pathlib import Path
 from typing import Callable
 
-from qwengpu_mlx.core.errors import MemoryFault, QwenGpuError, ResourceError
+from qwengpu_mlx.core.errors import MemoryFault, QwenGpuError, ResourceError, RomError
 from qwengpu_mlx.core.float32 import M32
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
 from qwengpu_mlx.core.vocab import MAX_GRID
@@ -439,6 +439,12 @@ def _float_dot(a, b, column: int) -> KernelJob:
                 "n": len(a)}, "out", threads=0, kernel="dot_f", geometry=(1, 1), per_element=("a", "b"), floats=True)
 
 
+def _to_float(v: list[int]) -> KernelJob:
+    """Ints as float32, converted on the GPU (``to_float``: cvt.rn.f32.s32, in place)."""
+    return _job("float_elementwise.cu", "float conversion", {"x": list(v), "n": len(v)}, "x", threads=len(v),
+                kernel="to_float", length=len(v), per_element=("x",), floats=True)
+
+
 def _float_vector_form(name: str, v: list, column: int) -> KernelJob:
     """``min``/``max`` of floats (fminf/fmaxf folded by one thread) and ``sort`` of floats
     (``float_sort.cu``, the integer sort's phases with a float comparison)."""
@@ -572,6 +578,11 @@ class _Evaluator:
         job = _fits(job, self.machine)
         try:
             outputs = self.launch(job)
+        except RomError as e:
+            staged = self.staged(job, operator)
+            if staged is None:
+                raise ExpressionError(_too_large(job, e, self.machine)) from e
+            return staged
         except ResourceError as e:
             raise ExpressionError(_too_large(job, e, self.machine)) from e
         except QwenGpuError as e:
@@ -589,10 +600,31 @@ class _Evaluator:
         return word(words[0]) if job.length is None else [word(x) for x in words]
 
 
+    def staged(self, job: KernelJob, operator: tuple[str, int] | None):
+        """A float job on ints that outgrew the machine's ROM, run as smaller launches: the
+        ints converted by one (``to_float``), then the float-only kernel on its words (the
+        same roundings as the one kernel: each int converted once, then the one float op);
+        ``mean_i`` as the integer sum, the conversion of the sum and n, then ``/``; ``/`` of
+        floats as one block without the grid's index and guard. None for a job with no
+        smaller form (its refusal stands)."""
+        if job.kernel == "div_ff" and job.args["n"] <= self.machine.max_block_dim:
+            return self.run(replace(job, kernel="div_ff_block", args={"a": job.args["a"], "b": job.args["b"]},
+                                    block=job.args["n"], grid=1), operator)
+        if job.kernel == "mean_i":
+            total = self.run(_reduction("sum", job.args["x"]))
+            converted = self.run(_to_float([total, job.args["n"]]))
+            return self.run(_float_binop("/", converted[0], converted[1], 0))
+        ints = {"fi": "b", "if": "a"}.get((job.kernel or "")[-2:]) if job.source.name == "float_elementwise.cu" else None
+        if ints is None:
+            return None
+        words = dict(job.args, **{ints: [f"0f{x.bits:08X}" for x in self.run(_to_float(job.args[ints]))]})
+        return self.run(replace(job, kernel=job.kernel[:-2] + "ff", args=words, result="a"), operator)
+
+
 def _too_large(job: KernelJob, error: ResourceError, machine: MachineConfig) -> str:
     """The refusal of a kernel that does not fit the machine's program ROM: float kernels
     are long (an add ~20 blocks, a division ~32), most need the large machine."""
-    if "ROM" not in str(error) or machine.rom_blocks >= 128:
+    if not isinstance(error, RomError) or machine.rom_blocks >= 128:
         return f"the {job.form} launch failed: {error}"
     return (f"the {job.form} kernel does not fit this GPU's program memory ({machine.rom_blocks} blocks): float "
             f"operations need the large machine (start the chat with --machine large); {error}")

@@ -33,8 +33,10 @@ float on either side run float kernels (an int side converted by the kernel, a s
 beside a vector repeated), as do ``-x``, ``sqrt(x)`` (of ints too), ``sum``/``mean`` of
 a float vector (added in index order) and ``fmean(v)`` (the float mean, of ints too). A
 float result is the float32 the GPU computed, written as the shortest decimal that reads
-back as it (``fmean([1, 2, 4])`` is 2.3333333). Float kernels are long: they need the
-large machine's program memory.
+back as it (``fmean([1, 2, 4])`` is 2.3333333). Float kernels are long: on the published
+machine's 32-block ROM a float operation on ints runs as two launches (the ints converted,
+then the float kernel), ``fmean`` of ints as three (the sum, the conversion, the division)
+and a division one block at a time; the large machine runs each as one kernel.
 """
 
 from __future__ import annotations

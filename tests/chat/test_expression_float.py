@@ -122,9 +122,43 @@ def test_refusals(text, message):
         evaluate(text, LAUNCH, machine=LARGE_MACHINE)
 
 
+def published(text: str):
+    """``run`` on the published machine's 32-block ROM, where a float op on ints and a float
+    division do not fit one kernel and run staged."""
+    result = evaluate(text, reference_launch(PUBLISHED_MACHINE), machine=PUBLISHED_MACHINE)
+    value = result.value
+    show = (lambda v: v.bits if isinstance(v, F32) else v)
+    return ([show(v) for v in value] if isinstance(value, list) else show(value)), \
+        [job.kernel or job.form for job, _ in result.launches]
+
+
+def test_the_published_machine_stages_a_float_mean():
+    """The integer sum, both ints converted on the GPU, then one correctly rounded division."""
+    value, kernels = published("fmean([1, 2, 4])")
+    assert value == bits(f32(7) / f32(3)) and str(F32(value)) == "2.3333333"
+    assert kernels == ["sum", "to_float", "div_ff_block"]
+    rng = random.Random("published-fmean")
+    v = [rng.randint(-10**6, 10**6) for _ in range(16)]
+    assert published(f"fmean({v})")[0] == bits(f32(sum(v)) / f32(len(v)))
+
+
+@pytest.mark.parametrize("op", ["+", "-", "*", "/"])
+def test_the_published_machine_stages_mixed_operands(op):
+    """An int side converted by its own launch, then the float-only kernel: the same one
+    rounding per element as the one mixed kernel (the oracle converts, then rounds once)."""
+    rng = random.Random(f"published-{op}")
+    xs = [f32(rng.uniform(-100, 100)) for _ in range(5)]
+    ks = [rng.randint(-(2**31), 2**31 - 1) for _ in range(5)]  # beyond 2^24: the conversion rounds
+    apply = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}[op]
+    lit = "[" + ", ".join(repr(float(x)) for x in xs) + "]"
+    assert published(f"{lit} {op} {ks}")[0] == [bits(apply(a, f32(k))) for a, k in zip(xs, ks)]
+    assert published(f"{ks} {op} {lit}")[0] == [bits(apply(f32(k), a)) for a, k in zip(xs, ks)]
+
+
 def test_the_published_machine_names_the_large_one():
+    """A division of more elements than one block has threads has no staged form there."""
     with pytest.raises(ExpressionError, match="--machine large"):
-        evaluate("1 / 3.0", reference_launch(PUBLISHED_MACHINE), machine=PUBLISHED_MACHINE)
+        evaluate(f"{list(range(1, 18))} / 3.0", reference_launch(PUBLISHED_MACHINE), machine=PUBLISHED_MACHINE)
 
 
 # --- through the model -------------------------------------------------------------------
@@ -142,3 +176,18 @@ def test_a_float_mean_through_the_model(large_tools):
     assert not outcome.error, outcome.content
     assert outcome.content == str(F32(bits(f32(1 + 2 + 4) / f32(3)))) == "2.3333333"
     assert [r.kernel for r in outcome.launches] == ["fmean"] and all(r.exact for r in outcome.launches)
+
+
+@pytest.fixture(scope="module")
+def published_tools(store):
+    """gpu_eval as the demo chat runs it, on the published machine."""
+    from qwengpu_mlx.chat.calls import GpuTools  # lazy: only the model tests need the runner
+
+    return GpuTools(store.runner(PUBLISHED_MACHINE), PUBLISHED_MACHINE, check=True)
+
+
+def test_a_staged_float_mean_through_the_model(published_tools):
+    outcome = published_tools.run({"name": "gpu_eval", "arguments": {"expression": "fmean([1, 2, 4])"}}, "normal")
+    assert not outcome.error, outcome.content
+    assert outcome.content == "2.3333333"
+    assert len(outcome.launches) == 3 and all(r.exact for r in outcome.launches)

@@ -59,7 +59,7 @@ def test_what_a_model_writes_never_crashes_the_chat(tokenizer, runner):
     script = ["<tool_call>\nnot a function at all\n</tool_call>",
               call("rm_rf", path="/"),
               call("gpu_eval", expression="[1, 2, 3] @ [4, 5]"),
-              call("gpu_eval", expression="3.5 * [1, 2]"),
+              call("gpu_eval", expression="[" + ", ".join(f"{k}.0" for k in range(1, 18)) + "] / 3.0"),
               "Sorry, I could not compute that."]
     s = session(tokenizer, runner, script)
     summary = events_of(s, "break things")[-1]
@@ -68,7 +68,7 @@ def test_what_a_model_writes_never_crashes_the_chat(tokenizer, runner):
     assert "did not parse" in results[0].content or "names no function" in results[0].content
     assert "unknown tool 'rm_rf'" in results[1].content
     assert "3" in results[2].content and "2" in results[2].content  # the two lengths
-    assert "--machine large" in results[3].content  # a float kernel outgrows the published machine's ROM
+    assert "--machine large" in results[3].content  # 17 float divisions outgrow the published machine's ROM
     assert not summary.launches and summary.answer == "Sorry, I could not compute that."
 
 

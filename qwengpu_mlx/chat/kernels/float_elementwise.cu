@@ -69,3 +69,18 @@ __global__ void neg_f(float* x, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] = -x[i];
 }
+
+// to_float: ints converted in place to float32 bits, (float) as C converts them
+// (cvt.rn.f32.s32). A float operation on ints whose one kernel outgrows a small program
+// ROM runs as this launch, then the float-only kernel on what it wrote.
+__global__ void to_float(int* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = __float_as_int((float)x[i]);
+}
+
+// div_ff_block: a / b for one block of at most a block's threads, a thread per element
+// and no bounds check: the division's routine leaves no room for the grid's index and
+// the guard on a 32-block program ROM.
+__global__ void div_ff_block(float* a, const float* b) {
+    a[threadIdx.x] = a[threadIdx.x] / b[threadIdx.x];
+}
