@@ -252,8 +252,10 @@ def refusal_after_sharing(refusals: list[ResourceError], kernel) -> ResourceErro
     (``refusals``: each try's, the last sharing most). A last one about registers after
     ROM ones says both: the ROM's, then that sharing needs more than the machine has
     (what is live across a routine's calls is kept through it). A ROM one says what
-    sharing did and the way left that is true of this kernel: where clang copied a float
-    operation of one source position (an unrolled loop), ``#pragma unroll 1``; else its
+    sharing did and the way left that is true of this kernel: where clang emitted a float
+    operation of one source position more than once (an unrolled loop, or a math function
+    such as ``roundf`` using it twice: the position cannot tell), ``#pragma unroll 1`` if it
+    is a loop; else its
     float operations, for the user to split them over two kernels. Where ROM was in the
     way the refusal stays a ``RomError``: the lowering then says whether the large
     machine's ROM would hold the kernel."""
@@ -269,8 +271,9 @@ def refusal_after_sharing(refusals: list[ResourceError], kernel) -> ResourceErro
     copied = [(at, op, n) for (at, op), n in ops.items() if at is not None and n >= 2]
     if copied:
         at, op, n = max(copied, key=lambda c: c[2])
-        return RomError(f"{last}{SHARED_STILL}clang copied line {at[0]}'s float `{op}` {n} times (an "
-                        f"unrolled loop); `#pragma unroll 1` before that loop keeps one copy")
+        return RomError(f"{last}{SHARED_STILL}clang emitted line {at[0]}'s float `{op}` {n} times (an "
+                        f"unrolled loop, or a math function that uses it more than once); if it is a loop, "
+                        f"`#pragma unroll 1` before it keeps one copy")
     kinds = Counter(op.split(".")[0] for (_, op) in ops.elements())
     listed = ", ".join(f"{op} x{n}" if n > 1 else op for op, n in sorted(kinds.items()))
     return RomError(f"{last}{SHARED_STILL}its float operations ({listed}) are each a routine of many blocks"

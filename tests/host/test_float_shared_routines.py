@@ -272,7 +272,7 @@ def test_the_refusal_names_the_loop_clang_unrolled(tmp_path):
     shared (each copy is a call): the refusal names the copied operation's line."""
     text = _refusal(tmp_path, UNROLLED_CHAIN, "chain", {"x": [1.5] * 128, "out": [0.0] * 4})
     assert "still does not fit" in text
-    assert "clang copied line 5's float `" in text and "64 times" in text and "#pragma unroll 1" in text
+    assert "clang emitted line 5's float `" in text and "64 times" in text and "#pragma unroll 1" in text
 
 
 @needs_clang
