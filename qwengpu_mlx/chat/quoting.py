@@ -25,10 +25,15 @@ import json
 import re
 from dataclasses import dataclass, field
 
-_LIST = re.compile(r"\[\s*-?\d+(?:\s*,\s*-?\d+)*\s*\]")
-# A number in prose: ``-12``, ``1,048,576`` or ``3.5`` (never a result: the GPU's are integers);
-# not one inside a word (``Qwen3``, ``15th``).
-_NUMBER = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\w)")
+_DECIMAL = r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
+_LIST = re.compile(rf"\[\s*{_DECIMAL}(?:\s*,\s*{_DECIMAL})*\s*\]")
+# A number in prose: ``-12``, ``1,048,576``, ``3.5`` or ``1e-45`` (a float result is the
+# shortest decimal that reads back as the GPU's float32: the answer must state those
+# digits, so ``2.3333333333`` for ``2.3333333`` is not the GPU's number); not one inside a
+# word (``Qwen3``, ``15th``).
+_NUMBER = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?!\w)")
+# A float result's infinities and NaN as the tool writes them, read as JSON's spellings.
+_SPECIAL = re.compile(r"(?<![\w\"])(-?)(inf|nan)(?![\w\"])")
 _ERROR_PREFIX = "error:"
 
 
@@ -87,12 +92,13 @@ class AnswerCheck:
 
 
 def tool_values(content: str) -> list[object]:
-    """A tool result's values: an int, a list of ints, or each array of a kernel's result
-    (``{"out": [...]}``); [] for an error or text that is not a value."""
+    """A tool result's values: an int or a float, a list of them, or each array of a
+    kernel's result (``{"out": [...]}``); [] for an error or text that is not a value."""
     if content.strip().startswith(_ERROR_PREFIX):
         return []
+    spelled = _SPECIAL.sub(lambda m: m.group(1) + ("Infinity" if m.group(2) == "inf" else "NaN"), content)
     try:
-        value = json.loads(content)
+        value = json.loads(spelled)
     except ValueError:
         return []
     if isinstance(value, dict):
@@ -101,13 +107,14 @@ def tool_values(content: str) -> list[object]:
 
 
 def _is_value(v) -> bool:
-    ints = v if isinstance(v, list) else [v]
-    return all(isinstance(x, int) and not isinstance(x, bool) for x in ints)
+    """An int or a float (a float32 result), or a list of them."""
+    items = v if isinstance(v, list) else [v]
+    return all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in items)
 
 
 def stated_numbers(answer: str, expressions: list[str] = ()) -> list[object]:
-    """The integers and bracketed integer lists ``answer`` states, in order, with the calls'
-    expressions (the question restated) left out."""
+    """The numbers and bracketed lists of numbers ``answer`` states, in order, with the
+    calls' expressions (the question restated) left out."""
     text = answer
     for e in sorted((e for e in expressions if e), key=len, reverse=True):
         text = text.replace(e, " ")
@@ -122,7 +129,7 @@ def stated_numbers(answer: str, expressions: list[str] = ()) -> list[object]:
 
 def _number(text: str) -> int | float:
     plain = text.replace(",", "")
-    return float(plain) if "." in plain else int(plain)
+    return float(plain) if any(c in plain for c in ".eE") else int(plain)
 
 
 def check_answer(answer: str, outcomes, question: str = "") -> AnswerCheck:

@@ -82,3 +82,23 @@ def test_where_the_copy_guard_holds_a_number_to_a_result():
     assert continuation("The GPU computed [11, ", results) is None  # one element: maybe a vector of the question
     assert continuation("The GPU computed 2187", results) is None  # written whole
     assert continuation("Qwen2187", results) is None  # inside a word
+
+
+def test_float_results_are_values():
+    """A float result is the shortest decimal of the GPU's float32 (the chat's expression
+    tool), its infinities and NaN as ``inf``/``nan``."""
+    assert tool_values("2.3333333") == [2.3333333]
+    assert tool_values("[0.33333334, inf, -inf]") == [[0.33333334, float("inf"), float("-inf")]]
+    assert tool_values("1e-45") == [1e-45]
+    assert stated_numbers("The mean is 2.3333333, about 1e-45 off.") == [2.3333333, 1e-45]
+
+
+def test_a_float_answer_states_the_gpus_digits():
+    outcomes = [ok("2.3333333", "fmean([1, 2, 4])")]
+    question = "What is the mean of [1, 2, 4]?"
+    assert check_answer("The GPU computed 2.3333333.", outcomes, question).quoted
+    assert check_answer("The mean of [1, 2, 4] is 2.3333333.", outcomes, question).quoted
+    longer = check_answer("The GPU computed 2.33333333333333333333.", outcomes, question)
+    assert not longer.quoted and longer.results == ["2.3333333"]
+    assert "the GPU computed 2.3333333" in longer.flag()  # the true value beside the claim, not "no value"
+    assert not check_answer("The GPU computed 2.33.", outcomes, question).quoted
