@@ -20,11 +20,13 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import mlx.core as mx
+import numpy as np
 
 from qwengpu_mlx.chat.quoting import tool_values
 
-_RUN = re.compile(r"(?:\[[-\d, ]*|-?\d[\d]*)$")  # the number (or list) the text ends in
+_RUN = re.compile(r"(?:\[[-\d., ]*|-?\d[\d.]*)$")  # the number (or list) the text ends in, floats' points too
 MIN_PREFIX = 2  # digits of a number, elements of a list, copied before it is held to the result
+CANDIDATES = 64  # the most likely tokens looked at when a whole result must not grow a digit
 
 
 def result_strings(contents: list[str]) -> list[str]:
@@ -47,9 +49,11 @@ def continuation(text: str, results: list[str]) -> str | None:
     start = m.start()
     if start > 0 and (text[start - 1].isalnum() or text[start - 1] in "-."):
         return None  # inside a word or a longer number
+    if run in results and not run.startswith("["):
+        return ""  # a whole scalar result written: it may end, not grow another digit
     rests = [r[len(run):] for r in results if r.startswith(run) and len(r) > len(run)]
-    if not rests or run in results and not run.startswith("["):
-        return None  # copying nothing, or a whole scalar result already written
+    if not rests:
+        return None  # copying nothing
     return min(rests, key=len)
 
 
@@ -71,6 +75,8 @@ class CopyGuard:
         rest = continuation(text, self.results) if self.results and text is not None else None
         if rest is None:
             return logits
+        if rest == "":
+            return self._no_more_digits(logits)
         top = int(mx.argmax(logits, axis=-1).reshape(-1)[0].item())
         said = self.decode(top)
         if said and (rest.startswith(said) or said.startswith(rest) and not said[len(rest):][:1].isdigit()):
@@ -80,3 +86,15 @@ class CopyGuard:
         self.forced += 1
         keep = mx.arange(logits.shape[-1]) == self._first[rest]
         return mx.where(keep, logits, mx.array(-mx.inf, dtype=logits.dtype))
+
+    def _no_more_digits(self, logits: mx.array) -> mx.array:
+        """After a whole result, the likeliest tokens that would lengthen it with a digit
+        (a small model copying ``2.3333333`` goes on writing 3s) are removed."""
+        order = mx.argsort(-logits.reshape(-1))[:CANDIDATES].tolist()
+        banned = [t for t in order if (self.decode(t) or "")[:1].isdigit()]
+        if not banned or banned[0] != order[0]:
+            return logits  # the model's own choice ends the number
+        self.forced += 1
+        mask = np.zeros(logits.shape[-1], dtype=bool)
+        mask[banned] = True
+        return mx.where(mx.array(mask), mx.array(-mx.inf, dtype=logits.dtype), logits)

@@ -80,7 +80,7 @@ def test_where_the_copy_guard_holds_a_number_to_a_result():
     assert continuation("The GPU computed [11, 40, ", results) == "6]"
     assert continuation("The GPU computed 2", results) is None  # one digit: maybe the question's number
     assert continuation("The GPU computed [11, ", results) is None  # one element: maybe a vector of the question
-    assert continuation("The GPU computed 2187", results) is None  # written whole
+    assert continuation("The GPU computed 2187", results) == ""  # written whole: it may only end
     assert continuation("Qwen2187", results) is None  # inside a word
 
 
@@ -102,3 +102,27 @@ def test_a_float_answer_states_the_gpus_digits():
     assert not longer.quoted and longer.results == ["2.3333333"]
     assert "the GPU computed 2.3333333" in longer.flag()  # the true value beside the claim, not "no value"
     assert not check_answer("The GPU computed 2.33.", outcomes, question).quoted
+
+
+def test_the_copy_guard_finishes_a_float_and_ends_it():
+    """A float result is copied digit for digit, point included, and a whole one is not
+    lengthened: the toy demo went on writing 3s after fmean's 2.3333333."""
+    import mlx.core as mx
+
+    from qwengpu_mlx.chat.copying import CopyGuard, continuation, result_strings
+
+    results = result_strings(["2.3333333"])
+    assert results == ["2.3333333"]
+    assert continuation("The mean is 2.33", results) == "33333"
+    assert continuation("The mean is 2.3333333", results) == ""
+    vocab = ["3", ".", " The", "33"]
+    shown = {"text": ""}
+    guard = CopyGuard(results, lambda tokens: shown["text"], lambda t: [vocab.index(t[:2] if t[:2] in vocab else t[0])],
+                      lambda t: vocab[t])
+    logits = mx.array([[5.0, 4.0, 1.0, 3.0]])  # the model's choice: another "3"
+    shown["text"] = "The mean is 2.3333333"
+    kept = guard(None, logits)
+    assert int(mx.argmax(kept, axis=-1).item()) == 1 and guard.forced == 1  # the "." ends it
+    assert kept[0, 0].item() == float("-inf") and kept[0, 3].item() == float("-inf")
+    shown["text"] = "The mean is 2.3333333."
+    assert guard(None, logits) is logits  # a sentence's point: the number is no longer being copied
