@@ -4,7 +4,8 @@ The demo is a toy that writes the right call only after the prompt it was traine
 ``gpu_eval`` description is pinned beside its weights (``chat/demo/tools.json``, the one its
 training checkpoint records), while any other model is offered today's (``chat/tools.py``).
 The README's example questions are read from the README itself and answered by an oracle
-here (a dot product in Python); the shipped questions are in ``test_demo_answers.py``."""
+here (a dot product in Python, a mean in NumPy's float32); the shipped questions are in
+``test_demo_answers.py``."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from qwengpu_mlx.chat.demo import DEMO_DIR, demo_tools
-from qwengpu_mlx.chat.evaluate import contains_value
 from qwengpu_mlx.chat.models import ChatModel
 from qwengpu_mlx.chat.session import ChatSession, ChatSettings, ToolCallStarted
 from qwengpu_mlx.chat.tools import TOOLS
@@ -33,9 +34,20 @@ def readme_questions() -> list[str]:
     return piped + dashboard
 
 
-def dot_of(question: str) -> int:
-    a, b = re.search(r"(\[[-\d, ]+\]) @ (\[[-\d, ]+\])", question).groups()
-    return sum(x * y for x, y in zip(json.loads(a), json.loads(b)))
+def meaning(question: str) -> str:
+    """What the question asks, as the tool's result text: a dot product (``@``), or the
+    float32 mean of integers (``the mean of [...]``: NumPy's one rounding of sum / n)."""
+    dot = re.search(r"(\[[-\d, ]+\]) @ (\[[-\d, ]+\])", question)
+    if dot:
+        a, b = (json.loads(v) for v in dot.groups())
+        return str(sum(x * y for x, y in zip(a, b)))
+    v = json.loads(re.search(r"mean of (\[[-\d, ]+\])", question).group(1))
+    return _shortest(np.float32(sum(v)) / np.float32(len(v)))
+
+
+def _shortest(x: np.float32) -> str:
+    """The shortest decimal that reads back as ``x`` in float32 (NumPy's own float32 repr)."""
+    return np.format_float_positional(x, unique=True, trim="-")
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +73,8 @@ def test_the_readme_questions(demo):
     for q in questions:
         session.reset()
         events = list(session.turn(q))
-        summary, want = events[-1], dot_of(q)
+        summary, want = events[-1], meaning(q)
         calls = [e.expression for e in events if isinstance(e, ToolCallStarted)]
-        assert [t.content for t in summary.tool_results] == [str(want)], (q, calls)
+        assert [t.content for t in summary.tool_results] == [want], (q, calls)
         assert all(r.exact for r in summary.launches) and summary.check.quoted
-        assert contains_value(summary.answer, want), (q, summary.answer)
+        assert want in re.findall(r"-?\d+(?:\.\d+)?", summary.answer.replace(",", "")), (q, summary.answer)
