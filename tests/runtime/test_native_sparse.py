@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 from qwengpu_mlx.core.machine import PUBLISHED_MACHINE, LARGE_MACHINE
-from qwengpu_mlx.runtime import native
 from qwengpu_mlx.runtime.circuit_runner import CircuitRunner
 from qwengpu_mlx.runtime.native_step import NativeStep, _Blobs
 from qwengpu_mlx.runtime.prompt import prompt_tokens
@@ -30,13 +29,6 @@ KERNELS = Path(__file__).resolve().parents[2] / "examples" / "kernels"
 CASES = [("published", "early_return"), ("published", "shfl_broadcast"), ("large", "dot"),
          ("large", "block32_reduce")]
 MACHINES = {"published": PUBLISHED_MACHINE, "large": LARGE_MACHINE}
-
-
-@pytest.fixture(scope="module")
-def module():
-    found = native.load()
-    assert found.module is not None, f"the native step did not build here: {found.reason}"
-    return found.module
 
 
 def _program(name, machine):

@@ -29,13 +29,6 @@ SUBSET = ["early_return", "atomic_contention", "shfl_broadcast"]
 
 
 @pytest.fixture(scope="module")
-def module():
-    found = native.load()
-    assert found.module is not None, f"the native step did not build here: {found.reason}"
-    return found.module
-
-
-@pytest.fixture(scope="module")
 def cc(store):
     return store.compact(PUBLISHED_MACHINE)
 

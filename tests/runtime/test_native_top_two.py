@@ -14,20 +14,12 @@ import numpy as np
 import pytest
 
 from qwengpu_mlx.core.machine import PUBLISHED_MACHINE, LARGE_MACHINE
-from qwengpu_mlx.runtime import native
 from qwengpu_mlx.runtime.circuit_runner import CircuitRunner
 from qwengpu_mlx.runtime.native_step import top_two
 from qwengpu_mlx.runtime.prompt import prompt_tokens
 from tests.support.launching import bound_program, on_runner
 
 KERNELS = Path(__file__).resolve().parents[2] / "examples" / "kernels"
-
-
-@pytest.fixture(scope="module")
-def module():
-    found = native.load()
-    assert found.module is not None, f"the native step did not build here: {found.reason}"
-    return found.module
 
 
 def _numpy_pair(logits: np.ndarray) -> tuple[int, float]:
