@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from qwengpu_mlx.core.machine import LARGE_MACHINE
 from qwengpu_mlx.runtime.circuit_runner import CircuitRunner
