@@ -8,13 +8,12 @@ job under way, so it never names a machine or a model that is not running.
 
 from __future__ import annotations
 
-from qwengpu_mlx.core.machine import MACHINES
+from qwengpu_mlx.core.machine import MACHINES, machine_name
 
 
 def machine_title(key: str) -> str:
     """The machine's own name: ``default`` is another name of one of the others."""
-    machine = MACHINES[key]
-    return next((k for k, v in MACHINES.items() if v == machine and k != "default"), key)
+    return machine_name(MACHINES[key], key)
 
 
 def circuit_label(machine: str) -> str:

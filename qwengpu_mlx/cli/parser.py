@@ -12,9 +12,9 @@ from qwengpu_mlx.chat.tools import MODES
 from qwengpu_mlx.cli.help import DESCRIPTION, EPILOG, add_examples
 from qwengpu_mlx.core.errors import LaunchError
 from qwengpu_mlx.core.launch_spec import parse_dims
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MACHINES
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MACHINES, machine_name
 
-DEFAULT_NAME = next(name for name, m in MACHINES.items() if name != "default" and m == DEFAULT_MACHINE)
+DEFAULT_NAME = machine_name(DEFAULT_MACHINE)
 """The named machine ``--machine default`` is (the help says which)."""
 
 MODEL_HELP = ("demo, a Hugging Face repo id (Qwen/Qwen3.5-2B), a base directory (Hugging Face or mlx-community "

@@ -85,6 +85,12 @@ MACHINES = {"default": DEFAULT_MACHINE, "published": PUBLISHED_MACHINE, "large":
 """The named machines the command line offers (``--machine``); ``default`` is :data:`DEFAULT_MACHINE`."""
 
 
+def machine_name(machine: MachineConfig, unknown: str = "custom") -> str:
+    """The machine's own name in :data:`MACHINES` (never the ``default`` alias, which is
+    another name of one of them); ``unknown`` for sizes no named machine has."""
+    return next((name for name, m in MACHINES.items() if m == machine and name != "default"), unknown)
+
+
 def to_signed(value: int, bits: int = 32) -> int:
     """Two's-complement reading of the low ``bits`` bits of ``value``."""
     value &= (1 << bits) - 1

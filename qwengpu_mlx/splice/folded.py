@@ -15,7 +15,7 @@ from pathlib import Path
 
 from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS
 from qwengpu_mlx.compiler.sizing import QWEN35_2B, DoesNotFit
-from qwengpu_mlx.core.machine import MACHINES, PUBLISHED_MACHINE, MachineConfig
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE, MachineConfig, machine_name
 from qwengpu_mlx.runtime.circuit_cache import cache_dir, cached_compact, circuit_key, write_atomically
 from qwengpu_mlx.splice.build import SpliceMisfit
 
@@ -74,7 +74,7 @@ def _compiled(store, machine: MachineConfig):
     try:
         return store.compiled(machine, QWEN35_2B)
     except DoesNotFit as e:
-        name = next((n for n, m in MACHINES.items() if m == machine and n != "default"), "chosen")
+        name = machine_name(machine, "chosen")
         hint = "" if machine == PUBLISHED_MACHINE else " (the published machine's circuit fits it: --machine published)"
         raise SpliceMisfit([f"the {name} machine's circuit needs more than Qwen3.5-2B's shape has: {e}{hint}"]) \
             from None
