@@ -87,12 +87,22 @@ a kernel that fits inlined with every multi-use kind shared (the fma one where n
 has two uses), to show what a call costs; one that does not as the lowering shares it."""
 
 
+def _example(name: str):
+    """An example's launch file, its compiled kernel and the machine it names."""
+    spec = json.loads((EXAMPLES / f"{name}.json").read_text())
+    return spec, compile_kernel(EXAMPLES / f"{name}.cu", spec["kernel"]), MACHINES[spec.get("machine", "default")]
+
+
+def _bound(name: str):
+    """An example's program as the lowering binds it (whatever it tries), and its machine."""
+    spec, ck, m = _example(name)
+    return bind(ck, spec["args"], block=spec["block"], grid=spec["grid"], machine=m), m
+
+
 def _example_cost(name: str, forced: bool) -> str:
     """``blocks/steps/tokens`` of an example's own launch: inlined (``forced`` False, no
     sharing tried) or with sharing forced; "refused" where that does not fit."""
-    spec = json.loads((EXAMPLES / f"{name}.json").read_text())
-    ck = compile_kernel(EXAMPLES / f"{name}.cu", spec["kernel"])
-    m = MACHINES[spec.get("machine", "default")]
+    spec, ck, m = _example(name)
 
     def shared(kernel, names, params):
         probe = translate.Translator(kernel, names, params)
@@ -122,10 +132,7 @@ def _cost(prog, m) -> str:
 def sharing_table() -> None:
     print(f"\n{'example (blocks/steps/tokens)':28} {'inlined':>14} {'shared, forced':>15} {'as lowered':>14}")
     for name in SHARED_EXAMPLES:
-        spec = json.loads((EXAMPLES / f"{name}.json").read_text())
-        m = MACHINES[spec.get("machine", "default")]
-        lowered = bind(compile_kernel(EXAMPLES / f"{name}.cu", spec["kernel"]), spec["args"], block=spec["block"],
-                       grid=spec["grid"], machine=m)
+        lowered, m = _bound(name)
         print(f"{name:28} {_example_cost(name, False):>14} {_example_cost(name, True):>15} {_cost(lowered, m):>14}")
 
 
@@ -137,8 +144,6 @@ fits without it: beside them for scale)."""
 def _spill_forced(name: str, budget: float_spill.Budget) -> str:
     """``blocks/steps/tokens (calls run)`` of an example lowered only at the spill level,
     keeping ``budget`` in registers; "refused" where that does not fit."""
-    spec = json.loads((EXAMPLES / f"{name}.json").read_text())
-    m = MACHINES[spec.get("machine", "default")]
     saved = float_routines.sharing_levels, float_spill.BUDGETS, lowering._finish
     levels, finish = saved[0], saved[2]
 
@@ -149,8 +154,7 @@ def _spill_forced(name: str, budget: float_spill.Budget) -> str:
     float_routines.sharing_levels = lambda calls: levels(calls)[-1:]
     float_spill.BUDGETS, lowering._finish = (budget,), spilled_only
     try:
-        prog = bind(compile_kernel(EXAMPLES / f"{name}.cu", spec["kernel"]), spec["args"], block=spec["block"],
-                    grid=spec["grid"], machine=m)
+        prog, m = _bound(name)
     except ResourceError:
         return "refused"
     finally:
@@ -163,10 +167,7 @@ def _spill_forced(name: str, budget: float_spill.Budget) -> str:
 def spill_table() -> None:
     print(f"\n{'saved across calls (blocks/steps/tokens)':42} {'as lowered':>16}")
     for name in SPILL_EXAMPLES:
-        spec = json.loads((EXAMPLES / f"{name}.json").read_text())
-        m = MACHINES[spec.get("machine", "default")]
-        lowered = bind(compile_kernel(EXAMPLES / f"{name}.cu", spec["kernel"]), spec["args"], block=spec["block"],
-                       grid=spec["grid"], machine=m)
+        lowered, m = _bound(name)
         print(f"{name:42} {_cost(lowered, m):>16}")
     print(f"\n{'spill level forced (warp calls run)':42} {'saving sites':>20} {'saving every value':>20}")
     for name in ("float_variance", "float_ratios"):
