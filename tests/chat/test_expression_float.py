@@ -163,12 +163,16 @@ def test_the_published_machine_names_the_large_one():
 
 # --- through the model -------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def large_tools(store):
-    """gpu_eval as the chat runs it on the large machine: every launch in the model, checked."""
+def _tools(store, machine):
+    """gpu_eval as the chat runs it on ``machine``: every launch in the model, checked."""
     from qwengpu_mlx.chat.calls import GpuTools  # lazy: only the model tests need the runner
 
-    return GpuTools(store.runner(LARGE_MACHINE), LARGE_MACHINE, check=True)
+    return GpuTools(store.runner(machine), machine, check=True)
+
+
+@pytest.fixture(scope="module")
+def large_tools(store):
+    return _tools(store, LARGE_MACHINE)
 
 
 def test_a_float_mean_through_the_model(large_tools):
@@ -180,10 +184,8 @@ def test_a_float_mean_through_the_model(large_tools):
 
 @pytest.fixture(scope="module")
 def published_tools(store):
-    """gpu_eval as the demo chat runs it, on the published machine."""
-    from qwengpu_mlx.chat.calls import GpuTools  # lazy: only the model tests need the runner
-
-    return GpuTools(store.runner(PUBLISHED_MACHINE), PUBLISHED_MACHINE, check=True)
+    """The demo chat's machine."""
+    return _tools(store, PUBLISHED_MACHINE)
 
 
 def test_a_staged_float_mean_through_the_model(published_tools):

@@ -89,12 +89,7 @@ def test_the_logits_on_two_threads_are_the_same_floats(store, module, monkeypatc
     one = CircuitRunner(cc, LARGE_MACHINE, native=module)
     monkeypatch.setenv("QWENGPU_MLX_THREADS", "2")
     two = CircuitRunner(cc, LARGE_MACHINE, native=module)
-    spec, prog = _program("dot", LARGE_MACHINE)
-    launch = on_runner(prog, one)
-    one.reset()
-    fed = [prompt_tokens(prog, LARGE_MACHINE)] + [[t] for t in launch.tokens[:-1]]
-    for i, tokens in enumerate(fed):
-        assert np.array_equal(_bits(one.step(tokens)), _bits(two.step(tokens))), f"logits of token {i}"
+    _assert_same_logits(one, two, "dot", LARGE_MACHINE)
 
 
 def test_the_logits_without_row_groups_are_the_same_floats(store, module, monkeypatch):
@@ -105,9 +100,15 @@ def test_the_logits_without_row_groups_are_the_same_floats(store, module, monkey
     original = _Blobs.row_groups
     monkeypatch.setattr(_Blobs, "row_groups", lambda self, p: original(self, p, most=0))
     plain = CircuitRunner(cc, PUBLISHED_MACHINE, native=module)
-    spec, prog = _program("shfl_broadcast", PUBLISHED_MACHINE)
-    launch = on_runner(prog, grouped)
-    grouped.reset()
-    fed = [prompt_tokens(prog, PUBLISHED_MACHINE)] + [[t] for t in launch.tokens[:-1]]
+    _assert_same_logits(grouped, plain, "shfl_broadcast", PUBLISHED_MACHINE)
+
+
+def _assert_same_logits(first, second, name, machine):
+    """The example's launch, as ``first`` runs it, fed token by token to both runners: the
+    same logits bits at every token."""
+    spec, prog = _program(name, machine)
+    launch = on_runner(prog, first)
+    first.reset()
+    fed = [prompt_tokens(prog, machine)] + [[t] for t in launch.tokens[:-1]]
     for i, tokens in enumerate(fed):
-        assert np.array_equal(_bits(grouped.step(tokens)), _bits(plain.step(tokens))), f"logits of token {i}"
+        assert np.array_equal(_bits(first.step(tokens)), _bits(second.step(tokens))), f"logits of token {i}"
