@@ -10,7 +10,7 @@ from qwengpu_mlx.cli.common import errors_as
 from qwengpu_mlx.cli.refusals import splice_errors
 from qwengpu_mlx.compiler.sizing import QWEN35_2B, DoesNotFit, dense_parameters, needs
 from qwengpu_mlx.core.errors import LaunchError, ModelError, OutputError
-from qwengpu_mlx.core.machine import MACHINES
+from qwengpu_mlx.core.machine import MACHINES, machine_name
 from qwengpu_mlx.core.vocab import vocab_for
 from qwengpu_mlx.runtime import CircuitStore
 from qwengpu_mlx.runtime.checkpoint import atomic_directory, check_output_dir, save_checkpoint
@@ -65,7 +65,7 @@ def run(ns) -> int:
                 compiled = store.compiled(machine, QWEN35_2B)
         except DoesNotFit as e:
             s = QWEN35_2B
-            raise ModelError(f"the circuit of the {ns.machine} machine does not fit the Qwen3.5-2B shape "
+            raise ModelError(f"the circuit of the {machine_name(machine)} machine does not fit the Qwen3.5-2B shape "
                                 f"(hidden {s.hidden}, intermediate {s.intermediate}, {s.linear_heads} linear "
                                 f"heads of {s.key_dim} x {s.value_dim}):\n  {e}") from None
         reuse = compiled.reuse

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from qwengpu_mlx.core.errors import ExecutionError, LaunchTimeout, QwenGpuError
-from qwengpu_mlx.core.machine import MACHINES, MachineConfig
+from qwengpu_mlx.core.machine import MachineConfig, machine_name
 from qwengpu_mlx.host import program_lowering as pl
 from qwengpu_mlx.host.frontend import demangle_kernel_name
 from qwengpu_mlx.host.program_build import DeviceCode
@@ -174,7 +174,7 @@ class ProgramDevice:
 
     def _properties(self, payload: bytes):
         m = self.machine
-        name = next((n for n, c in MACHINES.items() if c == m), "custom")
+        name = machine_name(m)  # its own name: "default" would name another machine once the default moves
         threads = m.max_block_dim
         fields = [4 * m.mem_words, 4 * m.mem_words, m.usable_regs * threads, CUDA_WARP_SIZE, threads,
                   threads, threads, threads, *MAX_GRID, 4 * m.mem_words, 7, 5, 1, 0]

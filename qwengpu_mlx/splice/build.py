@@ -21,6 +21,7 @@ import mlx.core as mx
 from mlx.utils import tree_flatten
 from mlx_lm.utils import load
 
+from qwengpu_mlx.core.machine import MACHINES, PUBLISHED_MACHINE, MachineConfig, machine_name
 from qwengpu_mlx.runtime.checkpoint import atomic_directory, check_output_dir
 
 from qwengpu_mlx.splice.layout import SpliceLayout, splice_misfits, text_config
@@ -31,6 +32,21 @@ from qwengpu_mlx.splice.storage import StorageTally, compact_circuit, quantizati
 from qwengpu_mlx.splice.weights import combined_shards, launch_row_as_held, wide_columns
 
 SPLICE_RECORD = "qwengpu-splice.json"  # what the splice did; provenance is source.py's manifest
+
+RECORDED_ALIASES = {"default": PUBLISHED_MACHINE}
+"""Names older checkpoints recorded that are no machine's own: ``default`` was written while
+it meant the published machine, and keeps meaning it whatever the default is now."""
+
+
+def recorded_name(name: str) -> str:
+    """The name a checkpoint records for the machine ``name`` names: its own name, never the
+    ``default`` alias, so that it opens as the machine it was built for after the default moves."""
+    return machine_name(MACHINES[name], name) if name in MACHINES else name
+
+
+def recorded_config(name: str) -> MachineConfig | None:
+    """The machine a checkpoint's recorded ``name`` means (None: no machine of this version)."""
+    return RECORDED_ALIASES[name] if name in RECORDED_ALIASES else MACHINES.get(name)
 
 
 class SpliceMisfit(ValueError):
@@ -145,7 +161,7 @@ def _write_files(out: Path, shards, count: int, lay: SpliceLayout, base_config: 
 def splice_record(report: BuildReport, machine_name: str) -> dict:
     """What the manifest records about the splice (our runner reads it back)."""
     lay = report.layout
-    return {"machine": machine_name, "base_text_config": lay.base, "circuit_config": lay.circuit,
+    return {"machine": recorded_name(machine_name), "base_text_config": lay.base, "circuit_config": lay.circuit,
             "launch_tokens": lay.launch_tokens, "first_launch_id": lay.launch_id(0),
             "suppression": {"alpha": report.suppression.alpha, "min_projection": report.suppression.min_projection,
                             "target": report.suppression.target, "positions": report.suppression.positions,

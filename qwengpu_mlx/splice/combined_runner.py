@@ -26,7 +26,7 @@ from mlx_lm.utils import infer_quant_config
 from qwengpu_mlx.compiler.levels import DEFAULT_LEVELS
 from qwengpu_mlx.core.machine import MACHINES
 
-from qwengpu_mlx.splice.build import SPLICE_RECORD
+from qwengpu_mlx.splice.build import SPLICE_RECORD, recorded_config
 from qwengpu_mlx.splice.folded import folded_circuit
 from qwengpu_mlx.splice.layout import RESIDUAL_SCALE, SpliceLayout
 from qwengpu_mlx.splice.logits import combined_text_logits, final_hidden
@@ -171,10 +171,12 @@ def recorded_machine(path: Path):
 
 
 def _machine(name: str, layout: SpliceLayout, path: Path):
-    if name not in MACHINES:
+    """The recorded machine (``build.recorded_config``: an old ``default`` is the published one)."""
+    machine = recorded_config(name)
+    if machine is None:
         raise CombinedCheckpointError(f"{path}: records machine {name!r}, which this version does not have "
                                       f"({', '.join(sorted(MACHINES))})")
-    return MACHINES[name], layout
+    return machine, layout
 
 
 def read_layout(path: Path) -> SpliceLayout:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Callable, ContextManager
 
 from qwengpu_mlx.compiler.sizing import QWEN35_2B
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MACHINES, MachineConfig
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig, machine_name
 
 from qwengpu_mlx.splice.build import SPLICE_RECORD, check_fits
 from qwengpu_mlx.splice.combined_runner import CombinedCheckpointError, checkpoint_circuit, combine, recorded_machine
@@ -128,10 +128,6 @@ def circuit_beside(base_config: dict, store, machine: MachineConfig, *, runner: 
         lay = SpliceLayout(text_config(base_config), folded.config, folded.launch_tokens)
         run = store.runner_over(folded.compact, machine) if runner else None
     return lay, run
-
-
-def machine_name(machine: MachineConfig) -> str:
-    return next((k for k, v in MACHINES.items() if v == machine), "custom")
 
 
 def combine_base(base_model, base_config: dict, store, *, machine: MachineConfig = DEFAULT_MACHINE,

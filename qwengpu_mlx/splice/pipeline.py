@@ -19,7 +19,7 @@ from qwengpu_mlx.compiler.sizing import QWEN35_2B
 from qwengpu_mlx.core.machine import MACHINES
 from qwengpu_mlx.runtime import CircuitStore
 
-from qwengpu_mlx.splice.build import SpliceTooLarge, check_fits, load_base, write_combined
+from qwengpu_mlx.splice.build import SpliceTooLarge, check_fits, load_base, recorded_name, write_combined
 from qwengpu_mlx.splice.layout import WIDTH_FACTOR, SpliceLayout, shape_sizes, text_config
 from qwengpu_mlx.splice.reporting import Progress, no_progress
 from qwengpu_mlx.splice.source import acquire, write_manifest
@@ -77,6 +77,7 @@ def build_from_base(base: str, out: Path, machine_name: str, *, revision: str | 
     shape); a small plan makes the whole pipeline testable at a small size.
     ``progress(what, done, total)`` hears every phase (``total`` 0: no count) and every
     counted step: calibration chunks, shards written."""
+    machine_name = recorded_name(machine_name)  # its own name: "default" would change meaning with the default
     sizes = plan.config() if plan is not None else shape_sizes(QWEN35_2B)
     progress(f"the base {base}: config, fit check, files", 0, 0)
     src = acquire(base, revision=revision, fits=lambda cfg: check_fits(cfg, sizes))
