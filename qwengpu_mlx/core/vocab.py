@@ -32,8 +32,10 @@ VALU       slot                             header: slot's register result, the 
 
 from __future__ import annotations
 
+import operator
+from bisect import bisect_right
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
 
@@ -67,67 +69,108 @@ class Token:
         return f"{self.kind}(" + ", ".join(f"{v}" for _, v in self.fields) + ")"
 
 
+@dataclass(frozen=True)
+class Segment:
+    """One kind's ids: ``offset`` onwards, its fields counted in order, the last fastest
+    (``fields``: name, first value, how many values)."""
+
+    kind: str
+    offset: int
+    fields: tuple[tuple[str, int, int], ...]
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for _, _, count in self.fields:
+            n *= count
+        return n
+
+    def index(self, fields: dict) -> int:
+        """The id of this kind's token with ``fields`` (KeyError: no such token)."""
+        if tuple(fields) != tuple(name for name, _, _ in self.fields):
+            raise KeyError(Token(self.kind, tuple(fields.items())))
+        i = 0
+        for (name, first, count) in self.fields:
+            v = fields[name] - first
+            if not 0 <= v < count:
+                raise KeyError(Token(self.kind, tuple(fields.items())))
+            i = i * count + v
+        return self.offset + i
+
+    def token(self, token_id: int) -> Token:
+        """The token of ``token_id``, one of this segment's ids."""
+        rest, values = token_id - self.offset, []
+        for name, first, count in reversed(self.fields):
+            rest, v = divmod(rest, count)
+            values.append((name, first + v))
+        return Token(self.kind, tuple(reversed(values)))
+
+
 class Vocab:
-    """Token ids <-> tokens for one machine configuration."""
+    """Token ids <-> tokens for one machine configuration.
+
+    Ids are computed from each kind's segment (its first id and its fields' ranges), not
+    looked up in a table of every token: the large machine's vocabulary has 37,000 tokens,
+    and making each one cost a cold ``run`` a tenth of a second; :attr:`tokens` and
+    :attr:`ids` are built only when something asks for all of them."""
 
     def __init__(self, machine: MachineConfig = DEFAULT_MACHINE):
         m = machine
         self.machine = m
         self.pieces = pieces_per_block(m)
         self.input_item = m.slots_per_block * m.lanes
-        toks: list[Token] = []
+        self.segments: list[Segment] = []
 
-        def add(kind, **fields):
-            toks.append(Token(kind, tuple(fields.items())))
+        def add(kind, *fields):
+            offset = self.segments[-1].offset + self.segments[-1].size if self.segments else 0
+            self.segments.append(Segment(kind, offset, fields))
 
-        for b in range(m.rom_blocks):
-            for p in range(self.pieces):
-                add("PROG", block=b, piece=p)
-        for item in range(self.input_item + 1):
-            for a in range(m.mem_words):
-                add("MEM", item=item, addr=a)
+        add("PROG", ("block", 0, m.rom_blocks), ("piece", 0, self.pieces))
+        add("MEM", ("item", 0, self.input_item + 1), ("addr", 0, m.mem_words))
         for j, bits in enumerate(CHUNK_BITS):
-            for v in range(1 << bits):
-                add(f"C{j}", value=v)
-        for n in range(1, m.max_block_dim + 1):
-            add("DIMS", ntid=n)
-        for n in range(1, MAX_GRID + 1):
-            add("GRID", nctaid=n)
+            add(f"C{j}", ("value", 0, 1 << bits))
+        add("DIMS", ("ntid", 1, m.max_block_dim))
+        add("GRID", ("nctaid", 1, MAX_GRID))
         add("GO")
-        for c in range(MAX_GRID):
-            add("CTA", ctaid=c)
-        for b in range(m.rom_blocks):
-            for w in range(m.max_warps):
-                for mask in range(1, 1 << m.lanes):
-                    add("EXEC", block=b, warp=w, mask=mask)
-        for s in range(m.slots_per_block):
-            for lane in range(m.lanes):
-                add("VAL", slot=s, lane=lane)
-        for lane in range(m.lanes):
-            for bits in range(1 << m.preds):
-                add("PVAL", lane=lane, bits=bits)
-        for item in range(ENT_ITEMS):
-            for w in range(m.max_warps):
-                for level in range(STACK_LEVELS):
-                    add("ENT", item=item, warp=w, level=level)
-        for w in range(m.max_warps):
-            add("WST", warp=w)
+        add("CTA", ("ctaid", 0, MAX_GRID))
+        add("EXEC", ("block", 0, m.rom_blocks), ("warp", 0, m.max_warps), ("mask", 1, (1 << m.lanes) - 1))
+        add("VAL", ("slot", 0, m.slots_per_block), ("lane", 0, m.lanes))
+        add("PVAL", ("lane", 0, m.lanes), ("bits", 0, 1 << m.preds))
+        add("ENT", ("item", 0, ENT_ITEMS), ("warp", 0, m.max_warps), ("level", 0, STACK_LEVELS))
+        add("WST", ("warp", 0, m.max_warps))
         add("STOP")
-        for code in FAULT_CODES:
-            add("FAULT", code=code)
-        for s in range(m.slots_per_block):  # last, so that the ids before them stay as they were
-            add("VALU", slot=s)
-        self.tokens = toks
-        self.ids = {t: i for i, t in enumerate(toks)}
+        add("FAULT", ("code", 0, len(FAULT_CODES)))
+        add("VALU", ("slot", 0, m.slots_per_block))  # last, so that the ids before them stay as they were
+        self._by_kind = {seg.kind: seg for seg in self.segments}
+        self._offsets = [seg.offset for seg in self.segments]
+        self._size = self.segments[-1].offset + self.segments[-1].size
+
+    @cached_property
+    def tokens(self) -> list[Token]:
+        """Every token, in id order (built on first use: most launches never need it)."""
+        return [seg.token(seg.offset + i) for seg in self.segments for i in range(seg.size)]
+
+    @cached_property
+    def ids(self) -> dict[Token, int]:
+        """Every token's id (built on first use)."""
+        return {t: i for i, t in enumerate(self.tokens)}
 
     def __len__(self) -> int:
-        return len(self.tokens)
+        return self._size
 
     def id(self, kind: str, **fields) -> int:
-        return self.ids[Token(kind, tuple(fields.items()))]
+        seg = self._by_kind.get(kind)
+        if seg is None:
+            raise KeyError(Token(kind, tuple(fields.items())))
+        return seg.index(fields)
 
     def __getitem__(self, token_id: int) -> Token:
-        return self.tokens[token_id]
+        i = operator.index(token_id)
+        if i < 0:
+            i += self._size
+        if not 0 <= i < self._size:
+            raise IndexError(f"token id {token_id} out of range (the vocabulary has {self._size})")
+        return self.segments[bisect_right(self._offsets, i) - 1].token(i)
 
     def names(self) -> list[str]:
         """Printable, unique token strings (the tokenizer's vocabulary)."""
