@@ -602,6 +602,8 @@ def open_run(args) -> tuple[TrainConfig, dict, Path, dict]:
                            "total_steps": args.total_steps or state["config"]["total_steps"]})
         if args.restart_lr:  # a new series of warm restarts from the checkpoint's step
             c.restart_step, c.restart_lr, c.cycle_steps = state["step"], args.restart_lr, args.cycle_steps
+        if args.retool:  # the toy learns today's description from here on; the checkpoint records it
+            state["tools"] = TOOLS["normal"]
         return c, state, args.resume, json.loads((args.resume / "config.json").read_text())
     c = TrainConfig(minutes=args.minutes, conversations=args.conversations, eval_questions=args.eval_questions,
                     total_steps=args.total_steps or TrainConfig.total_steps, lr=args.lr)
@@ -632,6 +634,8 @@ def parse_args():
                     help="with --resume: warm-restart cycles from the checkpoint's step at this peak rate "
                          "(a new series: the schedule's earlier steps are in the chunk log)")
     ap.add_argument("--cycle-steps", type=int, default=TrainConfig.cycle_steps, help="a warm-restart cycle's steps")
+    ap.add_argument("--retool", action="store_true",
+                    help="with --resume: offer today's gpu_eval description (chat/tools.py) from this chunk on")
     ap.add_argument("--note", default="", help="what changed for this chunk (kept in its log entry)")
     ap.add_argument("--no-chat-eval", action="store_true", help="skip eval chat on the shipped and unseen sets")
     args = ap.parse_args()

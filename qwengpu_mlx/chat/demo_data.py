@@ -18,8 +18,9 @@ always writes the grammar's canonical form (``[1, 2, 3]``, one space after each 
 
 Every form of the expression grammar (``chat/tools.py``) appears: ``@`` (dot and
 matrix-vector), ``+ - *`` elementwise and on scalars, scaling, ``/ %`` (C's integer
-division), floats with ``+ - * /``, ``sqrt``, ``mean``, ``fmean``, and ``sum min max argmax
-abs prefix_sum sort reverse histogram gcd fib pow``; tool errors as the evaluator words
+division), floats with ``+ - * /``, ``sqrt``, ``mean`` (the float mean, of ints too),
+``imean`` (C's integer mean), and ``sum min max argmax abs prefix_sum sort reverse histogram
+gcd fib pow``; tool errors as the evaluator words
 them (lengths that differ, a zero divisor, a value outside 32 bits).
 """
 
@@ -174,6 +175,10 @@ class Words:
         return self.r.choices([self.listing(v), f"the vector {self.listing(v)}", f"the list {self.listing(v)}",
                                f"the array {self.listing(v)}"], [6, 2, 1, 1])[0]
 
+    def matrix(self, m) -> str:
+        """A matrix as the user types it: ``[[1, 2], [3, 4]]`` or ``[[1,2],[3,4]]``."""
+        return mat(m) if self.r.random() < 0.75 else "[" + ",".join("[" + ",".join(map(str, r)) + "]" for r in m) + "]"
+
     def numbers(self, v) -> str:
         """Numbers written out: ``4, 7 and 2`` or ``4, 7, and 2`` or a list."""
         if len(v) < 2 or self.r.random() < 0.4:
@@ -197,6 +202,23 @@ class Gen(Words):
     def v(self, n=None, lo=-9, hi=20) -> list[int]:
         return [self.num(lo, hi) for _ in range(n or self.length())]
 
+    def operands(self, n=None, lo=-9, hi=20) -> list[int]:
+        """A vector operand: random values, sometimes evenly spaced or all negative. Evenly
+        spaced lists (1, 2, 3, 4; 100, 200, 300) are where a toy copies one element too many
+        or repeats one, so they are drilled."""
+        n = n or self.length()
+        kind = self.r.random()
+        if n >= 3 and kind < 0.2:
+            return self.progression(n)
+        if n >= 2 and kind < 0.3:
+            return self.v(n, -30, -1)
+        return self.v(n, lo, hi)
+
+    def progression(self, n: int) -> list[int]:
+        step = self.r.choice([1, 1, 1, 2, 3, 5, 10, 10, 100, 100, -1, -1, -10])
+        start = self.r.choice([0, 1, 1, step, step, self.r.randint(-20, 20)])
+        return [start + i * step for i in range(n)]
+
     def length(self) -> int:
         return self.r.choices(range(1, MAX_LENGTH + 1), [2, 4, 5, 5, 4, 3, 2])[0]
 
@@ -207,44 +229,54 @@ class Gen(Words):
 
     def question(self) -> Question:
         """One question of a random form (weights favour the harder copies)."""
-        forms = [(self.dot, 4), (self.matvec, 3), (self.elementwise, 5), (self.scalar_op, 4), (self.scale, 3),
-                 (self.reduce, 13), (self.histogram, 3), (self.gcd, 2), (self.fib, 2), (self.pow, 2),
-                 (self.divide, 2), (self.floats, 2), (self.average, 2), (self.literal, 1)]
+        forms = [(self.dot, 4), (self.matvec, 4), (self.elementwise, 6), (self.scalar_op, 4), (self.scale, 3),
+                 (self.reduce, 14), (self.histogram, 4), (self.gcd, 2), (self.fib, 2), (self.pow, 2),
+                 (self.divide, 2), (self.floats, 2), (self.average, 3), (self.literal, 1)]
         make = self.r.choices([f for f, _ in forms], [w for _, w in forms])[0]
         return make()
 
     def dot(self) -> Question:
         n = self.length()
-        a, b = self.v(n), self.v(n)
+        a, b = self.operands(n), self.operands(n)
         e = f"{vec(a)} @ {vec(b)}"
         pair = self.pair(a, b)
         text = self.pick(self.ask(f"the {self.pick('dot', 'inner', 'scalar')} product of {pair}"),
                          self.ask(f"{self.listing(a)} dot {self.listing(b)}"), self.expression(e),
                          self.ask(f"{self.listing(a)} · {self.listing(b)}"),
-                         self.tell(f"take the dot product of {pair}"), self.ask(f"the dot product between {pair}"))
+                         self.tell(f"take the dot product of {pair}"), self.ask(f"the dot product between {pair}"),
+                         self.ask(f"the sum of the {self.pick('elementwise', 'element-wise', 'pairwise')} products of "
+                                  f"{pair}"))
         return Question(text, e, _check(sum(x * y for x, y in zip(a, b))))
 
     def matvec(self) -> Question:
-        rows, n = self.r.randint(1, 3), self.r.randint(1, 4)
+        rows, n = self.r.choices([1, 2, 3], [1, 4, 3])[0], self.r.choices([1, 2, 3, 4], [1, 4, 3, 2])[0]
         m, x = [self.v(n, -5, 9) for _ in range(rows)], self.v(n, -5, 9)
         e = f"{mat(m)} @ {vec(x)}"
-        text = self.pick(self.expression(e), self.tell(f"multiply the matrix {mat(m)} by the vector {self.listing(x)}"),
-                         self.ask(f"the product of the matrix {mat(m)} and the vector {self.listing(x)}"),
-                         self.ask(f"the matrix {mat(m)} times the vector {self.listing(x)}"),
-                         self.tell(f"apply the matrix {mat(m)} to {self.listing(x)}"))
+        M, X = self.matrix(m), self.listing(x)
+        text = self.pick(self.expression(e), self.tell(f"multiply the matrix {M} by the vector {X}"),
+                         self.ask(f"the product of the matrix {M} and the vector {X}"),
+                         self.ask(f"the matrix {M} times the vector {X}"),
+                         self.tell(f"apply the matrix {M} to {X}"), self.tell(f"multiply {M} by {X}"),
+                         self.ask(f"the matrix-vector product of {M} and {X}"),
+                         self.tell(f"multiply the {rows}x{n} matrix {M} by {X}"),
+                         self.ask(f"{M} multiplied by the vector {X}"))
         return Question(text, e, _check([sum(p * q for p, q in zip(r, x)) for r in m]))
 
     def elementwise(self) -> Question:
         n = self.length()
-        a = self.v(n)
-        b = self.v(n) if self.r.random() > 0.08 else self.v(self.r.choice([k for k in range(1, 8) if k != n]))
-        op = self.pick("+", "-", "*")
+        a = self.operands(n)
+        b = self.operands(n) if self.r.random() > 0.08 else self.v(self.r.choice([k for k in range(1, 8) if k != n]))
+        op = self.pick("+", "+", "-", "*")
         e = f"{vec(a)} {op} {vec(b)}"
         A, B, pair = self.listing(a), self.listing(b), self.pair(a, b)
+        vectors = self.pick("vectors", "lists", "arrays")
         how = self.pick("elementwise", "element-wise", "element by element", "pointwise", "entry by entry",
                         "componentwise")
         text = {"+": lambda: self.pick(self.ask(f"{A} plus {B}"), self.tell(f"add {pair}"), self.tell(f"add {B} to {A}"),
-                                       self.ask(f"the sum of {pair}"), self.ask(f"the {how} sum of {pair}")),
+                                       self.ask(f"the sum of {pair}"), self.ask(f"the {how} sum of {pair}"),
+                                       self.tell(f"add the {vectors} {A} and {B}"), self.tell(f"add {pair} {how}"),
+                                       self.ask(f"the vector sum of {A} and {B}"),
+                                       self.ask(f"the sum of the {vectors} {A} and {B}")),
                 "-": lambda: self.pick(self.ask(f"{A} minus {B}"), self.tell(f"subtract {B} from {A}"),
                                        self.ask(f"the difference {A} - {B}"), self.ask(f"{A} take away {B}")),
                 "*": lambda: self.pick(self.tell(f"multiply {pair} {how}"), self.ask(f"the {how} product of {pair}"),
@@ -292,38 +324,53 @@ class Gen(Words):
                    "the index of the largest value in {v}{z}", "the argmax of {v}", "where the maximum of {v} is{z}",
                    "the index of the biggest number in {v}{z}", "the position of the max in {v}{z}",
                    "the index of the first maximum of {v}{z}", "the index{z} of the first maximum of {v}",
-                   "the position{z} of the largest value in {v}"),
+                   "the position{z} of the largest value in {v}", "the index{z} of the maximum in {v}",
+                   "the index of the greatest element of {v}{z}", "the first index{z} of the maximum of {v}"),
         "prefix_sum": ("the prefix sums of {v}", "the cumulative sums of {v}", "the running sum of {v}",
                        "the prefix sum of {v}", "the cumulative sum of {v}", "the inclusive scan of {v}",
-                       "the running totals of {v}", "the running total of {v}", "the partial sums of {v}"),
+                       "the running totals of {v}", "the running total of {v}", "the partial sums of {v}",
+                       "the {running} ({prefix}) of {v}"),
         "sort": ("{v} sorted", "{v} in increasing order", "{v} sorted from smallest to largest", "{v} in sorted order",
                  "{v} in ascending order", "{v} sorted ascending"),
         "reverse": ("{v} reversed", "{v} in reverse order", "the reverse of {v}", "{v} backwards"),
         "abs": ("the absolute values of {v}", "the absolute value of each element of {v}", "abs of {v}"),
     }
+    SCANS = ("prefix sums", "running totals", "cumulative sums", "partial sums", "running sums")
     REDUCE_VERBS = {
         "sum": ("add up {n}", "sum {v}", "total {n}", "add together {n}", "sum up {v}"),
         "min": ("find the minimum of {n}", "find the smallest of {n}", "pick the smallest number in {v}"),
-        "max": ("find the maximum of {n}", "find the largest of {n}", "pick the biggest number in {v}"),
+        "max": ("find the maximum of {n}", "find the largest of {n}", "pick the biggest number in {v}",
+                "find the largest number in {v}", "give the largest of {n}"),
         "argmax": ("find the index of the maximum in {v}{z}", "locate the largest element of {v}{z}"),
-        "prefix_sum": ("compute the prefix sums of {v}", "take the cumulative sum of {v}", "scan {v}"),
+        "prefix_sum": ("compute the prefix sums of {v}", "take the cumulative sum of {v}", "scan {v}",
+                       "give the {running} of {v}", "give the {running} ({prefix}) of {v}",
+                       "compute the {running} ({prefix}) of {v}", "list the {running} of {v}"),
         "sort": ("sort {v}", "sort {v} in increasing order", "sort {v} ascending", "put {v} in order",
                  "sort {v} from low to high", "order {v} from smallest to largest", "arrange {v} in increasing order",
                  "sort {v} in ascending order", "arrange {v} in ascending order"),
-        "reverse": ("reverse {v}", "flip {v}", "reverse the order of {v}", "write {v} backwards"),
+        "reverse": ("reverse {v}", "flip {v}", "reverse the order of {v}", "write {v} backwards",
+                    "reverse the list {l}", "reverse the vector {l}", "reverse the array {l}", "reverse the order of {n}"),
         "abs": ("take the absolute value of {v}",),
     }
 
     def reduce(self) -> Question:
-        name = self.pick("sum", "sum", "min", "max", "max", "argmax", "prefix_sum", "sort", "reverse", "abs")
-        x = self.v(None, -20, 60) if self.r.random() < 0.7 else self.v(None, -999, 999)
+        name = self.pick("sum", "sum", "min", "max", "max", "argmax", "argmax", "prefix_sum", "prefix_sum", "sort",
+                         "reverse", "reverse", "abs")
+        x = self.operands(None, -20, 60) if self.r.random() < 0.7 else self.v(None, -999, 999)
         e = f"{name}({vec(x)})"
         z = self.pick("", "", " (0-based)", " (zero-based)", ", starting from 0", " (indices from 0)",
                       " (counting from 0)")
-        fill = dict(v=self.operand(x), n=self.numbers(x), z=z)
-        text = self.pick(self.ask(self.pick(*self.REDUCE_WORDS[name]).format(**fill)),
-                         self.tell(self.pick(*self.REDUCE_VERBS[name]).format(**fill)),
-                         self.ask(f"{name}({self.listing(x)})"), self.expression(e))
+        running, prefix = self.pick(*self.SCANS), self.pick(*self.SCANS)
+        fill = dict(v=self.operand(x), n=self.numbers(x), z=z, l=self.listing(x), running=running, prefix=prefix)
+        asks = [self.ask(self.pick(*self.REDUCE_WORDS[name]).format(**fill)),
+                self.tell(self.pick(*self.REDUCE_VERBS[name]).format(**fill)),
+                self.ask(f"{name}({self.listing(x)})"), self.expression(e)]
+        if name == "argmax":  # a question that names the index first: "At which index ... ?"
+            asks.append(self.finish(self.pick("at which", "at what", "in which") + " "
+                                    + self.pick("index", "position") + f"{z} is the "
+                                    + self.pick("first ", "") + self.pick("maximum", "largest value", "max")
+                                    + f" of {fill['v']}" + self.pick("?", "")))
+        text = self.pick(*asks)
         value = {"sum": lambda: sum(x), "min": lambda: min(x), "max": lambda: max(x),
                  "argmax": lambda: x.index(max(x)), "prefix_sum": lambda: [sum(x[:i + 1]) for i in range(len(x))],
                  "sort": lambda: sorted(x), "reverse": lambda: x[::-1], "abs": lambda: [abs(y) for y in x]}[name]()
@@ -344,7 +391,10 @@ class Gen(Words):
                          self.tell(f"count each value in [0, {bins}) in {X}"),
                          self.ask(f"how often each value from 0 to {top} occurs in {X}"),
                          self.tell(f"count how often each of the values 0 to {top} occurs in {X}"),
-                         self.tell(f"count the occurrences of 0 to {top} in {X}"))
+                         self.tell(f"count the occurrences of 0 to {top} in {X}"),
+                         self.tell(f"count how often each value {self.pick('', 'from ')}0 to {top} occurs in {X}"),
+                         self.ask(f"the number of times each value 0 to {top} appears in {X}"),
+                         self.tell(f"tally the values 0 to {top} in {X}"))
         return Question(text, e, [x.count(i) for i in range(bins)])
 
     def gcd(self) -> Question:
@@ -423,22 +473,22 @@ class Gen(Words):
         return Question(text, e, Float(float(np.float32(value))))
 
     def average(self) -> Question:
-        """``fmean`` for "the mean/average", ``mean`` for the integer mean."""
-        x = self.v(self.r.randint(2, MAX_LENGTH), -10, 99)
+        """``mean`` for "the mean/average" (the float mean: 2.3333333, and 4.0 for a whole
+        one), ``imean`` for the integer mean."""
+        x = self.operands(self.r.randint(2, MAX_LENGTH), -10, 99)
         X, N = self.operand(x), self.numbers(x)
-        if self.r.random() < 0.35:
-            e = f"mean({vec(x)})"
+        if self.r.random() < 0.2:
+            e = f"imean({vec(x)})"
             text = self.pick(self.ask(f"the integer mean of {X}"), self.ask(f"the integer average of {N}"),
                              self.expression(e), self.ask(f"the mean of {X} rounded toward zero"))
             return Question(text, e, c_div(sum(x), len(x)))
-        e = f"fmean({vec(x)})"
+        e = f"mean({vec(x)})"
         text = self.pick(self.ask(f"the mean of {X}"), self.ask(f"the average of {N}"), self.expression(e),
                          self.ask(f"the arithmetic mean of {X}"), self.tell(f"average {N}"),
-                         self.ask(f"the exact mean of {X}"))
-        total = np.float32(0)
-        for y in x:
-            total = np.float32(total + np.float32(y))
-        return Question(text, e, Float(float(np.float32(total / np.float32(len(x))))))
+                         self.ask(f"the mean of {N}"), self.ask(f"the average of {X}"),
+                         self.ask(f"the mean value of {X}"), self.tell(f"take the mean of {N}"))
+        # (float)sum / (float)n, one rounding each: what the mean of integers means in float32
+        return Question(text, e, Float(float(np.float32(np.float32(sum(x)) / np.float32(len(x))))))
 
     def literal(self) -> Question:
         """A nested expression written out, copied as it is (``sum([1, 2]) * 3``)."""

@@ -7,15 +7,17 @@ tests). The rule: the model computes; the host only binds inputs, reads outputs 
 them on. So nothing is folded (``2 + 3`` is a launch), and an inner launch's result, as
 read from ``launch``, is the outer launch's input. A bare literal is its own value.
 
-Division (``/ %`` and ``mean``) runs on the GPU as well: the machine's lowering turns each
+Division (``/ %``, ``imean`` and ``mean``) runs on the GPU as well: the machine's lowering turns each
 division into a routine the model executes, and a divisor of 0 stops the launch there; the
 evaluator turns that stop into an error that says which divisor was 0.
 
 Floats (:class:`F32`, a float32's bits): a decimal literal is parsed to the nearest
 float32; ``+ - * /`` with a float side, ``-x``, ``sqrt``, the float reductions (``sum``,
-``mean``, ``fmean``, ``min``, ``max``), ``@`` of two float vectors and ``sort`` run the
-``float_*.cu`` kernels, which convert an int operand themselves, and the result is read
-back as bits, never computed here. Those kernels need the large machine's ROM.
+``min``, ``max`` of floats; ``mean`` of ints or floats, ``fmean`` its other name), ``@`` of
+two float vectors and ``sort`` run the ``float_*.cu`` kernels, which convert an int operand
+themselves, and the result is read back as bits, never computed here. ``mean`` is the
+float mean because that is what a user asking for the mean of 1, 2 and 4 means
+(2.3333333); C's truncated integer mean is ``imean``. Those kernels need the large machine's ROM.
 """
 
 from __future__ import annotations
@@ -267,16 +269,16 @@ def _reduction(name: str, v: list[int]) -> KernelJob:
                 per_element=("x",))
 
 
-def _mean(v: list[int], column: int) -> KernelJob:
-    """``mean(v)``: sum / n truncated toward zero, both on the GPU (``mean.cu``, one block).
+def _imean(v: list[int], column: int) -> KernelJob:
+    """``imean(v)``: sum / n truncated toward zero, both on the GPU (``mean.cu``, one block).
 
     The kernel sums in 32 bits like ``sum``; a wrapped sum would make a "mean" outside the
     values' own range, so a sum beyond 32 bits is refused up front (a bound on the inputs,
     as pow's, not the result: the mean itself is read from the launch)."""
     if not INT_MIN <= sum(v) <= INT_MAX:
-        raise ExpressionError(f"mean: the sum of the {len(v)} elements is outside 32-bit signed integers, so the "
+        raise ExpressionError(f"imean: the sum of the {len(v)} elements is outside 32-bit signed integers, so the "
                               f"GPU's 32-bit sum would wrap (column {column})")
-    return _job("mean.cu", "mean", {"x": v, "out": [0], "n": len(v)}, "out", threads=0,
+    return _job("mean.cu", "imean", {"x": v, "out": [0], "n": len(v)}, "out", threads=0,
                 geometry=(min(len(v), BLOCK), 1), per_element=("x",))
 
 
@@ -362,7 +364,7 @@ def _integers(value, what: str, column: int):
     """Refuse a float where a form computes in integers only."""
     if is_float(value):
         raise ExpressionError(f"{what} takes integers only, got a float (column {column}); floats take + - * /, "
-                              f"@, sqrt, sum, mean, fmean, min, max and sort")
+                              f"@, sqrt, sum, mean, min, max and sort")
     return value
 
 
@@ -413,8 +415,9 @@ def _sqrt(value, column: int) -> KernelJob:
 
 
 def _float_reduction(name: str, v: list, column: int) -> KernelJob:
-    """``sum``/``mean`` of floats (one thread, in index order) and ``fmean`` of either: the
-    float mean, (float)sum / (float)n of ints (the int sum exact, refused beyond 32 bits)."""
+    """``sum``/``mean`` of floats (one thread, in index order) and ``mean`` of ints: the float
+    mean, (float)sum / (float)n (the int sum exact, refused beyond 32 bits). ``fmean`` is
+    ``mean``'s other name (the form shown is the name the call used)."""
     out = ["0f00000000"]
     if is_float(v):
         kernel = "sum_f" if name == "sum" else "mean_f"
@@ -463,7 +466,7 @@ def _float_call(name: str, args: list, column: int) -> KernelJob | None:
     """The float form of a call, or None when the call computes in integers."""
     if name == "sqrt":
         return _sqrt(args[0], column)
-    if name == "fmean" or (name in ("sum", "mean") and is_float(args[0])):
+    if name in ("mean", "fmean") or (name == "sum" and is_float(args[0])):
         return _float_reduction(name, _vector(args[0], name, column), column)
     if name in ("min", "max", "sort") and is_float(args[0]):
         return _float_vector_form(name, _vector(args[0], name, column), column)
@@ -472,8 +475,8 @@ def _float_call(name: str, args: list, column: int) -> KernelJob | None:
     return None
 
 
-ARITY = {"sum": 1, "min": 1, "max": 1, "argmax": 1, "mean": 1, "fmean": 1, "sqrt": 1, "prefix_sum": 1, "sort": 1, "reverse": 1,
-         "histogram": 2, "abs": 1, "gcd": 2, "fib": 1, "pow": 2}
+ARITY = {"sum": 1, "min": 1, "max": 1, "argmax": 1, "mean": 1, "fmean": 1, "imean": 1, "sqrt": 1, "prefix_sum": 1,
+         "sort": 1, "reverse": 1, "histogram": 2, "abs": 1, "gcd": 2, "fib": 1, "pow": 2}
 
 
 def _call_job(name: str, args: list, column: int, machine: MachineConfig) -> KernelJob:
@@ -486,8 +489,8 @@ def _call_job(name: str, args: list, column: int, machine: MachineConfig) -> Ker
         return floating
     if name in ("sum", "min", "max", "argmax"):
         return _reduction(name, _vector(args[0], name, column))
-    if name == "mean":
-        return _mean(_vector(args[0], name, column), column)
+    if name == "imean":
+        return _imean(_vector(args[0], name, column), column)
     if name == "abs":
         return _abs(args[0], column)
     if name in ("prefix_sum", "sort", "reverse"):
@@ -604,7 +607,7 @@ class _Evaluator:
         """A float job on ints that outgrew the machine's ROM, run as smaller launches: the
         ints converted by one (``to_float``), then the float-only kernel on its words (the
         same roundings as the one kernel: each int converted once, then the one float op);
-        ``mean_i`` as the integer sum, the conversion of the sum and n, then ``/``; ``/`` of
+        ``mean_i`` (``mean`` of ints) as the integer sum, the conversion of the sum and n, then ``/``; ``/`` of
         floats as one block without the grid's index and guard. None for a job with no
         smaller form (its refusal stands)."""
         if job.kernel == "div_ff" and job.args["n"] <= self.machine.max_block_dim:

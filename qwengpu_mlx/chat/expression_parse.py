@@ -18,8 +18,8 @@ MAX_TEXT = 4000  # characters: 126 words of data written out fit well below this
 MAX_DEPTH = 32  # nesting of brackets, parentheses and calls (the parser recurses)
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 
-FUNCTIONS = ("sum", "min", "max", "argmax", "mean", "fmean", "sqrt", "prefix_sum", "sort", "reverse", "histogram",
-             "abs", "gcd", "fib", "pow")
+FUNCTIONS = ("sum", "min", "max", "argmax", "mean", "fmean", "imean", "sqrt", "prefix_sum", "sort", "reverse",
+             "histogram", "abs", "gcd", "fib", "pow")
 SYMBOLS = "+-*/%@()[],"
 PRODUCTS = ("*", "/", "%", "@")  # one precedence level, left to right, as in C
 

@@ -12,8 +12,8 @@ The expression language (the ``expression`` argument of ``gpu_eval``)::
     factor  := "-"? (INT | FLOAT | array | call | "(" expr ")")     FLOAT: 2.5, 1e-3
     array   := "[" (expr ("," expr)*)? "]"          vectors; a list of vectors is a matrix
     call    := NAME "(" expr ("," expr)* ")"
-    NAME    := sum | min | max | argmax | mean | fmean | sqrt | prefix_sum | sort
-             | reverse | histogram | abs | gcd | fib | pow
+    NAME    := sum | min | max | argmax | mean | fmean | imean | sqrt | prefix_sum
+             | sort | reverse | histogram | abs | gcd | fib | pow
 
 ``a @ b``: dot product (vector, vector) or matrix-vector product (matrix, vector);
 ``+ - *``: elementwise on equal-length vectors, or scalar with scalar; ``k * v`` and
@@ -21,21 +21,23 @@ The expression language (the ``expression`` argument of ``gpu_eval``)::
 toward zero, the remainder with the dividend's sign), elementwise on equal-length
 vectors, a vector by a scalar, a scalar by each element of a vector, or scalar by
 scalar; a divisor of 0 stops the launch and comes back as an error naming it;
-``mean(v)``: sum / n truncated toward zero (refused when the sum leaves 32 bits);
-``abs(x)``: a scalar or elementwise; ``histogram(v, bins)``: counts of each value in
-``[0, bins)``; ``gcd(a, b)``, ``fib(n)``, ``pow(b, e)``: scalars. All values are 32-bit
+``imean(v)``: the integer mean, sum / n truncated toward zero (refused when the sum
+leaves 32 bits); ``abs(x)``: a scalar or elementwise; ``histogram(v, bins)``: counts of
+each value in ``[0, bins)``; ``gcd(a, b)``, ``fib(n)``, ``pow(b, e)``: scalars. All values are 32-bit
 signed integers and wrap as in CUDA (``-2147483648 / -1`` and ``abs(-2147483648)`` are
 -2147483648). Vectors are as long as the GPU's memory allows; a longer one is refused
 with the form's longest length on this machine.
 
 Floats: a decimal literal (``2.5``, ``1e-3``) is the nearest float32; ``+ - * /`` with a
 float on either side run float kernels (an int side converted by the kernel, a scalar
-beside a vector repeated), as do ``-x``, ``sqrt(x)`` (of ints too), ``sum``/``mean`` of
-a float vector (added in index order) and ``fmean(v)`` (the float mean, of ints too). A
-float result is the float32 the GPU computed, written as the shortest decimal that reads
-back as it (``fmean([1, 2, 4])`` is 2.3333333). Float kernels are long: on the published
-machine's 32-block ROM a float operation on ints runs as two launches (the ints converted,
-then the float kernel), ``fmean`` of ints as three (the sum, the conversion, the division)
+beside a vector repeated), as do ``-x``, ``sqrt(x)`` (of ints too), ``sum`` of a float
+vector (added in index order) and ``mean(v)``: the float mean, of ints too, since "the
+mean of 1, 2 and 4" means 2.3333333 (``fmean`` is another name for it). A float result is
+the float32 the GPU computed, written as the shortest decimal that reads back as it, as
+``run`` prints a float (``mean([1, 2, 4])`` is 2.3333333, ``mean([2, 4, 6])`` is 4.0: a
+float, so written with its point). Float kernels are long: on the published machine's
+32-block ROM a float operation on ints runs as two launches (the ints converted,
+then the float kernel), ``mean`` of ints as three (the sum, the conversion, the division)
 and a division one block at a time; the large machine runs each as one kernel.
 """
 
@@ -54,15 +56,16 @@ GPU_EVAL = {
         "description": ("Compute an integer or float expression exactly on the GPU inside this model. Supports "
                         "vectors [1, 2, 3], matrices [[1, 2], [3, 4]], + - * (elementwise or by a scalar), "
                         "/ and % (C integer division and remainder: truncated toward zero; elementwise or "
-                        "by a scalar), @ (dot or matrix-vector product), and sum, mean (integer mean), min, "
-                        "max, argmax, abs, prefix_sum, sort, reverse, histogram(v, bins), gcd(a, b), "
-                        "fib(n), pow(b, e) on 32-bit integers; floats (2.5, 1e-3: float32) with + - * /, "
-                        "sqrt(x), sum, mean and fmean(v) (the float mean, of integers too)."),
+                        "by a scalar), @ (dot or matrix-vector product), and sum, min, max, argmax, abs, "
+                        "prefix_sum, sort, reverse, histogram(v, bins), gcd(a, b), fib(n), pow(b, e), "
+                        "imean(v) (integer mean) on 32-bit integers; mean(v): the float mean (of integers "
+                        "too: mean([1, 2, 4]) is 2.3333333); floats (2.5, 1e-3: float32) with + - * /, "
+                        "sqrt(x), sum, min, max, sort."),
         "parameters": {
             "type": "object",
             "properties": {"expression": {"type": "string",
                                           "description": ("for example: [1, 2, 3] @ [4, 5, 6] or "
-                                                          "mean([4, 8, 15]) % 5")}},
+                                                          "sum([4, 8, 15]) % 5")}},
             "required": ["expression"],
         },
     },

@@ -46,8 +46,9 @@ def meaning(question: str) -> str:
 
 
 def _shortest(x: np.float32) -> str:
-    """The shortest decimal that reads back as ``x`` in float32 (NumPy's own float32 repr)."""
-    return np.format_float_positional(x, unique=True, trim="-")
+    """The shortest decimal that reads back as ``x`` in float32 (NumPy's own float32 repr),
+    a whole one with its point (``4.0``: a float, as ``run`` prints one)."""
+    return np.format_float_positional(x, unique=True, trim="0")
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The normal mode's division forms (``/ %``, ``mean``, ``abs``): parsing, every operand shape
+"""The normal mode's division forms (``/ %``, ``imean``, ``abs``): parsing, every operand shape
 on the reference interpreter against C's rules written out here, the refusals (division
 by zero, over-long vectors, a wrapping sum), and two expressions through the model."""
 
@@ -69,8 +69,8 @@ def test_division_binds_like_multiplication_left_to_right():
     assert parse("-(7) % 2").op == "%"
 
 
-def test_mean_and_abs_parse_as_calls():
-    assert parse("mean([1, 2])").name == "mean"
+def test_imean_and_abs_parse_as_calls():
+    assert parse("imean([1, 2])").name == "imean"
     tree = parse("abs(-5)")
     assert tree.name == "abs" and tree.args[0].value == -5
 
@@ -104,14 +104,14 @@ def test_division_of_every_operand_shape_matches_c(op, oracle):
         assert evaluate(f"{x} {op} {y}", LAUNCH).value == oracle(x, y), (x, y)
 
 
-def test_mean_matches_c():
+def test_imean_matches_c():
     rng = random.Random("chat-mean")
     cases = [[1, 2, 3, 4], [-7, 0], [-1, -1, 1], [5], [INT_MAX], [INT_MIN], [INT_MAX, INT_MIN], [9] * 17]
     for n in (16, 33, PUBLISHED_MACHINE.mem_words - 1):
         bound = INT_MAX // n
         cases.append([rng.randint(-bound, bound) for _ in range(n)])
     for v in cases:
-        assert evaluate(f"mean({lit(v)})", LAUNCH).value == c_mean(v), v
+        assert evaluate(f"imean({lit(v)})", LAUNCH).value == c_mean(v), v
 
 
 def test_abs_matches_c():
@@ -121,7 +121,7 @@ def test_abs_matches_c():
 
 
 def test_nested_division_runs_one_launch_per_operation():
-    cases = {"mean([1, 2, 3, 4]) % 3": (c_rem(c_mean([1, 2, 3, 4]), 3), ["mean", "rem"]),
+    cases = {"imean([1, 2, 3, 4]) % 3": (c_rem(c_mean([1, 2, 3, 4]), 3), ["imean", "rem"]),
              "abs([7, -7] / 2)": ([3, 3], ["div", "abs"]),
              "100 / 7 * 7 + 100 % 7": (100, ["div", "mul", "rem", "add"]),
              "sum([10, 20, 30] / [3, -4, 7])": (3 - 5 + 4, ["div", "sum"])}
@@ -138,7 +138,7 @@ def test_the_value_is_the_launchs_not_the_hosts():
 
     assert evaluate("7 / 2", sentinel).value == 900
     assert evaluate("[7, 8] % 3", sentinel).value == [900, 901]
-    assert evaluate("mean([1, 2, 3])", sentinel).value == 900
+    assert evaluate("imean([1, 2, 3])", sentinel).value == 900
     assert evaluate("abs(-4)", sentinel).value == 900
 
 
@@ -163,7 +163,7 @@ def test_a_too_long_vector_is_told_the_longest_this_machine_takes():
     cases = {f"{lit([1] * (words // 2 + 1))} / {lit([1] * (words // 2 + 1))}": f"div takes 2 vectors of at most "
                                                                                 f"{words // 2} elements",
              f"{lit([1] * (words + 1))} % 3": f"rem takes a vector of at most {words} elements, got {words + 1}",
-             f"mean({lit([1] * words)})": f"mean takes a vector of at most {words - 1} elements, got {words}",
+             f"imean({lit([1] * words)})": f"imean takes a vector of at most {words - 1} elements, got {words}",
              f"abs({lit([1] * (words + 1))})": f"abs takes a vector of at most {words} elements",
              f"sum({lit([1] * words)})": f"sum takes a vector of at most {words - 1} elements",
              f"{lit([1] * words)} + {lit([1] * words)}": f"add takes 2 vectors of at most {words // 2} elements"}
@@ -178,12 +178,12 @@ def test_a_too_long_vector_is_told_the_longest_this_machine_takes():
 REFUSALS = {
     "[1, 2] / [1]": "the vectors have 2 and 1 elements ('/' at column 8)",
     "[[1, 2]] % 2": "'%' needs a vector, got a matrix",
-    "mean(5)": "mean needs a vector, got a scalar",
-    "mean([])": "mean needs a non-empty vector",
-    "mean([1], [2])": "mean takes 1 argument, got 2",
+    "imean(5)": "imean needs a vector, got a scalar",
+    "imean([])": "imean needs a non-empty vector",
+    "imean([1], [2])": "imean takes 1 argument, got 2",
     "abs([[1]])": "abs needs a vector, got a matrix",
-    f"mean([{INT_MAX}, 1])": "the sum of the 2 elements is outside 32-bit signed integers",
-    f"mean([{INT_MIN}, -1])": "outside 32-bit signed integers",
+    f"imean([{INT_MAX}, 1])": "the sum of the 2 elements is outside 32-bit signed integers",
+    f"imean([{INT_MIN}, -1])": "outside 32-bit signed integers",
     "7 /": "expected a number",
     "7 // 2": "expected a number, '[', '(' or a function at column 4, found '/'",
 }
@@ -198,7 +198,7 @@ def test_division_refusals_say_what_and_where(text):
 def test_the_division_kernels_fit_the_default_machine_at_their_largest():
     words = PUBLISHED_MACHINE.mem_words
     cases = [f"{lit([INT_MIN] * (words // 2))} / {lit([1] * (words // 2))}", f"{lit([1] * words)} % 7",
-             f"-5 / {lit([3] * words)}", f"mean({lit([1] * (words - 1))})", f"abs({lit([-1] * words)})"]
+             f"-5 / {lit([3] * words)}", f"imean({lit([1] * (words - 1))})", f"abs({lit([-1] * words)})"]
     for text in cases:
         for job, _ in evaluate(text, LAUNCH).launches:
             program = bind_job(job, PUBLISHED_MACHINE)
@@ -220,11 +220,11 @@ def ask(tools, expression: str):
     return tools.run({"name": "gpu_eval", "arguments": {"expression": expression}}, "normal")
 
 
-def test_mean_and_division_through_the_model(model_tools):
-    outcome = ask(model_tools, "mean([1, 2, 3, 4]) % [3, -3] / [1, -1]")
+def test_imean_and_division_through_the_model(model_tools):
+    outcome = ask(model_tools, "imean([1, 2, 3, 4]) % [3, -3] / [1, -1]")
     want = [c_div(c_rem(c_mean([1, 2, 3, 4]), k), d) for k, d in [(3, 1), (-3, -1)]]
     assert not outcome.error and outcome.content == lit(want)
-    assert [r.kernel for r in outcome.launches] == ["mean", "rem", "div"]
+    assert [r.kernel for r in outcome.launches] == ["imean", "rem", "div"]
     assert all(r.exact for r in outcome.launches)
 
 

@@ -1,4 +1,4 @@
-"""The expression tool's floats: literals, + - * /, -x, sqrt, sum, mean and fmean, each a
+"""The expression tool's floats: literals, + - * /, -x, sqrt, sum, mean (fmean), each a
 float kernel run on the exact interpreter of the large machine (float kernels need its
 ROM). Expected values are NumPy's float32 arithmetic written from what each operation
 means (one IEEE-754 rounding per operation, an int operand converted to float32 first),
@@ -42,9 +42,17 @@ def test_literals_are_the_nearest_float32():
 
 
 def test_mean_of_integers_as_a_float():
-    value, kernels = run("fmean([1, 2, 4])")
+    """``mean`` of ints is the float mean (what "the mean of 1, 2 and 4" means); ``fmean``
+    is the same call; a whole mean is still a float, printed with its point as ``run``
+    prints a float; C's truncated mean is ``imean``."""
+    value, kernels = run("mean([1, 2, 4])")
     assert value == bits(f32(1 + 2 + 4) / f32(3)) and kernels == ["mean_i"]
     assert str(F32(value)) == "2.3333333"
+    assert run("fmean([1, 2, 4])") == (value, kernels)
+    whole = evaluate("mean([2, 4, 6])", LAUNCH, machine=LARGE_MACHINE).value
+    assert whole == F32(bits(f32(12) / f32(3))) and result_text(whole) == "4.0"
+    assert run("mean([-7, 2])")[0] == bits(f32(-5) / f32(2))  # -2.5, not C's -2
+    assert run("imean([1, 2, 4])") == (7 // 3, [None])
 
 
 @pytest.mark.parametrize("op", ["+", "-", "*", "/"])
@@ -77,7 +85,7 @@ def test_negate_sqrt_sum_mean():
     total = (xs[0] + xs[1]) + xs[2]  # index order, one rounding per addition
     assert run("sum([0.1, 0.2, 0.4])")[0] == bits(total)
     assert run("mean([0.1, 0.2, 0.4])")[0] == bits(total / f32(3))
-    assert run("mean([1, 2, 4])")[0] == 2  # mean of integers stays C's integer mean
+    assert run("imean([-7, 2])")[0] == -2  # the integer mean is C's, truncated toward zero
 
 
 def literal(v) -> str:
@@ -134,12 +142,12 @@ def published(text: str):
 
 def test_the_published_machine_stages_a_float_mean():
     """The integer sum, both ints converted on the GPU, then one correctly rounded division."""
-    value, kernels = published("fmean([1, 2, 4])")
+    value, kernels = published("mean([1, 2, 4])")
     assert value == bits(f32(7) / f32(3)) and str(F32(value)) == "2.3333333"
     assert kernels == ["sum", "to_float", "div_ff_block"]
     rng = random.Random("published-fmean")
     v = [rng.randint(-10**6, 10**6) for _ in range(16)]
-    assert published(f"fmean({v})")[0] == bits(f32(sum(v)) / f32(len(v)))
+    assert published(f"mean({v})")[0] == bits(f32(sum(v)) / f32(len(v)))
 
 
 @pytest.mark.parametrize("op", ["+", "-", "*", "/"])
@@ -189,7 +197,7 @@ def published_tools(store):
 
 
 def test_a_staged_float_mean_through_the_model(published_tools):
-    outcome = published_tools.run({"name": "gpu_eval", "arguments": {"expression": "fmean([1, 2, 4])"}}, "normal")
+    outcome = published_tools.run({"name": "gpu_eval", "arguments": {"expression": "mean([1, 2, 4])"}}, "normal")
     assert not outcome.error, outcome.content
     assert outcome.content == "2.3333333"
     assert len(outcome.launches) == 3 and all(r.exact for r in outcome.launches)

@@ -94,7 +94,7 @@ def test_float_results_are_values():
 
 
 def test_a_float_answer_states_the_gpus_digits():
-    outcomes = [ok("2.3333333", "fmean([1, 2, 4])")]
+    outcomes = [ok("2.3333333", "mean([1, 2, 4])")]
     question = "What is the mean of [1, 2, 4]?"
     assert check_answer("The GPU computed 2.3333333.", outcomes, question).quoted
     assert check_answer("The mean of [1, 2, 4] is 2.3333333.", outcomes, question).quoted
@@ -102,6 +102,23 @@ def test_a_float_answer_states_the_gpus_digits():
     assert not longer.quoted and longer.results == ["2.3333333"]
     assert "the GPU computed 2.3333333" in longer.flag()  # the true value beside the claim, not "no value"
     assert not check_answer("The GPU computed 2.33.", outcomes, question).quoted
+
+
+def test_a_whole_float_mean_is_the_gpus_float():
+    """``mean([2, 4, 6])`` is a float32 the tool writes as ``4.0`` (as ``run`` prints a
+    float); an answer that says 4.0 or 4 states that number, one that says 4.5 does not,
+    and the copy guard finishes a started ``4.`` as the GPU wrote it."""
+    from qwengpu_mlx.chat.copying import continuation, result_strings
+
+    outcomes = [ok("4.0", "mean([2, 4, 6])")]
+    question = "What is the mean of [2, 4, 6]?"
+    assert tool_values("4.0") == [4.0]
+    assert check_answer("The GPU computed 4.0.", outcomes, question).quoted
+    assert check_answer("The mean is 4.", outcomes, question).quoted
+    wrong = check_answer("The mean is 4.5.", outcomes, question)
+    assert not wrong.quoted and "the GPU computed 4.0" in wrong.flag()
+    assert continuation("The answer is 4.", result_strings(["4.0"])) == "0"
+    assert continuation("The answer is 4.0", result_strings(["4.0"])) == ""
 
 
 def test_the_copy_guard_finishes_a_float_and_ends_it():
