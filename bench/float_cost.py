@@ -26,9 +26,9 @@ import numpy as np
 
 from qwengpu_mlx.core.errors import ResourceError
 from qwengpu_mlx.core.machine import LARGE_MACHINE, MACHINES
-from qwengpu_mlx.core.errors import RomError
-from qwengpu_mlx.host import float_routines, float_spill, lowering, translate
-from qwengpu_mlx.host.launch import bind, compile_kernel
+from qwengpu_mlx.host import float_spill
+from qwengpu_mlx.host.launch import compile_kernel
+from qwengpu_mlx.host.lowering import EVERY_TRY, Tries, lower
 from qwengpu_mlx.runtime.check import reference_run
 from qwengpu_mlx.runtime.expect import expected_segments
 from tests.support.launching import bound_program
@@ -93,33 +93,30 @@ def _example(name: str):
     return spec, compile_kernel(EXAMPLES / f"{name}.cu", spec["kernel"]), MACHINES[spec.get("machine", "default")]
 
 
-def _bound(name: str):
-    """An example's program as the lowering binds it (whatever it tries), and its machine."""
+def _bound(name: str, tries: Tries = EVERY_TRY):
+    """An example's program as the lowering binds it making only ``tries`` (default: whatever
+    it tries), and its machine."""
     spec, ck, m = _example(name)
-    return bind(ck, spec["args"], block=spec["block"], grid=spec["grid"], machine=m), m
+    return lower(ck.module, ck.kernel, ck.params, spec["args"], block_dim=spec["block"], grid_dim=spec["grid"],
+                 machine=m, tries=tries), m
+
+
+INLINED = Tries(sharings=())
+"""The kernel's own translation alone: its routines inlined, no sharing tried."""
+
+SHARED = Tries(inlined=False, sharings=(1,), budgets=(None,), greedy_cut=False)
+"""The second sharing level alone (every kind with two uses shared, or the fma one; the
+last level's registers where that is the level saving across calls, nothing saved), cut
+for fewest tokens."""
 
 
 def _example_cost(name: str, forced: bool) -> str:
     """``blocks/steps/tokens`` of an example's own launch: inlined (``forced`` False, no
     sharing tried) or with sharing forced; "refused" where that does not fit."""
-    spec, ck, m = _example(name)
-
-    def shared(kernel, names, params):
-        probe = translate.Translator(kernel, names, params)
-        probe.run()
-        levels = float_routines.sharing_levels(probe.float_calls)
-        return translate.Translator(kernel, names, params, levels[min(1, len(levels) - 1)])
-
-    saved = lowering.Translator, translate.Translator.shared_variants
-    if forced:
-        lowering.Translator = shared
-    translate.Translator.shared_variants = lambda self: []  # exactly the lowering asked for
     try:
-        prog = bind(ck, spec["args"], block=spec["block"], grid=spec["grid"], machine=m)
+        prog, m = _bound(name, SHARED if forced else INLINED)
     except ResourceError:
         return "refused"
-    finally:
-        lowering.Translator, translate.Translator.shared_variants = saved
     return _cost(prog, m)
 
 
@@ -144,21 +141,10 @@ fits without it: beside them for scale)."""
 def _spill_forced(name: str, budget: float_spill.Budget) -> str:
     """``blocks/steps/tokens (calls run)`` of an example lowered only at the spill level,
     keeping ``budget`` in registers; "refused" where that does not fit."""
-    saved = float_routines.sharing_levels, float_spill.BUDGETS, lowering._finish
-    levels, finish = saved[0], saved[2]
-
-    def spilled_only(*args, **kw):
-        if len(args) < 11 and "spill" not in kw:
-            raise RomError("the inlined try, skipped")
-        return finish(*args, **kw)
-    float_routines.sharing_levels = lambda calls: levels(calls)[-1:]
-    float_spill.BUDGETS, lowering._finish = (budget,), spilled_only
     try:
-        prog, m = _bound(name)
+        prog, m = _bound(name, Tries(inlined=False, sharings=(-1,), budgets=(budget,)))
     except ResourceError:
         return "refused"
-    finally:
-        float_routines.sharing_levels, float_spill.BUDGETS, lowering._finish = saved
     entries = {b.index for b in prog.blocks if (b.label or "").startswith("$froutine_")}
     calls = sum(r.block in entries for r in reference_run(prog, m, budget=m.step_budget).trace)
     return f"{_cost(prog, m)} ({calls})"

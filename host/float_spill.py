@@ -254,9 +254,10 @@ def _defs(it: LInstr) -> tuple[set, set]:
     return ({it.dst} if it.dst is not None else set()), ({it.pdst} if it.pdst else set())
 
 
-def budgets(translate) -> tuple:
-    """The budgets to lower a translation with: ``BUDGETS`` where its routines' sharing
-    saves values across calls (its return sites are ``SITE_NUMBER`` registers), else ``(None,)``."""
+def budgets(translate, choices: tuple | None = None) -> tuple:
+    """The budgets to lower a translation with: ``choices`` (None: ``BUDGETS``) where its
+    routines' sharing saves values across calls (its return sites are ``SITE_NUMBER``
+    registers), else ``(None,)``: nothing saved."""
     bbs, _ = translate()
     spills = any(isinstance(it, LInstr) and (it.dst or "").startswith(SITE_NUMBER) for bb in bbs for it in bb.items)
-    return BUDGETS if spills else (None,)
+    return (BUDGETS if choices is None else choices) if spills else (None,)

@@ -24,6 +24,8 @@ The IR the stages pass along (``LInstr``, ``MBlock``, ...) is defined in ``ir.py
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from qwengpu_mlx.core.errors import ResourceError, RomError, UnsupportedError
 from qwengpu_mlx.core.isa import Program
 from qwengpu_mlx.core.launch_spec import Dims, dims3
@@ -41,9 +43,26 @@ from qwengpu_mlx.host.translate import Translator
 from qwengpu_mlx.host.validate import check_program, validate_kernel
 
 
+@dataclass(frozen=True)
+class Tries:
+    """Which of :func:`finish_program`'s tries a lowering makes, in its order: every one for
+    a launch (``EVERY_TRY``); one level alone to measure what that level costs
+    (``bench/float_cost.py``), without the bench reaching into the stages. A lowering
+    whose tries all fail is refused as any other."""
+
+    inlined: bool = True  # first the kernel's own translation, its float routines inlined
+    sharings: tuple[int, ...] | None = None  # then these levels of float_routines.sharing_levels (indices); None: each
+    budgets: tuple | None = None  # a level saving across calls: these float_spill budgets (None: save nothing)
+    greedy_cut: bool = True  # a level also cut for fewest blocks where the fewest-token cut does not fit
+
+
+EVERY_TRY = Tries()
+
+
 def lower(module: PtxModule, kernel: PtxKernel, params: list[KernelParam],
           args: dict, *, block_dim: int | tuple = 4, grid_dim: int | tuple = 1,
-          machine: MachineConfig = DEFAULT_MACHINE, few_tokens: bool = True, shared_bytes: int = 0) -> Program:
+          machine: MachineConfig = DEFAULT_MACHINE, few_tokens: bool = True, shared_bytes: int = 0,
+          tries: Tries = EVERY_TRY) -> Program:
     """Lower one PTX kernel bound to one launch's arguments into a machine program.
 
     ``block_dim``/``grid_dim``: an int (``x``) or up to three dimensions, run as linear
@@ -51,15 +70,16 @@ def lower(module: PtxModule, kernel: PtxKernel, params: list[KernelParam],
     ``few_tokens``: guard short branches (``ifconvert``) and cut blocks where the fewest
     launch tokens come back (``packing``); False gives the plain greedy lowering, kept
     to measure the two against each other. A refusal about the whole kernel names the
-    kernel's ``.cu`` line (``srcloc.located``).
+    kernel's ``.cu`` line (``srcloc.located``). ``tries``: which of the float routines'
+    sharing levels are tried (:class:`Tries`).
     """
     block, grid = dims3(block_dim, "block"), dims3(grid_dim, "grid")
     try:
-        return _lower(module, kernel, params, args, block, grid, machine, few_tokens, shared_bytes)
+        return _lower(module, kernel, params, args, block, grid, machine, few_tokens, shared_bytes, tries)
     except RomError as e:
         hint = ""
         if machine.rom_blocks < LARGE_MACHINE.rom_blocks and _lowers(
-                module, kernel, params, args, block, grid, LARGE_MACHINE, few_tokens, shared_bytes):
+                module, kernel, params, args, block, grid, LARGE_MACHINE, few_tokens, shared_bytes, tries):
             hint = f"; this needs --machine large, which has a ROM of {LARGE_MACHINE.rom_blocks} blocks"
         if getattr(e, "source", None) is None:
             raise located(RomError, kernel, f"{e}{hint}") from None
@@ -82,7 +102,7 @@ def _lowers(*how) -> bool:
 
 
 def _lower(module: PtxModule, kernel: PtxKernel, params: list[KernelParam], args: dict, block: Dims,
-           grid: Dims, machine: MachineConfig, few_tokens: bool, shared_bytes: int) -> Program:
+           grid: Dims, machine: MachineConfig, few_tokens: bool, shared_bytes: int, tries: Tries) -> Program:
     kname = demangle_kernel_name(kernel.name)
     binding.check_launch_shape(kernel, params, block, grid, machine, kname)
     validate_kernel(module, kernel)
@@ -94,12 +114,13 @@ def _lower(module: PtxModule, kernel: PtxKernel, params: list[KernelParam], args
     tr = Translator(kernel, {v.name for v in shared_vars + dynamic}, binding.param_kinds(kernel, params))
     bbs = tr.run()
     return finish_program(bbs, tr.wide, kernel, params, values, layout, block, grid, machine, few_tokens,
-                          tr.shared_variants, frame_first=True)
+                          tr.shared_variants, frame_first=True, tries=tries)
 
 
 def finish_program(bbs: list, wide: set, kernel: PtxKernel, params: list[KernelParam], values: dict,
                    layout: binding.MemoryLayout, block: Dims, grid: Dims, machine: MachineConfig,
-                   few_tokens: bool, variants=None, frame_first: bool = False) -> Program:
+                   few_tokens: bool, variants=None, frame_first: bool = False,
+                   tries: Tries = EVERY_TRY) -> Program:
     """Translated blocks + the launch's bound memory -> the checked machine program.
 
     The stages after translation (launch dimensions, arguments bound, fold, address
@@ -112,18 +133,20 @@ def finish_program(bbs: list, wide: set, kernel: PtxKernel, params: list[KernelP
     (``float_routines.refusal_after_sharing``). At the last sharing, what is live across
     a routine's call is saved to a frame in memory around it (``float_spill``), the frame
     before the arrays with ``frame_first`` (a single kernel's launch, whose arrays may
-    move), else after them.
+    move), else after them. ``tries``: which of these are made (:class:`Tries`).
     """
-    try:
-        return _finish(bbs, wide, kernel, params, values, layout, block, grid, machine, few_tokens)
-    except ResourceError as inlined:
-        if variants is None:
-            raise
-        refusals = [inlined]
-    tried = variants()
+    refusals: list[ResourceError] = []
+    if tries.inlined:
+        try:
+            return _finish(bbs, wide, kernel, params, values, layout, block, grid, machine, few_tokens)
+        except ResourceError as inlined:
+            if variants is None:
+                raise
+            refusals.append(inlined)
+    tried = _chosen(variants() if variants is not None else [], tries.sharings)
     for translate in tried:
-        for few in dict.fromkeys((few_tokens, False)):
-            for spill in float_spill.budgets(translate):
+        for few in dict.fromkeys((few_tokens, False) if tries.greedy_cut else (few_tokens,)):
+            for spill in float_spill.budgets(translate, tries.budgets):
                 try:
                     if spill is None:
                         shared_bbs, shared_wide = translate()
@@ -136,7 +159,17 @@ def finish_program(bbs: list, wide: set, kernel: PtxKernel, params: list[KernelP
                     break
                 except ResourceError as shared:
                     refusals.append(shared)
+    if not refusals:
+        raise ValueError(f"no lowering tried: {tries}")
     raise float_routines.refusal_after_sharing(refusals, kernel) if tried else refusals[-1]
+
+
+def _chosen(variants: list, levels: tuple[int, ...] | None) -> list:
+    """The sharing levels' translations to try: each, or those at ``levels`` (indices; one
+    beyond a kernel's levels is no try)."""
+    if levels is None:
+        return variants
+    return [variants[i] for i in levels if -len(variants) <= i < len(variants)]
 
 
 def _finish_saving(translate, budget: float_spill.Budget, kernel: PtxKernel, params: list[KernelParam],
