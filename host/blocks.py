@@ -167,7 +167,9 @@ def _simplify(blocks: list[MBlock], slots: int, *, reconverge: bool = True,
 def _thread_and_merge(by: dict[int, MBlock], entry: int, slots: int) -> dict[int, MBlock]:
     """Empty jumps threaded, two-sided branches to one block made jumps, unreachable
     blocks dropped, and a jump to a block with no other predecessor merged with it
-    where the two fit one block; until nothing changes."""
+    where the two fit one block; until nothing changes. A block a shared routine's call
+    returns to (``returns_to``) is never merged away, whatever jumps to it: the call would
+    return to no block (a routine called once jumps back to it as a straight line)."""
 
     def resolve(i: int) -> int:
         seen = set()
@@ -195,11 +197,12 @@ def _thread_and_merge(by: dict[int, MBlock], entry: int, slots: int) -> dict[int
         for b in by.values():
             for s in _succ(b.term):
                 preds[s] += 1
+        returned_to = {b.returns_to for b in by.values() if b.returns_to is not None}
         for b in list(by.values()):
             if b.index not in by or b.term.kind is not TermKind.JUMP:
                 continue
             s = b.term.target
-            if s == b.index or s == entry or preds.get(s) != 1:
+            if s == b.index or s == entry or preds.get(s) != 1 or s in returned_to:
                 continue
             nb = by[s]
             if block_fits(b.instrs + nb.instrs, slots):
