@@ -20,7 +20,7 @@ from qwengpu_mlx.compiler.wiring import CircuitWiring
 class Context:
     """The residual dims the context heads write: what the last tokens of each kind said."""
 
-    block: Subspace  # the last EXEC's block, one-hot
+    block: Subspace  # the last EXEC's block: one-hot, or binary where the token carries it so
     warp: Subspace  # the last EXEC's warp, one-hot
     mask: Subspace  # the last EXEC's lane mask
     ntid: Subspace  # threads per block (DIMS), binary
@@ -40,7 +40,7 @@ class Context:
 def context(cw: CircuitWiring, L: int) -> Context:
     """Single-row heads at layer ``L``: last EXEC, launch geometry, last record header."""
     t, m = cw.t, cw.m
-    block = cw.alloc("ctx.block", m.rom_blocks)
+    block = cw.alloc("ctx.block", t.exec_b.width)
     warp = cw.alloc("ctx.warp", m.max_warps)
     mask = cw.alloc("ctx.mask", m.lanes)
     ntid = cw.alloc("ctx.ntid", t.dims_ntid.width)

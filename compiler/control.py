@@ -32,6 +32,7 @@ from qwengpu_mlx.core.records import ent_layout, next_layout, pc_bits, wst_layou
 from qwengpu_mlx.core.vocab import CHUNK_BITS, CHUNK_SHIFT, STACK_LEVELS
 
 from qwengpu_mlx.compiler.context import Context
+from qwengpu_mlx.compiler.mlp import eq_terms
 from qwengpu_mlx.compiler.wiring import CircuitWiring
 
 
@@ -59,14 +60,27 @@ class ControlState:
     exist: list  # per warp: its lanes that exist (4 w + l < ntid)
 
 
-def control_state(cw: CircuitWiring, ctx: Context, L: int) -> ControlState:
-    """Warp status heads, the running warp's stack heads (layer ``L``), the existing lanes (MLP ``L``)."""
-    t, W, N = cw.t, cw.m.max_warps, cw.m.lanes
-    ST, EN, _, _ = record_layouts(cw.m)
+def stack_key(cw: CircuitWiring, h, w: int, lev: int) -> None:
+    """Key row (w, lev) of a stack head from the ENT header three tokens back: its one-hot
+    (warp, level) dim, or its binary (level, warp) digits decoded by the head's SiLU."""
+    t = cw.t
+    if not t.binary:
+        h.key(w * D + lev, t.ent_wl[w * D + lev], tap=0)
+        return
+    terms, th = eq_terms(t.ent_wl.dims, w << LEVEL_BITS | lev)
+    cw.decoded_key(h, w * D + lev, terms + [(t.kind["ENT"], 1)], th + 1, tap=0)
+
+
+def status_heads(cw: CircuitWiring, L: int, name: str) -> list:
+    """Per warp, a single-row head at layer ``L`` that keeps the warp's last ``WST`` record;
+    returns per warp the dims of its status row (``records.wst_layout``). Every copy reads
+    the same records, so a later layer can read the statuses again instead of the
+    residual carrying them from layer ``L``."""
+    t, ST = cw.t, wst_layout(cw.m)
     status = []
-    for w in range(W):
-        h = cw.head(L, f"status.w{w}", 1, ST.bits)
-        out = cw.alloc(f"status.w{w}", ST.bits)
+    for w in range(cw.m.max_warps):
+        h = cw.head(L, f"{name}.w{w}", 1, ST.bits)
+        out = cw.alloc(f"{name}.w{w}", ST.bits)
         h.key(0, t.wst_w[w], tap=0)
         for i in range(ST.bits):
             j = next(j for j in range(3) if CHUNK_SHIFT[j] <= i < CHUNK_SHIFT[j] + CHUNK_BITS[j])
@@ -74,6 +88,14 @@ def control_state(cw: CircuitWiring, ctx: Context, L: int) -> ControlState:
             h.read_bit(i, out[i])
         cw.one_row_reader(h)
         status.append(out)
+    return status
+
+
+def control_state(cw: CircuitWiring, ctx: Context, L: int) -> ControlState:
+    """Warp status heads, the running warp's stack heads (layer ``L``), the existing lanes (MLP ``L``)."""
+    t, W, N = cw.t, cw.m.max_warps, cw.m.lanes
+    _, EN, _, _ = record_layouts(cw.m)
+    status = status_heads(cw, L, "status")
     # stack entries of the running warp, one head per level
     entry = []
     for k in range(D):
@@ -81,7 +103,7 @@ def control_state(cw: CircuitWiring, ctx: Context, L: int) -> ControlState:
         out = cw.alloc(f"stack.level{k}", EN.bits)
         for w in range(W):
             for lev in range(D):
-                h.key(w * D + lev, t.ent_wl[w * D + lev], tap=0)
+                stack_key(cw, h, w, lev)
             h.query(w * D + k, ctx.warp[w])
         for i in range(EN.bits):
             j = next(j for j in range(3) if CHUNK_SHIFT[j] <= i < CHUNK_SHIFT[j] + CHUNK_BITS[j])

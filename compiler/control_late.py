@@ -17,7 +17,7 @@ from qwengpu_mlx.core.records import NEXT_KINDS
 from qwengpu_mlx.core.vocab import ENT_ITEMS, MAX_GRID
 
 from qwengpu_mlx.compiler.context import Context
-from qwengpu_mlx.compiler.control import D, LEVEL_BITS, ControlState, record_layouts
+from qwengpu_mlx.compiler.control import D, LEVEL_BITS, ControlState, record_layouts, status_heads
 from qwengpu_mlx.compiler.control_early import Candidates
 from qwengpu_mlx.compiler.fetch import Fetch
 from qwengpu_mlx.compiler.residual import Subspace
@@ -64,8 +64,9 @@ class LateControl:
         """The branch outcome, the event and the step's records from ``L`` (after the early half and
         the last slot); (the records, the layer after them)."""
         L = max(L, self.cand.end)
-        bp = self.predicates(L, slots)
         C1, C2, C3, C4, C5 = (L + 1 + i for i in range(5))
+        self.status = self.late_status(L, C5)
+        bp = self.predicates(L, slots)
         tb, fb = self.branch_sides(C1, C2, bp)
         go_t, go_f, reach, cont, div = self.events(C3, tb, fb)
         self.A = self.actions(C4, reach, cont, div)
@@ -74,6 +75,16 @@ class LateControl:
         L = self.outputs(C5 + 1, slots)
         return StepRecords(self.pfin, self.nb, self.nw, self.nm, self.nk, self.next_cta, self.wst, self.wst_present,
                            self.ent, self.ent_level, self.ent_present), L
+
+    def late_status(self, L: int, first_read: int) -> list:
+        """The warp statuses the scheduling and the records read (at MLP ``first_read`` on):
+        the state heads' rows, or, in the form with the fewest residual dims, a second copy
+        of the status heads just below (``control.status_heads``), so that the status rows
+        (23 bits per warp) do not sit in the residual through every slot."""
+        if not self.cw.fewest_dims:
+            return self.state.status
+        at = self.cw.linear_with_room(L, self.W)
+        return status_heads(self.cw, at, "status.late") if at <= first_read else self.state.status
 
     def predicates(self, L: int, slots: list) -> list:
         """The final predicate file (``self.pfin``) and, per lane, the branch predicate (returned), MLP ``L``:
@@ -219,7 +230,7 @@ class LateControl:
 
     def next_exec_switch(self, O1: int) -> None:
         """After a stop of the running warp: the lowest other ready warp, where its status says it resumes."""
-        A, st, NX = self.A, self.state.status, self.NX
+        A, st, NX = self.A, self.status, self.NX
         for w in range(self.W):
             cond = [(A["sched"], 1), (self.cand.next_ready[w], 1)]
             self.put_next(O1, f"nx.sched{w}", cond, [st[w][self.ST.pc[i]] for i in range(self.P)], None,
@@ -231,7 +242,7 @@ class LateControl:
     def next_exec_release(self, O1: int) -> None:
         """A barrier's release: the lowest of the runner and the waiting warps; after the runner
         finished, the lowest waiting warp (relW only when the release includes the runner)."""
-        A, tf, st, w1, NX = self.A, self.fetch.term, self.state.status, self.ctx.warp, self.NX
+        A, tf, st, w1, NX = self.A, self.fetch.term, self.status, self.ctx.warp, self.NX
         for w in range(self.W):
             # the runner itself resumes at the barrier's target with its mask; another warp where it waits
             cond = [(A["release"], 1), (A["bar"], 1), (self.cand.next_released[w], 1), (w1[w], 1)]
@@ -331,7 +342,7 @@ class LateControl:
 
     def wst_released(self, O1: int, w: int) -> None:
         """Warp ``w``'s WST record if another warp's barrier released it: ready, the rest unchanged."""
-        A, o, st = self.A, self.wst[w], self.state.status
+        A, o, st = self.A, self.wst[w], self.status
         rel = [(self.ctx.warp[w], -1), (A["release"], 1), (self.cand.wait_other[w], 1)]
         self.g(O1, f"wst{w}.rel.pr", rel, 2, [(self.wst_present[w], 1), (o[self.ST.ready[0]], 1)])
         for i in range(self.ST.depth.offset, self.ST.bits):

@@ -60,7 +60,7 @@ class Fetch:
 
 
 def read_rom(cw: CircuitWiring, ctx: Context, L: int, name: str, pieces: dict[int, list[int]]) -> dict[int, int]:
-    """ROM heads at layer ``L`` (query: ctx.block), one per piece, reading the listed bits.
+    """ROM heads at layer ``L`` (query: ctx.block, one-hot or decoded), one per piece, reading the listed bits.
 
     Every head keeps its own copy of the program (the PROG records write them all), so a
     slot's fields can be read just before the slot instead of all at the start: the
@@ -77,7 +77,10 @@ def read_rom(cw: CircuitWiring, ctx: Context, L: int, name: str, pieces: dict[in
             bt, bth = eq_terms(t.prog_block.dims, b)
             pt, pth = eq_terms(t.prog_piece.dims, p)
             cw.decoded_key(h, b, bt + pt + [(t.kind["PROG"], 1)], bth + pth + 1, tap=0)
-            h.query(b, ctx.block[b])
+            if cw.t.binary:  # the block's digits, decoded by the head's SiLU
+                cw.decoded_query(h, b, *eq_terms(ctx.block.dims, b))
+            else:
+                h.query(b, ctx.block[b])
         for j in range(3):
             for i in range(CHUNK_BITS[j]):
                 h.value_bit(CHUNK_SHIFT[j] + i, t.chunk[j][i], tap=1 + j)

@@ -84,9 +84,13 @@ class MachineCircuit:
 
 
 def build_circuit(machine: MachineConfig = DEFAULT_MACHINE, shape: Shape = NARROW,
-                  levels: Levels = DEFAULT_LEVELS) -> MachineCircuit:
-    """Every stage in turn, each at the earliest layers its inputs allow (module doc)."""
-    cw = CircuitWiring(machine, shape, levels)
+                  levels: Levels = DEFAULT_LEVELS, *, dense: bool = False) -> MachineCircuit:
+    """Every stage in turn, each at the earliest layers its inputs allow (module doc).
+
+    ``dense``: the circuit a dense checkpoint holds (folded onto a fixed hidden size), in
+    the form :func:`fewest_dims` picks for the machine.
+    """
+    cw = CircuitWiring(machine, shape, levels, fewest_dims=dense and fewest_dims(machine, shape))
     with cw.stage("context"):
         ctx = context(cw, 0)
     with cw.stage("fetch"):
@@ -105,6 +109,18 @@ def build_circuit(machine: MachineConfig = DEFAULT_MACHINE, shape: Shape = NARRO
     return MachineCircuit(machine, finish(cw), slots[0].memory_heads)
 
 
+def fewest_dims(machine: MachineConfig, shape: Shape) -> bool:
+    """Whether the machine's dense circuit takes the form with the fewest residual dims:
+    the EXEC block and the ENT row in binary, decoded by the ROM and stack heads' SiLU,
+    and ``ONE2``-decoded register and memory keys. The compact form's one-hots and
+    exact-zero keys let the native step skip the rows a kernel never names, but plain
+    keys and queries take residual dims no other value may have held (``compiler.reuse``):
+    on the large machine (memory over several parts) that form needs some 2,400 dims at
+    Qwen3.5-2B's shape, which has 2,048. The published machines' dense circuit fits in its
+    compact form and stays the one their checkpoints hold."""
+    return part_count(machine.mem_words, shape.key_dim) > 1
+
+
 def zero_keys(cw: CircuitWiring) -> bool:
     """Whether the register and memory heads' keys (and the memory queries) are exact zeros
     off their own headers and addresses (``memory_parts``): on a machine whose memory
@@ -112,7 +128,7 @@ def zero_keys(cw: CircuitWiring) -> bool:
     rows are never touched by a small kernel. The published machines keep ``ONE2``-decoded
     keys: their fold for a dense checkpoint lets a decoded key's inputs reuse dims, which an
     exact-zero key (a plain key, ``compiler.reuse``) may not."""
-    return part_count(cw.m.mem_words, cw.plan.shape.key_dim) > 1
+    return part_count(cw.m.mem_words, cw.plan.shape.key_dim) > 1 and not cw.fewest_dims
 
 
 def build_slots(cw: CircuitWiring, ctx: Context, fetched: Fetch, exist: list, L: int) -> tuple[list, list, list]:

@@ -65,9 +65,10 @@ class CompiledMachine:
         return cc
 
 
-def build_stage(machine: MachineConfig, shape: Shape = NARROW) -> MachineCircuit:
-    """Every stage's gates and heads at the earliest layers their inputs allow."""
-    return build_circuit(machine, shape)
+def build_stage(machine: MachineConfig, shape: Shape = NARROW, dense: bool = False) -> MachineCircuit:
+    """Every stage's gates and heads at the earliest layers their inputs allow (``dense``: in
+    the form a dense checkpoint holds, ``machine_circuit.fewest_dims``)."""
+    return build_circuit(machine, shape, dense=dense)
 
 
 def finalize_stage(plan: CircuitPlan) -> CircuitPlan:
@@ -86,9 +87,9 @@ def schedule_stage(plan: CircuitPlan, units: int, heads: int) -> ScheduleOutcome
 
 
 def logical_circuit(machine: MachineConfig, shape: Shape = NARROW, *, units: int = MLP_UNITS,
-                    heads: int = LINEAR_HEADS) -> tuple[MachineCircuit, ScheduleOutcome]:
+                    heads: int = LINEAR_HEADS, dense: bool = False) -> tuple[MachineCircuit, ScheduleOutcome]:
     """build, finalize, schedule: the logical plan, one residual dim per value."""
-    circuit = build_stage(machine, shape)
+    circuit = build_stage(machine, shape, dense)
     plan = finalize_stage(circuit.plan)
     return circuit, schedule_stage(plan, units, heads)
 
@@ -107,9 +108,10 @@ def fold_attempt(machine: MachineConfig, shape: Shape, share: float) -> FoldAtte
     Where the MLPs cannot be brought that low, the plan is spread to the full width (less
     room for the clear gates). DoesNotFit when a width other than the residual is short.
     """
-    circuit, outcome = logical_circuit(machine, units=spread_units(shape, share), heads=shape.linear_heads)
+    circuit, outcome = logical_circuit(machine, units=spread_units(shape, share), heads=shape.linear_heads,
+                                       dense=True)
     if not outcome.mlps_spread:  # too tight: the full width, less room for clears
-        circuit, outcome = logical_circuit(machine, units=shape.intermediate, heads=shape.linear_heads)
+        circuit, outcome = logical_circuit(machine, units=shape.intermediate, heads=shape.linear_heads, dense=True)
     return FoldAttempt(circuit, outcome, fold_onto(circuit.plan, shape), share)
 
 

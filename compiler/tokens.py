@@ -38,10 +38,16 @@ def _set_bits(x: dict, space, value: int) -> None:
 
 
 class TokenDims:
-    """Residual dims of token fields (inputs) and of output codes (OUT)."""
+    """Residual dims of token fields (inputs) and of output codes (OUT).
 
-    def __init__(self, lay: ResidualLayout, m: MachineConfig, vocab: Vocab):
-        self.m, self.vocab = m, vocab
+    ``binary``: the EXEC block and the ENT (warp, level) row in binary, for a circuit that
+    decodes them with a head's SiLU (the fewest residual dims, ``CircuitWiring.fewest_dims``);
+    else one-hot, the plain queries and keys that leave the rows a kernel never names at
+    exact zeros (what the native step skips).
+    """
+
+    def __init__(self, lay: ResidualLayout, m: MachineConfig, vocab: Vocab, binary: bool = False):
+        self.m, self.vocab, self.binary = m, vocab, binary
         P = vocab.pieces
         self.kind = {k: lay.alloc(f"tok.{k}", 1)[0] for k in KINDS}
         # record headers carry their row in binary: the memory heads' SiLU decodes the key
@@ -52,7 +58,7 @@ class TokenDims:
         self.chunk = [lay.alloc(f"tok.c{j}.bits", CHUNK_BITS[j]) for j in range(3)]
         self.dims_ntid = lay.alloc("tok.dims.ntid", ntid_bits(m))
         self.dims_mask0 = lay.alloc("tok.dims.mask0", m.lanes)
-        self.exec_b = lay.alloc("tok.exec.block", m.rom_blocks)
+        self.exec_b = lay.alloc("tok.exec.block", _bits(m.rom_blocks) if binary else m.rom_blocks)
         self.exec_w = lay.alloc("tok.exec.warp", m.max_warps)
         self.exec_m = lay.alloc("tok.exec.mask", m.lanes)
         self.val_slot = lay.alloc("tok.val.slot", m.slots_per_block)
@@ -63,7 +69,8 @@ class TokenDims:
         self.grid_n = lay.alloc("tok.grid.nctaid", _bits(MAX_GRID + 1))  # nctaid in binary
         self.cta_c = lay.alloc("tok.cta.ctaid", _bits(MAX_GRID))  # ctaid in binary
         self.ent_item = lay.alloc("tok.ent.item", ENT_ITEMS)
-        self.ent_wl = lay.alloc("tok.ent.warp_level", m.max_warps * STACK_LEVELS)
+        self.ent_wl = lay.alloc("tok.ent.warp_level", _bits(m.max_warps) + _bits(STACK_LEVELS) if binary
+                                else m.max_warps * STACK_LEVELS)  # binary: level bits, then warp bits
         self.wst_w = lay.alloc("tok.wst.warp", m.max_warps)
         # output code
         self.out_class = {k: lay.alloc(f"out.class.{k}", 1)[0] for k in KINDS}
@@ -110,7 +117,10 @@ class TokenDims:
                     if lane < n:
                         x[self.dims_mask0[lane]] = 1.0
             elif tok.kind == "EXEC":
-                x[self.exec_b[f["block"]]] = 1.0
+                if self.binary:
+                    _set_bits(x, self.exec_b, f["block"])
+                else:
+                    x[self.exec_b[f["block"]]] = 1.0
                 x[self.exec_w[f["warp"]]] = 1.0
                 _set_bits(x, self.exec_m, f["mask"])
             elif tok.kind == "VAL":
@@ -125,7 +135,10 @@ class TokenDims:
                 _set_bits(x, *((self.grid_n, f["nctaid"]) if tok.kind == "GRID" else (self.cta_c, f["ctaid"])))
             elif tok.kind == "ENT":
                 x[self.ent_item[f["item"]]] = 1.0
-                x[self.ent_wl[f["warp"] * STACK_LEVELS + f["level"]]] = 1.0
+                if self.binary:
+                    _set_bits(x, self.ent_wl, f["warp"] << _bits(STACK_LEVELS) | f["level"])
+                else:
+                    x[self.ent_wl[f["warp"] * STACK_LEVELS + f["level"]]] = 1.0
             elif tok.kind == "WST":
                 x[self.wst_w[f["warp"]]] = 1.0
             elif tok.kind == "FAULT":

@@ -29,13 +29,16 @@ LINEAR_HEADS = QWEN35_2B.linear_heads  # heads are spread towards Qwen3.5-2B's h
 class CircuitWiring:
     """The plan under construction, the machine it is for, and the helpers that place its parts."""
 
-    def __init__(self, machine: MachineConfig, shape: Shape, levels: Levels):
+    def __init__(self, machine: MachineConfig, shape: Shape, levels: Levels, fewest_dims: bool = False):
         self.m = machine
         self.vocab = vocab_for(machine)
         self.plan = CircuitPlan(shape, ResidualLayout(shape.hidden), levels)
         self.lay = self.plan.layout
         self.K = levels.K
-        self.t = TokenDims(self.lay, machine, self.vocab)  # allocates the token's dims, first in the residual
+        # the form of the circuit (``machine_circuit.fewest_dims``): binary fields decoded by
+        # the heads and keys against ONE2, or one-hots and exact-zero keys for the native step
+        self.fewest_dims = fewest_dims
+        self.t = TokenDims(self.lay, machine, self.vocab, binary=fewest_dims)  # first in the residual
         self.ONE = self.lay.ONE
 
     def layer(self, i: int) -> int:

@@ -130,6 +130,46 @@ def test_the_machine_at_the_2b_shape_runs_the_same_launch(store, example_launch,
     assert 0.45 < run.min_margin <= 0.5
 
 
+def _large_launches() -> dict:
+    """name -> (source, spec) of launches that use what the large machine adds: every part of
+    its memory (32 threads, 8 warps), a program past ROM block 100, and the dot product."""
+    a = [0] * 992
+    for t in range(32):
+        a[31 * t + 7] = (t * 2654435761) % 2001 - 1000
+    mem = {"kernel": "mem_stride", "block": 32, "grid": 1, "args": {"a": a, "out": [0] * 32}}
+    dot = json.loads((KERNELS / "dot.json").read_text())
+    long = json.loads((KERNELS / "long_program.json").read_text())
+    long.update(block=1, args={"a": [-12345], "out": [0], "n": 1})  # one thread: fewer records
+    return {"dot": (KERNELS / "dot.cu", dot), "long_program": (KERNELS / "long_program.cu", long),
+            "mem_stride": (KERNELS.parents[1] / "tests" / "kernels_machine" / "mem_stride.cu", mem)}
+
+
+def _oracle(name: str, spec: dict) -> dict:
+    if name != "mem_stride":
+        return ORACLES[name](spec)
+    a = spec["args"]["a"]
+    return {"a": list(a), "out": [a[31 * t + 7] - t for t in range(32)]}  # out[t] = a[31 t + 7] - t
+
+
+@pytest.mark.benchmark  # the large machine's fold takes about a minute here (bench/circuit_size.py prints it)
+@pytest.mark.parametrize("name", ["dot", "mem_stride", "long_program"])
+def test_the_large_machine_folds_onto_the_2b_shape_with_room_for_a_host(store, name):
+    machine = MACHINES["large"]
+    mc = store.compiled(machine, QWEN35_2B)
+    r, s = mc.reuse, QWEN35_2B
+    assert r.physical <= s.hidden - 64  # the splice and the host bench put a host's signal in the rest
+    assert all(len(lp.mixer.heads) <= s.linear_heads for lp in r.plan.layers if lp.mixer)
+    assert all(lp.mlp.units <= s.intermediate for lp in r.plan.layers if lp.mlp)
+    source, spec = _large_launches()[name]
+    prog = bound_program(source, spec["kernel"], args=spec["args"], block=spec["block"], grid=spec["grid"],
+                         machine=machine)
+    embedded = on_runner(prog, store.runner(machine))  # the compact form, as a launch runs it
+    run = on_runner(prog, store.runner_over(mc.compact(), machine), check=True)
+    assert run.tokens == embedded.tokens and run.check.exact, run.check.problems
+    assert read_outputs(prog, run.memory) == _oracle(name, spec)
+    assert run.min_margin > 0.45
+
+
 def test_a_shape_too_narrow_is_refused_by_how_much():
     narrow = replace(QWEN35_2B, hidden=1536)
     with pytest.raises(DoesNotFit, match=r"residual: \d+ dims after reuse \(\d+ values\), the shape has 1536"):
