@@ -90,7 +90,7 @@ def phases(machine_name: str, circuit: bool) -> dict:
     clock.mark("launch")
     with redirect_stdout(io.StringIO()):
         cli_run.print_outputs(replace(req, program=program), "model", launch.steps, launch.outputs)
-        print("\n".join(cli_run.summary_lines(launch, cli_run.peak_memory_gb())))
+        print("\n".join(cli_run.summary_lines(launch, cli_run.peak_memory())))
     clock.mark("output")
     out = {p: list(s) for p, s in clock.seconds.items()}
     wall, cpu = out.pop("launch")  # split by the launch's own prefill and generation clocks

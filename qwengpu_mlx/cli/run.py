@@ -1,5 +1,6 @@
 """``qwengpu-mlx run``: one launch on the model backend (or the reference), its outputs
-and mlx-lm's summary lines (prompt and generation tokens and tokens/s, peak memory).
+and mlx-lm's summary lines (prompt and generation tokens and tokens/s, peak memory:
+the process's resident peak beside MLX's, ``peak_memory``).
 
 Long work (compiling, the circuit's build or cache read, the prefill, the generated
 tokens) shows on stderr through ``progress``; the results go to stdout after it ends.
@@ -12,9 +13,8 @@ import sys
 from pathlib import Path
 
 from qwengpu_mlx.cli import progress
-import mlx.core as mx
-
 from qwengpu_mlx.cli.common import ModelMemo, launch_model, machine_for, named_machine, request_for
+from qwengpu_mlx.cli.peak_memory import PeakMemory, peak_memory
 from qwengpu_mlx.core.errors import ExecutionError, LaunchError
 from qwengpu_mlx.core.float32 import outputs_json, outputs_text
 from qwengpu_mlx.core.launch_spec import dims_text
@@ -111,31 +111,28 @@ def print_outputs(req, backend, steps, outputs) -> None:
         print(f"  {name} = {outputs_text(prog, name, vals)}")
 
 
-def peak_memory_gb() -> float:
-    """MLX's peak memory of this process so far, in GB (as mlx-lm reports it)."""
-    return mx.get_peak_memory() / 1e9
-
-
-def speed_figures(launch, peak_gb: float) -> dict:
+def speed_figures(launch, peak: PeakMemory) -> dict:
     """mlx-lm's figures for one launch: the prompt's prefill and the generation apart."""
     st = launch_stats(launch)
     return {"prompt_tokens": st.prompt_tokens, "prompt_tps": round(st.prompt_tps, 3),
             "generation_tokens": st.generation_tokens, "generation_tps": round(st.generation_tps, 3),
-            "peak_memory_gb": round(peak_gb, 3)}
+            **peak.figures()}
 
 
-def summary_lines(launch, peak_gb: float) -> list[str]:
-    """mlx-lm's summary lines for one launch (the chat prints the same for a turn)."""
-    return mlx_lm_lines(launch_stats(launch), peak_gb)
+def summary_lines(launch, peak: PeakMemory) -> list[str]:
+    """mlx-lm's summary lines for one launch (the chat prints them for a turn), the peak
+    memory's saying what it measures: MLX's figure alone is 0 on the native step."""
+    *speed, _ = mlx_lm_lines(launch_stats(launch), peak.mlx_gb)
+    return [*speed, peak.line()]
 
 
-def model_record(ns, prog, launch, layout, peak_gb: float) -> dict:
+def model_record(ns, prog, launch, layout, peak: PeakMemory) -> dict:
     """``run --json`` on the model backend: its stable keys, then the prefill/generation split."""
     ids = [layout.launch_id(t) for t in launch.tokens] if layout else launch.tokens
     info = {"kernel": prog.kernel, "backend": "model", "outputs": outputs_json(prog, launch.outputs),
             "steps": launch.steps,
             "tokens": len(launch.tokens), "launch_tokens": ids, "tokens_per_s": round(launch.tokens_per_s, 2),
-            **speed_figures(launch, peak_gb)}
+            **speed_figures(launch, peak)}
     if ns.check:
         info["exact"] = launch.check.exact
         info["min_margin"] = round(launch.min_margin, 6) if launch.min_margin is not None else None
@@ -144,7 +141,8 @@ def model_record(ns, prog, launch, layout, peak_gb: float) -> dict:
 
 
 def _report_model(ns, req, launch, layout) -> int:
-    info = model_record(ns, req.program, launch, layout, peak_memory_gb())
+    peak = peak_memory()
+    info = model_record(ns, req.program, launch, layout, peak)
     if ns.json:
         print(json.dumps(info))
     else:
@@ -153,7 +151,7 @@ def _report_model(ns, req, launch, layout) -> int:
             print("  check: " + ("exact" if launch.check.exact else "MISMATCH") +
                   f" ({launch.check.records_expected} records checked; smallest gate margin "
                   f"{info['min_margin']} bits of 0.5, smallest state-bit margin {info['min_state_margin']} of 1.0)")
-        for line in summary_lines(launch, info["peak_memory_gb"]):
+        for line in summary_lines(launch, peak):
             print(line)
     problems = launch.check.problems if ns.check else []
     for p in problems:

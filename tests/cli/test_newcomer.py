@@ -23,9 +23,10 @@ import numpy as np
 import pytest
 
 from tests.support.cli import REPO, cu, needs_clang
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import DEFAULT_MACHINE, machine_name
 from qwengpu_mlx.runtime import circuit_cache as cache
 from qwengpu_mlx.cli.main import build_parser, main
+from qwengpu_mlx.cli.peak_memory import PeakMemory
 
 INC = """\
 __global__ void inc(int *a, int n) {
@@ -144,9 +145,9 @@ def test_machine_prints_one_limit_a_line(capsys):
 
 
 def test_machine_without_a_name_prints_the_default_machine(capsys):
-    """``machine`` alone describes whichever machine is the default, as ``--machine default`` does."""
+    """``machine`` alone describes whichever machine is the default, by its own name."""
     rc, out, _ = _main(capsys, "machine")
-    assert rc == 0 and out.splitlines()[0] == "machine default:"
+    assert rc == 0 and out.splitlines()[0] == f"machine {machine_name(DEFAULT_MACHINE)} (the default):"
     assert re.search(rf"^  memory +{DEFAULT_MACHINE.mem_words} words of 32 bits", out, re.M)
     assert re.search(rf"^  program ROM +{DEFAULT_MACHINE.rom_blocks} blocks", out, re.M)
     assert re.search(rf"blockDim.x <= {DEFAULT_MACHINE.max_block_dim}\)", out)
@@ -259,19 +260,20 @@ def _launch(prompt: int, prefill: float, tokens: int, generate: float):
 def test_summary_lines_are_mlx_lms():
     from qwengpu_mlx.cli.run import summary_lines
 
-    lines = summary_lines(_launch(90, 4.5, 40, 8.0), 0.1874)
+    lines = summary_lines(_launch(90, 4.5, 40, 8.0), PeakMemory(0.4126, 0.0))
     assert lines == ["==========", "Prompt: 90 tokens, 20.000 tokens-per-sec",
-                     "Generation: 40 tokens, 5.000 tokens-per-sec", "Peak memory: 0.187 GB"]
+                     "Generation: 40 tokens, 5.000 tokens-per-sec",
+                     "Peak memory: 0.413 GB resident (the process); MLX's arrays: 0.000 GB"]
 
 
 def test_run_json_keeps_its_keys_and_adds_the_split():
     from qwengpu_mlx.cli.run import model_record
 
     prog = SimpleNamespace(kernel="dot", arrays=[])  # no float* array: outputs stay integers
-    rec = model_record(SimpleNamespace(check=False), prog, _launch(90, 4.5, 40, 8.0), None, 0.1874)
+    rec = model_record(SimpleNamespace(check=False), prog, _launch(90, 4.5, 40, 8.0), None, PeakMemory(0.4126, 0.1874))
     assert rec == {"kernel": "dot", "backend": "model", "outputs": {"out": [32]}, "steps": 5, "tokens": 40,
                    "launch_tokens": [1] * 40, "tokens_per_s": 5.0, "prompt_tokens": 90, "prompt_tps": 20.0,
-                   "generation_tokens": 40, "generation_tps": 5.0, "peak_memory_gb": 0.187}
+                   "generation_tokens": 40, "generation_tps": 5.0, "peak_resident_gb": 0.413, "peak_mlx_gb": 0.187}
 
 
 # -- progress on stderr

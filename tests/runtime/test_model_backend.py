@@ -140,3 +140,4 @@ def test_cli_model_backend_json_with_check():
     assert obj["outputs"]["out"] == [32] and obj["backend"] == "model"
     assert obj["exact"] is True and obj["min_margin"] > 0.4 and obj["min_state_margin"] > 0.9
     assert obj["tokens"] == len(obj["launch_tokens"]) and obj["tokens_per_s"] > 0
+    assert obj["peak_resident_gb"] > 0.01  # the process: at least Python, NumPy and the circuit's pack
