@@ -37,6 +37,10 @@ def _prefixes(m: str) -> tuple[list[str], int] | None:
     return (names[:-1], i + 1) if names else None  # the last is the function's own name
 
 
+FLOAT_VECTORS = ("float2", "float3", "float4")
+"""CUDA's vector types of floats (``host/prelude_vector.h``): an array of them is an array of floats."""
+
+
 def mangled_float_params(mangled: str) -> list[bool] | None:
     """For each parameter of ``mangled``, whether its type is float or a pointer to float."""
     if not mangled.startswith("_Z"):
@@ -74,6 +78,11 @@ def _type(m: str, i: int, subs: list[bool]) -> tuple[bool, int] | None:
             return None
         subs.append(inner[0])  # each pointer or qualified type is a substitution candidate
         return inner
+    named = re.match(r"(\d+)", m[i:])
+    if named is not None:  # a class by its name: CUDA's float vectors hold floats
+        end = i + named.end() + int(named.group(1))
+        subs.append(m[i + named.end():end] in FLOAT_VECTORS)
+        return subs[-1], end
     s = re.match(r"S(\w*?)_", m[i:])
     if s is not None:
         k = 0 if s.group(1) == "" else int(s.group(1), 36) + 1

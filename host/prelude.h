@@ -95,6 +95,7 @@ static __device__ __forceinline__ __qwengpu_nodebug unsigned max(unsigned a, int
 #include "prelude_atomics.h"
 #include "prelude_integer.h"
 #include "prelude_float.h"
+#include "prelude_vector.h"
 #ifndef __NVCC__
 #include "prelude_wide64.h"
 #endif

@@ -46,7 +46,14 @@ class PairRef:
     second: RegRef
 
 
-PtxOperand = RegRef | SpecialRef | ImmRef | SymRef | MemRef | PairRef
+@dataclass(frozen=True)
+class VecRef:
+    """A vector operand of ``ld``/``st`` ``.v2``/``.v4``: ``{%f1, %f2, %f3, %f4}``, its elements in order."""
+
+    elements: tuple[RegRef | ImmRef, ...]
+
+
+PtxOperand = RegRef | SpecialRef | ImmRef | SymRef | MemRef | PairRef | VecRef
 
 
 @dataclass

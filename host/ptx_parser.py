@@ -7,7 +7,7 @@ accepts more than the machine can run (64-bit ops, ``call``, ``.const`` variable
 rejecting those is the lowering's job, where the message can say why. The parser
 itself only rejects what it cannot represent faithfully: floating-point immediates
 other than ``0f`` binary32 ones (kept as their bit pattern),
-vector operands, ``.local`` (stack) variables and non-zero variable initializers
+``.local`` (stack) variables and non-zero variable initializers
 (:class:`UnsupportedError`), and text that is not PTX (:class:`FrontendError`).
 
 Representation notes for the lowering:
@@ -19,6 +19,7 @@ Representation notes for the lowering:
 - Parenthesised operand groups (``call (retval0), f, (param0)``) are flattened.
 - ``.func`` bodies are skipped; ``.param`` declarations inside a body (call
   sequences) are ignored.
+- Vector operands of ``ld``/``st`` ``.v2``/``.v4``: ``{%f1, %f2}`` -> ``VecRef((RegRef("%f1"), RegRef("%f2")))``.
 - Memory operands: ``[%rd1+-4]`` -> ``MemRef(RegRef("%rd1"), -4)``,
   ``[name+4]`` -> ``MemRef(SymRef("name"), 4)``, ``[16]`` -> ``MemRef(ImmRef(16))``.
 - Line tables (``-gline-tables-only``): each instruction's ``src`` is the ``.loc``
@@ -48,6 +49,7 @@ from qwengpu_mlx.host.ptx_ast import (
     RegRef,
     SpecialRef,
     SymRef,
+    VecRef,
 )
 
 __all__ = ["parse_ptx"]
@@ -544,8 +546,7 @@ class _Parser:
         if t.value == "[":
             return self.parse_mem(first)
         if t.value == "{":
-            raise self.fail(UnsupportedError, t.line,
-                            f"vector operand {{...}} is not supported: {self.line_text(t.line)!r}")
+            return self.parse_vector(first)
         op = self.parse_scalar(first)
         if self.at("|"):
             self.i += 1
@@ -554,6 +555,18 @@ class _Parser:
                 raise self.error(t, "a '|' pair must join two registers")
             return PairRef(op, second)
         return op
+
+    def parse_vector(self, first: _Tok) -> VecRef:
+        """``{%f1, %f2, ...}``: a vector load's or store's registers (or a store's immediates)."""
+        t = self.next("'{'")
+        elements = [self.parse_scalar(first)]
+        while self.at(","):
+            self.i += 1
+            elements.append(self.parse_scalar(first))
+        self.expect("}")
+        if not all(isinstance(e, (RegRef, ImmRef)) for e in elements):
+            raise self.error(t, "a vector operand holds registers or immediates")
+        return VecRef(tuple(elements))
 
     def parse_scalar(self, first: _Tok) -> RegRef | SpecialRef | ImmRef | SymRef:
         t = self.next("an operand")
@@ -615,7 +628,7 @@ def parse_ptx(text: str) -> PtxModule:
     """Parse PTX module text (clang's or nvcc's) into a :class:`PtxModule`.
 
     Raises :class:`UnsupportedError` for constructs the machine cannot represent
-    (double and decimal floating-point immediates, vector operands, .local memory, initialized
+    (double and decimal floating-point immediates, .local memory, initialized
     variables) and :class:`FrontendError` for text that is not PTX; both name the
     PTX line.
     """

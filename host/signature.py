@@ -50,8 +50,9 @@ UNSIGNED64 = ("uint64_t", "size_t", "uintptr_t", "ulonglong")
 
 
 def is_float_type(ctype: str) -> bool:
-    """The C type names ``float`` (``float``, ``const float*``, ``float* __restrict__``)."""
-    return "float" in re.findall(r"\w+", ctype)
+    """The C type names ``float`` (``float``, ``const float*``, ``float* __restrict__``) or
+    CUDA's vector of floats (``float4*``: an array of floats, four a vector)."""
+    return bool({"float", "float2", "float3", "float4"} & set(re.findall(r"\w+", ctype)))
 
 
 _IDENT = r"[^\W\d]\w*"

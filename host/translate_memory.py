@@ -49,7 +49,7 @@ def _space(tr, ins):
 
 def _mem(tr, ins, op):
     if any(m.startswith("v") and m[1:].isdigit() for m in ins.mods):
-        raise unsupported(ins, "vector memory accesses are not supported")
+        return _vector(tr, ins, op)
     t = tr.typ(ins)
     element_bits = _narrow_array_bits(tr, ins, t)
     if element_bits is not None:
@@ -73,6 +73,30 @@ def _mem(tr, ins, op):
     a, off = tr.address(ins, ins.operands[0], pre)
     v = tr.value(ins, ins.operands[1], pre)
     return pre + [LInstr(Op.ST, None, (a, v), guard=g, offset=off, space=space, line=ins.line, src=ins.src, text=ins.text)]
+
+
+def _vector(tr, ins, op):
+    """``ld``/``st`` ``.v2``/``.v4`` of 32-bit elements (a ``float4``, an ``int2`` ...): one
+    machine load or store per element, at the next word each. clang emits them only
+    where the type's alignment (8 or 16 bytes, as CUDA's) holds, so the words are the
+    ones the GPU's one access reads or writes."""
+    t = tr.typ(ins)
+    if narrow.type_bits(t) != 32 or _narrow_array_bits(tr, ins, t) is not None:
+        raise unsupported(ins, f"a vector access of {t[1:]}-bit elements is not supported (only 32-bit ones: "
+                               f"float2, float4, int2, int4, uint2, uint4); access the elements one by one")
+    space = _space(tr, ins)
+    pre: list = []
+    g = tr.guard_of(ins)
+    mem, vec = (ins.operands[1], ins.operands[0]) if op is Op.LD else (ins.operands[0], ins.operands[1])
+    a, off = tr.address(ins, mem, pre)
+    out = []
+    for k, element in enumerate(vec.elements):
+        common = dict(guard=g, offset=off + 4 * k, space=space, line=ins.line, src=ins.src, text=ins.text)
+        if op is Op.LD:
+            out.append(LInstr(Op.LD, tr.dst(ins, element), (a,), **common))
+        else:
+            out.append(LInstr(Op.ST, None, (a, tr.value(ins, element, pre)), **common))
+    return pre + out
 
 
 def _roots(tr) -> tuple[dict, dict[str, int]]:

@@ -25,7 +25,8 @@ from qwengpu_mlx.core.isa import Imm, Op, Reg, Special, TermKind
 from qwengpu_mlx.core.machine import OPERAND_SPECIALS, MachineConfig
 
 from qwengpu_mlx.host.srcloc import source_error
-from qwengpu_mlx.host.ptx_ast import ImmRef, MemRef, PairRef, PtxInstr, PtxKernel, PtxLabel, PtxModule, RegRef, SpecialRef, SymRef
+from qwengpu_mlx.host.ptx_ast import (ImmRef, MemRef, PairRef, PtxInstr, PtxKernel, PtxLabel, PtxModule, RegRef,
+                                      SpecialRef, SymRef, VecRef)
 
 __all__ = ["SIGNATURES", "validate_kernel", "check_program"]
 
@@ -143,6 +144,10 @@ def _check_symbol(ins: PtxInstr, names: _Names, name: str, what: str) -> None:
 def _check_operand(ins: PtxInstr, names: _Names, kind: str, opnd, pos: int) -> None:
     """One operand against its kind in the table."""
     what = f"operand {pos} ({kind})"
+    if isinstance(opnd, VecRef) and kind in (DST, VAL) and ins.opcode in ("ld", "st"):  # ld/st .v2/.v4
+        for element in opnd.elements:
+            _check_operand(ins, names, kind, element, pos)
+        return
     if kind in (DST, PRED):
         if not isinstance(opnd, RegRef):
             raise _fail(ins, f"{what}: found {_describe(opnd)}")

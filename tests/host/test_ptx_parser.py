@@ -14,6 +14,7 @@ from qwengpu_mlx.host.ptx_ast import (
     RegRef,
     SpecialRef,
     SymRef,
+    VecRef,
 )
 from qwengpu_mlx.host.ptx_parser import parse_ptx
 
@@ -243,10 +244,10 @@ def test_nonzero_initializer_is_unsupported():
         parse_ptx(".version 7.0\n.target sm_75\n.address_size 64\n.global .align 4 .b8 tbl[8] = {1, 0, 0, 0, 2, 0, 0, 0};\n")
 
 
-def test_vector_operand_and_local_are_unsupported():
+def test_vector_operands_parse_and_local_is_unsupported():
     body = ".version 7.0\n.target sm_75\n.address_size 64\n.visible .entry k()\n{\n%s\n}\n"
-    with pytest.raises(UnsupportedError, match="line 6.*vector"):
-        parse_ptx(body % "\tld.shared.v2.u32 {%r1, %r2}, [%rd1];")
+    ins = parse_ptx(body % "\tld.shared.v2.u32 {%r1, %r2}, [%rd1];").kernels[0].body[0]
+    assert ins.operands[0] == VecRef((RegRef("%r1"), RegRef("%r2")))
     with pytest.raises(UnsupportedError, match="line 6.*local"):
         parse_ptx(body % "\t.local .align 4 .b8 __local_depot0[16];")
 
