@@ -29,12 +29,30 @@ most: the large machine's ROM (a saxpy is 57 blocks of 128).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from qwengpu_mlx.core.isa import Imm, Op
 
 from qwengpu_mlx.host.float_addmul import exponent_less_one, leading_one_at_23, product_high, significand
 from qwengpu_mlx.host.float_pack import (CANONICAL_NAN, INF, MAGNITUDE, SIGN, FloatEmitter, denormalise,
                                          leading_shift, round_pack)
 from qwengpu_mlx.host.ir import VPred, VReg
+
+
+@dataclass(frozen=True)
+class Window:
+    """An exact result on its way to the shared 64-bit tail (:func:`window_result`): the
+    window's words (``hi``'s bit 62 of the window is field ``e + 2``), the sign in
+    ``sign``'s bit 31, and the result ``special`` holds where the predicate
+    ``is_special`` does. ``float_unit`` enters the tail from other fronts (a division's
+    quotient) by writing these same names."""
+
+    hi: VReg
+    lo: VReg
+    e: VReg
+    sign: VReg
+    special: VReg
+    is_special: str
 
 NO_EXPONENT = (-512) & 0xFFFFFFFF
 """The exponent given to a zero ``c``: below any product's, so the product is the operand
@@ -44,6 +62,13 @@ that stays and ``c`` (zero) shifts out of the window without a sticky bit."""
 def fma(em: FloatEmitter, dst: str, a, b, c) -> list:
     """``dst = a * b + c`` rounded once: the routine's items."""
     out: list = []
+    window = fma_window(em, a, b, c, out)
+    return out + window_result(em, dst, window)
+
+
+def fma_window(em: FloatEmitter, a, b, c, out: list) -> Window:
+    """The front of the fma: ``a * b + c`` exactly in the 64-bit window, its exponent and
+    sign, and the special operands' result, appended to ``out``."""
     sp, ma, mb, X, Y, mc, xs = (em.reg() for _ in range(7))
     zp, zc, opp = em.pred(), em.pred(), em.pred()
     out += [em.ins(Op.XOR, sp, (a, b)),
@@ -88,14 +113,22 @@ def fma(em: FloatEmitter, dst: str, a, b, c) -> list:
     _negate64(em, sh2, sl2, VPred(opp), out)
     rh, rl = _add64(em, VReg(bh), VReg(bl), sh2, sl2, out)
     _absolute64(em, rh, rl, VReg(sign), out)
-    S, n, zero = _to_32_bits(em, rh, rl, VReg(e), out)
+    return Window(rh, rl, VReg(e), VReg(sign), special, is_special)
+
+
+def window_result(em: FloatEmitter, dst: str, w: Window) -> list:
+    """The tail: the window's top 32 bits from its leading one, below the normal range
+    where the exponent is, rounded, packed and signed; +0 for an exact 0, ``special``
+    where ``is_special`` holds."""
+    out: list = []
+    S, n, zero = _to_32_bits(em, w.hi, w.lo, w.e, out)
     S, n = denormalise(em, S, n, out, bias=1)
     P = round_pack(em, S, n, out, bias=1)
     sb = em.reg()
-    return out + [em.ins(Op.AND, sb, (VReg(sign), Imm(SIGN))),
+    return out + [em.ins(Op.AND, sb, (w.sign, Imm(SIGN))),
                   em.ins(Op.OR, dst, (P, VReg(sb))),
                   em.ins(Op.MOV, dst, (Imm(0),), guard=VPred(zero)),       # exact cancellation: +0
-                  em.ins(Op.MOV, dst, (special,), guard=VPred(is_special))]
+                  em.ins(Op.MOV, dst, (w.special,), guard=VPred(w.is_special))]
 
 
 def _specials(em: FloatEmitter, c, sp: VReg, X: VReg, Y: VReg, mc: VReg, zp: str, zc: str, opp: str,

@@ -50,11 +50,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from qwengpu_mlx.core.errors import ResourceError, RomError
 from qwengpu_mlx.core.isa import Imm, Op
 
-from qwengpu_mlx.host import float_addmul, float_divide, float_fma, float_sqrt, srcloc
+from qwengpu_mlx.host import float_addmul, float_divide, float_fma, float_sqrt, float_unit, srcloc
 from qwengpu_mlx.host.float_pack import SIGN
 from qwengpu_mlx.host.ir import LLabel, LTerm, VPred, VReg
 
@@ -81,6 +82,7 @@ class Sharing:
     through_fma: bool = False
     sites: tuple[tuple[str, int], ...] = ()
     spill: bool = False  # what is live across a call saved to memory around it (float_spill)
+    compact: bool = False  # division an entry of the fma routine, sharing its tail (float_unit)
 
 
 INLINE = Sharing()
@@ -109,6 +111,7 @@ class _Routine:
     site_bits: list[str]  # the return site's predicates (a few sites), else []
     ret: str  # the return-site number's register (many sites)
     sites: list[str] = field(default_factory=list)  # continuation labels, site 0 first
+    entries: dict[str, str] = field(default_factory=dict)  # another front's name -> its entry label
 
     def numbering(self, em) -> list:
         """A call site's setting of its own number (the next site's), by its emitter ``em``."""
@@ -147,7 +150,8 @@ def _branch_tree(sites: list[str], bits: list[str], fresh, line: int) -> list:
 def _canonical(op: str, srcs: list, through_fma: bool, em) -> tuple[str, list, list]:
     """``(kind, arguments, instructions before the call)`` of an operation as a routine
     kind computes it: ``sub`` is ``add`` of ``-b``, ``rcp`` is ``div`` of 1, and with
-    ``through_fma`` add, sub and mul are ``fma``."""
+    ``through_fma`` add, sub and mul are ``fma`` (a compact sharing's division too, at its
+    own entry: ``_call``)."""
     pre: list = []
     if op == "sub":
         b = srcs[1]
@@ -167,9 +171,10 @@ def _canonical(op: str, srcs: list, through_fma: bool, em) -> tuple[str, list, l
     return op, list(srcs), pre
 
 
-def kind_of(op: str, through_fma: bool) -> str:
-    """The routine kind an operation runs (``op`` an arithmetic opcode or a conversion's kind)."""
-    if through_fma and op in THROUGH_FMA:
+def kind_of(op: str, through_fma: bool, compact: bool = False) -> str:
+    """The routine kind an operation runs (``op`` an arithmetic opcode or a conversion's
+    kind); ``compact``: a division is an entry of the fma routine (``float_unit``)."""
+    if through_fma and op in THROUGH_FMA or compact and op in ("div", "rcp"):
         return "fma"
     return {"sub": "add", "rcp": "div"}.get(op, op)
 
@@ -191,27 +196,39 @@ class RoutineCalls:
         call. ``body``: the routine (default the arithmetic kind's, ``BODIES``)."""
         self.uses[kind_of(op, False)] += 1
         self.fused_uses[kind_of(op, True)] += 1
-        if kind_of(op, self.sharing.through_fma) not in self.sharing.kinds:
+        compact = self.sharing.compact
+        if kind_of(op, self.sharing.through_fma, compact) not in self.sharing.kinds:
             items = inline()  # the copy as it always was: nothing else named or emitted
-            self.inlined_items[kind_of(op, self.sharing.through_fma)] += len(items)
+            self.inlined_items[kind_of(op, self.sharing.through_fma, compact)] += len(items)
             return items
         kind, args, pre = _canonical(op, srcs, self.sharing.through_fma, em)
+        if compact and kind == "div":
+            return pre + self._call("fma", args, dst, guard, em, BODIES["fma"], float_unit.DIVISION)
         return pre + self._call(kind, args, dst, guard, em, body or BODIES[kind])
 
-    def _call(self, kind: str, args: list, dst: str, guard: VPred | None, em, body) -> list:
-        r = self._routines.get(kind)
-        if r is None:
-            count = dict(self.sharing.sites).get(kind, PREDICATE_SITES + 1)
-            in_predicates = count <= PREDICATE_SITES and not self.sharing.spill
-            bits = [em.fresh("%fretp") for _ in range((count - 1).bit_length())] if in_predicates else []
-            names = [em.fresh("%farg") for _ in args], em.fresh("%fres"), em.fresh(f"$froutine_{kind}_")
-            r = _Routine(body, em, *names, bits, em.fresh(SITE_NUMBER if self.sharing.spill else "%fret"))
-            self._routines[kind] = r
+    def _call(self, kind: str, args: list, dst: str, guard: VPred | None, em, body, front: str | None = None) -> list:
+        r = self._routines.get(kind) or self._routine(kind, len(args), em, body)
         back = em.fresh(f"$fcalled_{kind}_")
         out = [em.ins(Op.MOV, a, (v,)) for a, v in zip(r.args, args)] + r.numbering(em)
         r.sites.append(back)
-        return out + [LTerm("bra", r.entry, None, em.line, returns_to=back), LLabel(back),
+        entry = r.entry if front is None else r.entries.setdefault(front, em.fresh(f"$froutine_{kind}_{front}_"))
+        return out + [LTerm("bra", entry, None, em.line, returns_to=back), LLabel(back),
                       em.ins(Op.MOV, dst, (VReg(r.res),), guard=guard)]
+
+    def _routine(self, kind: str, nargs: int, em, body) -> _Routine:
+        """A kind's one copy, made at its first call (a compact fma routine, which a
+        division may call first, with the fma's three arguments and its other entries)."""
+        count = dict(self.sharing.sites).get(kind, PREDICATE_SITES + 1)
+        in_predicates = count <= PREDICATE_SITES and not self.sharing.spill
+        bits = [em.fresh("%fretp") for _ in range((count - 1).bit_length())] if in_predicates else []
+        unit = self.sharing.compact and kind == "fma"
+        names = ([em.fresh("%farg") for _ in range(3 if unit else nargs)], em.fresh("%fres"),
+                 em.fresh(f"$froutine_{kind}_"))
+        r = _Routine(body, em, *names, bits, em.fresh(SITE_NUMBER if self.sharing.spill else "%fret"))
+        if unit:
+            r.body = partial(float_unit.unit, entries=r.entries)
+        self._routines[kind] = r
+        return r
 
     def routines(self, fresh) -> list:
         """Every shared routine's items, after the kernel: its entry, its body, its dispatch."""
@@ -237,6 +254,8 @@ def sharing_levels(calls: RoutineCalls) -> list[Sharing]:
         levels.append(Sharing(fused, through_fma=True, sites=tuple(sorted(calls.fused_uses.items()))))
     if levels:  # the deepest again, saving what is live across its calls (float_spill)
         levels.append(replace(levels[-1], spill=True))
+    if levels and levels[-1].through_fma and calls.uses["div"]:  # and the division an entry of the fma routine
+        levels.append(replace(levels[-1], kinds=(levels[-1].kinds | {"fma"}) - {"div"}, compact=True))
     return list(dict.fromkeys(levels))
 
 

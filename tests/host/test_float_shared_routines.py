@@ -141,9 +141,10 @@ def test_the_sharing_levels_least_first():
     for op, items in (("div", 90), ("div", 90), ("add", 50), ("sub", 50), ("fma", 140), ("mul", 60)):
         calls.emit(op, [], "d", None, emitter(), lambda n=items: [None] * n)
     levels = sharing_levels(calls)
-    assert [sorted(s.kinds) for s in levels] == [["div"], ["add", "div"], ["div", "fma"], ["div", "fma"]]
-    assert [s.through_fma for s in levels] == [False, False, True, True]
-    assert [s.spill for s in levels] == [False, False, False, True]  # the deepest again, saving across calls
+    assert [sorted(s.kinds) for s in levels] == [["div"], ["add", "div"], ["div", "fma"], ["div", "fma"], ["fma"]]
+    assert [s.through_fma for s in levels] == [False, False, True, True, True]
+    assert [s.spill for s in levels] == [False, False, False, True, True]  # the deepest again, saving across calls
+    assert [s.compact for s in levels] == [False] * 4 + [True]  # and the division an entry of the fma routine
     assert dict(levels[2].sites)["fma"] == 4 and dict(levels[0].sites)["add"] == 2
 
 

@@ -1,0 +1,96 @@
+"""One shared routine for ``fma`` and division: a division's quotient enters the fma's
+64-bit tail, where a kernel fits the ROM only so (the compact sharing level).
+
+Shared, a kernel's fma routine (which also computes its adds, subtracts and multiplies,
+``float_routines``) and its division routine each end in a normalise, subnormal shift,
+round, pack and return dispatch of their own: some 11 machine blocks of the division's
+30 repeat what the fma's tail does. At the compact level the division is a second
+entry of the fma routine: its front unpacks the operands and runs the quotient loop
+(``float_divide``), then writes the fma's tail inputs (``float_fma.Window``) and jumps
+to the shared tail, and its calls return through the fma's one dispatch.
+
+The quotient ``S`` (26 bits at bit 30 or 29, the remainder as sticky bit 0, bit 30 of
+field ``n + 1``) is the window's high word with a low word of 0, and field ``e + 2`` of
+the window's bit 62 makes ``e = n - 1``: the fma's tail then shifts, drops to the
+subnormal grid and rounds exactly as the division's own tail does (a left shift that
+stops at bit 30 and a right shift that keeps what it drops as sticky land on the same
+grid whatever the sentinel stopped), so every result is the division's bit for bit
+(``tests/host/test_float_unit.py`` compares the two). The division's special operands
+become the window's ``special`` and ``is_special``. Costs: a division's call runs the
+fma's tail (a few steps more than its own); the ROM loses the division's tail and its
+dispatch.
+"""
+
+from __future__ import annotations
+
+from qwengpu_mlx.core.isa import Imm, Op
+
+from qwengpu_mlx.host.float_addmul import exponent_less_one, leading_one_at_23, significand
+from qwengpu_mlx.host.float_divide import quotient
+from qwengpu_mlx.host.float_fma import Window, fma_window, window_result
+from qwengpu_mlx.host.float_pack import CANONICAL_NAN, INF, MAGNITUDE, SIGN, FloatEmitter
+from qwengpu_mlx.host.ir import LLabel, LTerm, VPred, VReg
+
+DIVISION = "div"
+"""The name of the division's entry (``float_routines`` calls it with ``a``, ``b``)."""
+
+
+def unit(em: FloatEmitter, dst: str, a, b, c, *, entries: dict[str, str]) -> list:
+    """The fma routine's items (its entry is the caller's label) with a front per name in
+    ``entries`` (entry name -> label: ``DIVISION``), all ending in one tail."""
+    out: list = []
+    w = fma_window(em, a, b, c, out)
+    if entries:
+        tail = em.label("unit_tail")
+        for label in entries.values():
+            out += [LTerm("bra", tail, None, em.line), LLabel(label)]
+            division_window(em, a, b, w, out)
+        out.append(LLabel(tail))
+    return out + window_result(em, dst, w)
+
+
+def division_window(em: FloatEmitter, a, b, w: Window, out: list) -> None:
+    """``a / b``'s quotient bits, exponent, sign and special result into ``w``'s names."""
+    X, Y = em.reg(), em.reg()
+    xz, yz, xi, yi = (em.pred() for _ in range(4))
+    out += [em.ins(Op.XOR, w.sign.name, (a, b)),
+            em.ins(Op.AND, X, (a, Imm(MAGNITUDE))),
+            em.ins(Op.AND, Y, (b, Imm(MAGNITUDE))),
+            em.ins(Op.SETP, xz, (VReg(X), Imm(0)), cmp="eq"),
+            em.ins(Op.SETP, yz, (VReg(Y), Imm(0)), cmp="eq")]
+    ex = exponent_less_one(em, VReg(X), out)
+    ey = exponent_less_one(em, VReg(Y), out)
+    mx = significand(em, VReg(X), ex, 0, out)
+    my = significand(em, VReg(Y), ey, 0, out)
+    leading_one_at_23(em, mx, ex, xz, out)
+    out.append(em.ins(Op.MOV, w.hi.name, (Imm(1),)))         # the quotient's sentinel, in a block with room
+    leading_one_at_23(em, my, ey, yz, out)
+    out += [em.ins(Op.SUB, w.e.name, (ex, ey)),
+            em.ins(Op.ADD, w.e.name, (w.e, Imm(125)))]      # quotient bit 25 at window bit 62: field e + 2
+    quotient(em, mx, my, out, into=w.hi.name)
+    out.append(em.ins(Op.MOV, w.lo.name, (Imm(0),)))
+    _division_specials(em, VReg(X), VReg(Y), xz, yz, xi, yi, w, out)
+
+
+def _division_specials(em: FloatEmitter, X, Y, xz: str, yz: str, xi: str, yi: str, w: Window, out: list) -> None:
+    """PTX ``div.rn.f32``'s special operands: ``0 / y`` and ``x / inf`` a signed zero,
+    ``x / 0`` and ``inf / y`` a signed infinity, a NaN operand, ``0 / 0`` and ``inf / inf``
+    the canonical NaN; ``is_special`` where an operand is a zero or not finite."""
+    big = em.reg()
+    edge, nan, same = em.pred(), em.pred(), em.pred()
+    v = w.special.name
+    out += [em.ins(Op.SETP, xi, (X, Imm(INF)), cmp="ge"),
+            em.ins(Op.SETP, yi, (Y, Imm(INF)), cmp="ge"),
+            em.ins(Op.AND, v, (w.sign, Imm(SIGN))),                      # 0 / y, x / inf
+            em.ins(Op.POR, edge, psrcs=(VPred(xi), VPred(yz))),
+            em.ins(Op.OR, v, (w.special, Imm(INF)), guard=VPred(edge)),  # x / 0, inf / y
+            em.ins(Op.MAX, big, (X, Y)),
+            em.ins(Op.SETP, nan, (VReg(big), Imm(INF)), cmp="gt"),         # a NaN operand
+            em.ins(Op.SETP, same, (X, Y), cmp="eq"),
+            em.ins(Op.POR, edge, psrcs=(VPred(xz), VPred(xi))),
+            em.ins(Op.PAND, same, psrcs=(VPred(same), VPred(edge))),     # 0 / 0, inf / inf
+            em.ins(Op.POR, nan, psrcs=(VPred(nan), VPred(same))),
+            em.ins(Op.MOV, v, (Imm(CANONICAL_NAN),), guard=VPred(nan)),
+            em.ins(Op.POR, w.is_special, psrcs=(VPred(xz), VPred(yz))),
+            em.ins(Op.POR, edge, psrcs=(VPred(xi), VPred(yi))),
+            em.ins(Op.POR, w.is_special, psrcs=(VPred(w.is_special), VPred(edge)))]

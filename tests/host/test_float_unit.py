@@ -1,0 +1,47 @@
+"""The compact sharing level's one routine for fma and division (``host/float_unit.py``):
+each entry bit for bit what its own routine computes (NumPy's float32 division; the
+fma against the exact value rounded once), through the one-lane harness of the IR."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from qwengpu_mlx.host import float_unit
+from qwengpu_mlx.host.ir import LTerm, VReg
+from tests.host.test_float_arith import EDGES, hardware, operand_pairs
+from tests.host.test_float_arith_fma import bits
+from tests.support import oracles_float as f32
+from tests.support.float_routines import emitter, run
+
+ENTRY = "$unit_division_entry"
+
+
+def _unit(a: int, b: int, c: int, division: bool) -> int:
+    """``dst`` after the unit runs from its fma entry, or from its division entry."""
+    items = float_unit.unit(emitter(), "%d", VReg("%a"), VReg("%b"), VReg("%c"),
+                            entries={float_unit.DIVISION: ENTRY})
+    start = [LTerm("bra", ENTRY, None, 1)] if division else []
+    return run(start + items, {"%a": a, "%b": b, "%c": c}).regs["%d"]
+
+
+def test_the_division_entry_is_float32_division():
+    bad = [(hex(a), hex(b)) for a, b in operand_pairs(38)
+           if _unit(a, b, 0, division=True) != hardware(np.divide, a, b)]
+    assert not bad, f"{len(bad)} wrong, e.g. {bad[:5]}"
+
+
+def test_subnormal_quotients_round_once():
+    """Quotients below the normal range, where the tails' shifts differ most."""
+    cases = [(0x00000003, bits(2.0)), (0x00000001, bits(2.0)), (0x00800000, bits(3.0)), (bits(1e-30), bits(1e10)),
+             (bits(1.0), 0x7F7FFFFF), (bits(3.0), 0x7F000001), (0x007FFFFF, bits(1.0000001)),
+             (0x00000001, bits(0.5)), (bits(1e-38), bits(7.0))]
+    bad = [(hex(a), hex(b)) for a, b in cases if _unit(a, b, 0, division=True) != hardware(np.divide, a, b)]
+    assert not bad, bad
+
+
+def test_the_fma_entry_is_the_fma():
+    rng = np.random.default_rng(39)
+    triples = [(a, b, c) for a in EDGES[::3] for b in EDGES[1::3] for c in EDGES[::2]]
+    triples += [tuple(int(v) for v in rng.integers(0, 2 ** 32, 3)) for _ in range(300)]
+    bad = [tuple(map(hex, t)) for t in triples if _unit(*t, division=False) != f32.fma(*t)]
+    assert not bad, f"{len(bad)} wrong, e.g. {bad[:5]}"
