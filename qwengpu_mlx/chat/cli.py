@@ -17,9 +17,9 @@ import json
 import sys
 
 from qwengpu_mlx.core.errors import ModelError
-from qwengpu_mlx.core.machine import MACHINES
 from qwengpu_mlx.runtime import CircuitStore
 from qwengpu_mlx.runtime.speed import summary_lines as mlx_lm_lines
+from qwengpu_mlx.splice.machine_choice import named_machine
 
 from qwengpu_mlx.chat.models import DEMO, GET_A_MODEL, ChatModelError, open_chat_model
 from qwengpu_mlx.chat.prompt_cache_progress import prefill_display
@@ -69,7 +69,7 @@ def run(ns) -> int:
     spec = _choose_model(ns)
     if spec is None:
         return 2
-    model = open_model(spec, MACHINES[ns.machine])
+    model = open_model(spec, named_machine(ns.machine))  # none named: the default machine when its circuit fits
     if model.note:
         print(model.note, file=sys.stderr)
     if not model.has_tools:

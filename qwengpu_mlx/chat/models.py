@@ -22,7 +22,7 @@ from typing import Callable
 
 from mlx_lm.tokenizer_utils import load as load_tokenizer
 
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
+from qwengpu_mlx.core.machine import MachineConfig
 from qwengpu_mlx.splice.build import load_base
 from qwengpu_mlx.splice.combined_runner import open_combined
 
@@ -72,7 +72,7 @@ def _steps(log: Callable[[str], None]):
     return lambda what: timed(log, what)
 
 
-def open_launch_model(spec: str, store, *, machine: MachineConfig = DEFAULT_MACHINE, runner: bool = True,
+def open_launch_model(spec: str, store, *, machine: MachineConfig | None = None, runner: bool = True,
                       log: Callable[[str], None] = lambda s: None) -> LaunchModel:
     """``splice.open.open_launch_model`` with the chat's demo as what ``demo`` names, and its
     slow steps named on ``log``."""
@@ -80,9 +80,11 @@ def open_launch_model(spec: str, store, *, machine: MachineConfig = DEFAULT_MACH
                               step=_steps(log))
 
 
-def open_chat_model(spec: str, store, *, machine: MachineConfig = DEFAULT_MACHINE,
+def open_chat_model(spec: str, store, *, machine: MachineConfig | None = None,
                     log: Callable[[str], None] = lambda s: None) -> ChatModel:
-    """The chat model ``spec`` names (see the module docstring)."""
+    """The chat model ``spec`` names (see the module docstring); ``machine`` None: the default
+    machine when its circuit fits the base, else the published one, said on stderr
+    (``splice.machine_choice``)."""
     try:
         kind = model_kind(spec)
         if kind == DEMO_KIND:
@@ -94,13 +96,13 @@ def open_chat_model(spec: str, store, *, machine: MachineConfig = DEFAULT_MACHIN
         raise ChatModelError(str(e)) from None
 
 
-def _open_demo(store, machine: MachineConfig, log) -> ChatModel:
+def _open_demo(store, machine: MachineConfig | None, log) -> ChatModel:
     with timed(log, "the demo chat model"):
         # Our runner runs the toy itself: the widening is exact (the same logits, bit for bit:
         # tests/splice/test_widen.py), and the toy's prefill is ~100x cheaper on a CPU.
         model, tokenizer = load_demo()
     combined = combine_base(model, _demo_config(), store, machine=machine, step=_steps(log))
-    return ChatModel(DEMO, combined, tokenizer, machine,
+    return ChatModel(DEMO, combined, tokenizer, combined.circuit.machine,
                      note="demo: a toy Qwen3.5-architecture model trained on templated arithmetic "
                           "questions (not Qwen); its launches run on the real circuit",
                      identity=base_identity(DEMO_DIR), log=log, tools=demo_tools())
@@ -113,9 +115,9 @@ def _open_checkpoint(path: Path, store, log) -> ChatModel:
     return ChatModel(str(path), combined, tokenizer, combined.circuit.machine, identity=base_identity(path), log=log)
 
 
-def _open_base(spec: str, store, machine: MachineConfig, log) -> ChatModel:
+def _open_base(spec: str, store, machine: MachineConfig | None, log) -> ChatModel:
     src = fetch_base(spec, step=_steps(log))
     with timed(log, f"loading {spec} with mlx_lm.load"):
         model, tokenizer = load_base(src.path)
     combined = combine_base(model, src.config, store, machine=machine, step=_steps(log))
-    return ChatModel(spec, combined, tokenizer, machine, identity=base_identity(src.path), log=log)
+    return ChatModel(spec, combined, tokenizer, combined.circuit.machine, identity=base_identity(src.path), log=log)

@@ -46,7 +46,7 @@ def launch_model(ns, memo: ModelMemo | None = None, *, runner: bool = False):
     if held is not None and (held.runner is not None or not runner):
         return held
     try:
-        held = open_launch_model(ns.model, CircuitStore(), machine=_flag_machine(ns), runner=runner,
+        held = open_launch_model(ns.model, CircuitStore(), machine=_named_machine(ns), runner=runner,
                                  log=lambda line: print(f"[{line}]", file=sys.stderr, flush=True))
     except ModelOpenError as e:
         raise ModelError(f"--model {ns.model}: {e}") from None
@@ -65,6 +65,16 @@ def machine_for(ns, memo: ModelMemo | None = None):
     if getattr(ns, "model", None):
         return launch_model(ns, memo).machine
     return _flag_machine(ns)
+
+
+def _named_machine(ns):
+    """``--machine``, else the launch file's; None where neither names one or names the
+    ``default`` alias (a base then gets the default machine when its circuit fits it, else
+    the published one: ``splice.machine_choice``)."""
+    name = getattr(ns, "machine", None)
+    if not name and getattr(ns, "source", None) is not None:
+        name = cli_args.resolve(ns).machine
+    return None if name in (None, "default") else MACHINES[name]
 
 
 def _flag_machine(ns):

@@ -14,10 +14,10 @@ from qwengpu_mlx.chat.evaluate import QuestionSetError, evaluate_chat, load_ques
 from qwengpu_mlx.chat.session import ChatSettings
 from qwengpu_mlx.cli.refusals import splice_errors
 from qwengpu_mlx.core.errors import LaunchError
-from qwengpu_mlx.core.machine import MACHINES
 from qwengpu_mlx.runtime import CircuitStore
 from qwengpu_mlx.splice.combined_runner import open_combined
 from qwengpu_mlx.splice.drift import measure, mlx_lm_logits, ours_logits
+from qwengpu_mlx.splice.machine_choice import named_machine
 from qwengpu_mlx.splice.pipeline import sample_text
 from qwengpu_mlx.splice.source import acquire
 
@@ -30,7 +30,7 @@ def _eval_chat(ns) -> int:
         raise LaunchError(f"--questions {e}") from None
     if not questions:
         raise LaunchError(f"the question set has no {ns.mode!r} questions")
-    model = open_model(ns.model, MACHINES[ns.machine])
+    model = open_model(ns.model, named_machine(ns.machine))  # none named: the default machine when its circuit fits
 
     def on_result(i, r):
         mark = "right" if r.right else "wrong"

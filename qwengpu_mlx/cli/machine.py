@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from qwengpu_mlx.core.machine import MACHINES
+from qwengpu_mlx.core.machine import MACHINES, machine_name
 
 
 def machine_rows(m) -> list[tuple[str, str]]:
@@ -18,9 +18,11 @@ def machine_rows(m) -> list[tuple[str, str]]:
 
 def run(ns) -> int:
     """One limit a line, aligned: readable on a terminal, greppable in a pipe."""
-    rows = machine_rows(MACHINES[ns.machine])
+    machine = MACHINES[ns.machine]
+    rows = machine_rows(machine)
     width = max(len(k) for k, _ in rows)
-    print(f"machine {ns.machine}:")
+    alias = " (the default)" if ns.machine == "default" else ""  # which machine "default" is today
+    print(f"machine {machine_name(machine)}{alias}:")
     for k, v in rows:
         print(f"  {k:<{width}}  {v}")
     return 0

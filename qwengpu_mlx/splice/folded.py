@@ -57,18 +57,18 @@ def folded_circuit(store, machine: MachineConfig) -> FoldedCircuit:
     path = _config_path(key, store.directory)
     config = _read_config(path, key)
     if config is None:
-        config = _compiled(store, machine).plan.config()
+        config = compiled_for_splice(store, machine).plan.config()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomically(path, lambda name: Path(name).write_text(json.dumps({"key": key, "config": config})))
         except OSError:  # a read-only cache still runs; it compiles again next time
             pass
-    compact = cached_compact(machine, lambda: _compiled(store, machine).compact(),
+    compact = cached_compact(machine, lambda: compiled_for_splice(store, machine).compact(),
                              directory=store.directory, log=store.log, key=key)
     return FoldedCircuit(config, compact)
 
 
-def _compiled(store, machine: MachineConfig):
+def compiled_for_splice(store, machine: MachineConfig):
     """The circuit compiled at Qwen3.5-2B's shape, or SpliceMisfit naming the machine and
     what it outgrows (a refusal for a person, never the compiler's traceback)."""
     try:

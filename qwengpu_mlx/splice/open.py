@@ -16,24 +16,28 @@ compact circuit). A base model already in memory is combined by :func:`combine_b
 unusable ``--model`` is a :class:`ModelOpenError` whose message says why and what to do.
 
 ``step(what)``, where a function takes it, is a context manager around each slow step
-(a caller's progress report; none by default).
+(a caller's progress report; none by default). ``machine`` None (none named): the default
+machine when its circuit fits the base's shape, else the published one, said on ``say``
+(``machine_choice``).
 """
 
 from __future__ import annotations
 
+import sys
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, ContextManager
 
 from qwengpu_mlx.compiler.sizing import QWEN35_2B
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig, machine_name
+from qwengpu_mlx.core.machine import MachineConfig, machine_name
 
 from qwengpu_mlx.splice.build import SPLICE_RECORD, check_fits
 from qwengpu_mlx.splice.combined_runner import CombinedCheckpointError, checkpoint_circuit, combine, recorded_machine
 from qwengpu_mlx.splice.errors import SPLICE_ERRORS
 from qwengpu_mlx.splice.folded import folded_circuit
 from qwengpu_mlx.splice.layout import SpliceLayout, shape_sizes, text_config
+from qwengpu_mlx.splice.machine_choice import fitting_machine
 from qwengpu_mlx.splice.source import acquire
 
 DEMO = "demo"
@@ -45,6 +49,11 @@ Step = Callable[[str], ContextManager]
 def no_step(what: str) -> ContextManager:
     """The default ``step``: the work runs unreported."""
     return nullcontext()
+
+
+def note_on_stderr(line: str) -> None:
+    """The default ``say``: a line the user should read, whatever else is quiet."""
+    print(f"note: {line}", file=sys.stderr, flush=True)
 
 
 class ModelOpenError(ValueError):
@@ -84,8 +93,9 @@ def open_errors() -> tuple:
     return (CombinedCheckpointError, *SPLICE_ERRORS)
 
 
-def open_launch_model(spec: str, store, *, machine: MachineConfig = DEFAULT_MACHINE, runner: bool = True,
-                      demo_config: Callable[[], dict] | None = None, step: Step = no_step) -> LaunchModel:
+def open_launch_model(spec: str, store, *, machine: MachineConfig | None = None, runner: bool = True,
+                      demo_config: Callable[[], dict] | None = None, step: Step = no_step,
+                      say: Callable[[str], None] = note_on_stderr) -> LaunchModel:
     """``spec`` as launches see it (see the module docstring); ``runner``: build the circuit's runner;
     ``demo_config``: the full config ``demo`` names (None: there is no demo here)."""
     try:
@@ -99,7 +109,7 @@ def open_launch_model(spec: str, store, *, machine: MachineConfig = DEFAULT_MACH
             config = demo_config()
         else:
             config = fetch_base(spec, step=step).config
-        lay, run = circuit_beside(config, store, machine, runner=runner, step=step)
+        machine, lay, run = circuit_beside(config, store, machine, runner=runner, step=step, say=say)
         return LaunchModel(spec, machine, lay, run)
     except open_errors() as e:
         raise ModelOpenError(str(e)) from None
@@ -118,25 +128,30 @@ def fetch_base(spec: str, *, step: Step = no_step):
         return acquire(spec, fits=lambda cfg: check_fits(cfg, shape_sizes(QWEN35_2B)), hashes=False)
 
 
-def circuit_beside(base_config: dict, store, machine: MachineConfig, *, runner: bool = True,
-                   step: Step = no_step):
-    """(layout, runner or None): the machine's circuit folded at Qwen3.5-2B's shape (compiled
-    once, then from the circuit cache), checked to fit beside the base its config describes."""
-    with step(f"the {machine_name(machine)} machine's circuit at Qwen3.5-2B's shape"):
-        folded = folded_circuit(store, machine)
-        check_fits(base_config, folded.config)
-        lay = SpliceLayout(text_config(base_config), folded.config, folded.launch_tokens)
-        run = store.runner_over(folded.compact, machine) if runner else None
-    return lay, run
+def circuit_beside(base_config: dict, store, machine: MachineConfig | None, *, runner: bool = True,
+                   step: Step = no_step, say: Callable[[str], None] = note_on_stderr):
+    """(machine, layout, runner or None): the machine's circuit folded at Qwen3.5-2B's shape
+    (compiled once, then from the circuit cache), checked to fit beside the base its config
+    describes; ``machine`` None: the default machine's when it fits, else the published one's."""
+
+    def beside(m: MachineConfig):
+        with step(f"the {machine_name(m)} machine's circuit at Qwen3.5-2B's shape"):
+            folded = folded_circuit(store, m)
+            check_fits(base_config, folded.config)
+            lay = SpliceLayout(text_config(base_config), folded.config, folded.launch_tokens)
+            return lay, store.runner_over(folded.compact, m) if runner else None
+
+    machine, (lay, run) = fitting_machine(machine, beside, say=say)
+    return machine, lay, run
 
 
-def combine_base(base_model, base_config: dict, store, *, machine: MachineConfig = DEFAULT_MACHINE,
-                 step: Step = no_step):
+def combine_base(base_model, base_config: dict, store, *, machine: MachineConfig | None = None,
+                 step: Step = no_step, say: Callable[[str], None] = note_on_stderr):
     """A base (mlx-lm model) combined with the circuit without writing the dense checkpoint.
 
     The launch rows' shared part in the base's dims is left at zero: it only keeps launch
     tokens out of a dense export's text under plain mlx-lm, while the chat masks them out
     of text exactly (``textgen``), so measuring it (a long prefill of the calibration text
     with full-vocabulary logits at every position, minutes on a CPU) would buy nothing."""
-    lay, runner = circuit_beside(base_config, store, machine, step=step)
+    _, lay, runner = circuit_beside(base_config, store, machine, step=step, say=say)
     return combine(base_model, lay, runner)

@@ -16,11 +16,13 @@ import mlx.core as mx
 from mlx.utils import tree_flatten
 
 from qwengpu_mlx.compiler.sizing import QWEN35_2B
-from qwengpu_mlx.core.machine import MACHINES
+from qwengpu_mlx.core.machine import machine_name as own_name
 from qwengpu_mlx.runtime import CircuitStore
 
 from qwengpu_mlx.splice.build import SpliceTooLarge, check_fits, load_base, recorded_name, write_combined
+from qwengpu_mlx.splice.folded import compiled_for_splice
 from qwengpu_mlx.splice.layout import WIDTH_FACTOR, SpliceLayout, shape_sizes, text_config
+from qwengpu_mlx.splice.machine_choice import fitting_machine, named_machine
 from qwengpu_mlx.splice.reporting import Progress, no_progress
 from qwengpu_mlx.splice.source import acquire, write_manifest
 from qwengpu_mlx.splice.tokenizer import extend_tokenizer
@@ -68,23 +70,41 @@ def combined_parameters(lay: SpliceLayout, base_model) -> int:
     return total
 
 
+def _machine_plan(name: str, log: Callable[[str], None], progress: Progress):
+    """(machine, its circuit plan at Qwen3.5-2B's shape): the machine ``name`` names, or
+    for ``default`` the default machine when its circuit fits the shape, else the published
+    one (``machine_choice``; said on ``log``)."""
+    store = CircuitStore()
+
+    def plan_of(machine):
+        what = f"compiling the {own_name(machine)} machine's circuit at Qwen3.5-2B's shape"
+        log(what)
+        progress(what, 0, 0)
+        return compiled_for_splice(store, machine).plan
+
+    return fitting_machine(named_machine(name), plan_of, say=log)
+
+
 def build_from_base(base: str, out: Path, machine_name: str, *, revision: str | None = None,
                     max_params: float = float("inf"), plan=None, log: Callable[[str], None] = print,
                     progress: Progress = no_progress):
     """The whole ``build --base`` pipeline; returns the write's ``BuildReport``.
 
+    ``machine_name``: a name in ``MACHINES``; ``default`` is the default machine when its
+    circuit fits Qwen3.5-2B's shape, else the published one (``machine_choice``), and the
+    checkpoint records the machine's own name either way.
     ``plan``: the circuit plan to splice (default: the machine's, folded at Qwen3.5-2B's
     shape); a small plan makes the whole pipeline testable at a small size.
     ``progress(what, done, total)`` hears every phase (``total`` 0: no count) and every
     counted step: calibration chunks, shards written."""
-    machine_name = recorded_name(machine_name)  # its own name: "default" would change meaning with the default
     sizes = plan.config() if plan is not None else shape_sizes(QWEN35_2B)
     progress(f"the base {base}: config, fit check, files", 0, 0)
     src = acquire(base, revision=revision, fits=lambda cfg: check_fits(cfg, sizes))
     if plan is None:
-        log(f"compiling the {machine_name} machine's circuit at Qwen3.5-2B's shape")
-        progress(f"compiling the {machine_name} machine's circuit at Qwen3.5-2B's shape", 0, 0)
-        plan = CircuitStore().compiled(MACHINES[machine_name], QWEN35_2B).plan
+        machine, plan = _machine_plan(machine_name, log, progress)
+        machine_name = own_name(machine)
+    else:
+        machine_name = recorded_name(machine_name)  # its own name: "default" would change meaning with the default
     circuit_cfg = plan.config()
     log(f"base {src.repo_id or src.path} ({src.revision or 'local directory'}): loading with mlx-lm")
     progress("loading the base with mlx-lm", 0, 0)
