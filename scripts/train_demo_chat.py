@@ -537,8 +537,9 @@ def chunk_row(i: int, ch: dict) -> str:
 
 
 # Shipped questions whose phrasing (numbers and lists abstracted) the generator writes: 16 before
-# the wordings added with the warm restarts (running totals, first maximum, "Which is ...?", ...).
-SHIPPED_SEEN = 18
+# the wordings added with the warm restarts (running totals, first maximum, "Which is ...?", ...),
+# 18 before chunk 9's ("add the vectors ...", "reverse the list ...", "the running totals (prefix sums) of").
+SHIPPED_SEEN = 20
 FIRST_SCHEDULE_END = 2791  # chunks 1-4 ran the single schedule; warm restarts since
 
 
