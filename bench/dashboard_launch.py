@@ -17,6 +17,8 @@ the screen:
   under Textual's pilot), timed from the key press until the end of the frame that drew the
   outcome (:func:`drawn`: nothing the screen was told to show still waits to be drawn): the
   launch, every token decoded into the launch and machine panes, the status bar, the check.
+  The line is put into the input and drawn before the key press, as a user's typed line is
+  (before, the clock started with that frame still to draw, and the launch began after it).
   The launch runs in the dashboard's launch process (``tui.launch_process``). Textual's
   ``wait_for_refresh``, used before, often returned before that frame (the widgets' repaints
   reach the screen as messages after it goes idle), and then left the final frame out;
@@ -113,6 +115,8 @@ async def dashboard_launch(pilot, name: str) -> tuple[float, float, int, float |
     before = screen.last_outcome
     prompt = screen.query_one("#prompt")
     prompt.value = f"/run {name}"
+    while not drawn(screen):  # the typed line on the screen, as the user sees it before pressing enter
+        await asyncio.sleep(0.005)
     worker = getattr(screen.launches, "pid", None)  # the launch process (started at the first /run)
     c0, w0, t0 = time.process_time(), process_cpu(worker), time.perf_counter()
     await pilot.press("enter")

@@ -8,6 +8,7 @@ circuit, checked against the reference interpreter.
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 
@@ -110,5 +111,33 @@ def test_reasoning_has_its_own_style_and_is_not_the_answer():
             kinds = [(k, t) for k, t in tr.entries if k in ("reasoning", "assistant")]
             assert kinds == [("reasoning", "A greeting needs no GPU."), ("assistant", "Hello.")]
             assert STYLES["reasoning"] not in (STYLES["assistant"], STYLES["info"])
+
+    asyncio.run(go())
+
+
+def test_the_status_bar_counts_a_calls_launches_with_their_pace():
+    """A call of three launches: the status bar says which launch of three runs, with its
+    tokens/s, while it runs (watched as the screen shows it; the sum of each list by the GPU,
+    then their sum: 1 + 2 + 3 + 4 = 10)."""
+    call = ("<tool_call>\n<function=gpu_eval>\n<parameter=expression>\n"
+            "sum([1, 2]) + sum([3, 4])\n</parameter>\n</function>\n</tool_call>")
+    chat = scripted_chat([call, "The GPU in my layers computed 10."])
+
+    async def go():
+        app = DashboardApp(show_timing=True, chat=chat)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.main
+            seen: list[str] = []
+            await type_command(pilot, "what is sum([1, 2]) + sum([3, 4])?")
+            await wait_until(pilot, lambda: screen.chatting, timeout=10, what="the chat turn to start")
+            while screen.chatting:
+                status = screen.status_bar.plain()
+                if not seen or seen[-1] != status:
+                    seen.append(status)
+                await pilot.pause(0.02)
+            launching = [s for s in seen if re.search(r"│ +launch [123] of 3", s)]
+            assert launching, seen
+            assert any(re.search(r"│ +\d+\.\d tok/s +│", s) for s in launching), launching
+            assert ("result", "tool response: 10") in screen.transcript.entries, screen.transcript.entries
 
     asyncio.run(go())

@@ -236,12 +236,20 @@ class MachinePane(Vertical):
     def refresh_state(self) -> None:
         """The state's tables redrawn (their room shrunk to them too when a new kernel came: ``_set_table``)."""
         st, fit, self._fit_next = self.state, self._fit_next, False
-        self.query_one("#machine-step", Static).update(step_text(st), layout=False)  # one row
+        self._set_row("#machine-step", step_text(st))
         self._set_table("#registers", table_text(registers_table(st)), fit)
         self._set_table("#memory", table_text(memory_table(st)), fit)
         src = "memory" if st is None else (
             "memory (recurrent state)" if st.memory_source == "recurrent state" else "memory (MEM records)")
-        self.query_one("#memory-title", Static).update(src, layout=False)  # one row
+        self._set_row("#memory-title", src)
+
+    def _set_row(self, selector: str, content) -> None:
+        """A one-row Static's new content, redrawn only when it changed (most refreshes of a launch
+        change a few registers: each Static redrawn costs the frame its rows)."""
+        static = self.query_one(selector, Static)
+        if getattr(static, "shown", None) != content:
+            static.update(content, layout=False)
+            static.shown = content
 
     def _set_table(self, selector: str, text: Text, fit: bool = False) -> None:
         """A table's new text; the screen is laid out again only when the table outgrew the room it
@@ -254,7 +262,10 @@ class MachinePane(Vertical):
         height = len(text.plain.splitlines())
         room = getattr(static, "table_room", None)
         layout = room is None or width > room[0] or height > room[1] or (fit and (width, height) != room)
+        if not layout and getattr(static, "shown", None) == text:
+            return  # unchanged (e.g. memory between two MEM records): not redrawn
         static.update(text, layout=layout)
+        static.shown = text
         if layout:
             static.table_room = (width, height)
 

@@ -32,12 +32,18 @@ class StatusBar(Static):
 
     def __init__(self, status: Status | None = None, **kw):
         self.status = status or Status()
-        super().__init__(self._text(), **kw)
+        self._shown = self._text()
+        super().__init__(self._shown, **kw)
 
     def set(self, **changes) -> None:
+        """The fields changed; the row is redrawn only when what it shows changed (a repaint of this
+        full-width row widens the screen's redraw to the whole screen)."""
         for k, v in changes.items():
             setattr(self.status, k, v)
-        self.update(self._text(), layout=False)  # one row, always: no layout of the screen
+        text = self._text()
+        if text != self._shown:
+            self._shown = text
+            self.update(text, layout=False)  # one row, always: no layout of the screen
 
     def _text(self) -> Text:
         s = self.status

@@ -182,7 +182,9 @@ class TokenStream(ScrollView, can_focus=True):
             self._scroll_update(size)
         self.refresh()
         if scroll and self.auto_scroll:
-            self.scroll_end(animate=False, immediate=False, x_axis=False)
+            # at once once laid out (the scroll range was just updated): a scroll after the next
+            # frame drew the new lines a frame late, the first frame at the old scroll position
+            self.scroll_end(animate=False, immediate=self._width > 0, x_axis=False)
 
     def on_resize(self, event: events.Resize) -> None:
         """Rewrap every line to the new width."""

@@ -45,9 +45,18 @@ class Transcript(OwnSize, RichLog):
         return self._frame_style or super().rich_style
 
     def say(self, text: str, kind: str = "info") -> None:
+        """A line at the end, scrolled to at once. Why at once: RichLog scrolls to a new line after
+        the screen's next frame (its scroll range follows a layout there), so a line took two frames
+        to show, the first drawn at the old scroll position; here the scroll range follows the line
+        as it is written (``OwnSize``)."""
         self.entries.append((kind, text))
         prefix = {"user": "› ", "assistant": "qwen › ", "reasoning": "thinking › ", "error": "error: "}.get(kind, "")
-        self.write(Text(prefix + text, style=STYLES.get(kind, "")))
+        line = Text(prefix + text, style=STYLES.get(kind, ""))
+        if not self._size_known:  # RichLog keeps the line until it knows its width, then scrolls
+            self.write(line)
+            return
+        self.write(line, scroll_end=False)
+        self.scroll_end(animate=False, immediate=True, x_axis=False)
 
     def clear_all(self) -> None:
         self.entries.clear()
