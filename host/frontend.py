@@ -46,6 +46,11 @@ __all__ = [
 PRELUDE = Path(__file__).with_name("prelude.h")
 """Force-included into every kernel (``-include``)."""
 
+RUNTIME_HEADERS = Path(__file__).with_name("cuda_runtime")
+"""On every kernel's include path (``-I``): the project's ``cuda_runtime.h`` (what a whole
+program's host code calls), so a kernel file that includes it, as pasted code does,
+compiles too; the device code never calls its host functions."""
+
 GPU_ARCH = "sm_75"
 PTX_FEATURE = "+ptx70"
 """The shfl.sync builtins need PTX >= 6.0; with no CUDA installation clang would
@@ -189,6 +194,7 @@ def clang_command(clang: str, source: Path, output: str = "-") -> list[str]:
         "-S",
         "-fno-color-diagnostics",
         "-include", str(PRELUDE),
+        "-I", str(RUNTIME_HEADERS),
         "-o", output,
         str(source),
     ]  # fmt: skip
