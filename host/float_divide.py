@@ -54,7 +54,7 @@ def divide(em: FloatEmitter, dst: str, a, b) -> list:
     n = em.reg()
     out += [em.ins(Op.SUB, n, (ex, ey)),
             em.ins(Op.ADD, n, (VReg(n), Imm(126)))]      # bit 30 of S (quotient bit 25): field n + 1
-    S = quotient(em, mx, my, out)
+    S = _quotient(em, mx, my, out)
     S, n2 = normalise(em, S, VReg(n), out, bias=0)
     S, n2 = denormalise(em, S, n2, out)
     P = round_pack(em, S, n2, out, bias=0)
@@ -83,18 +83,13 @@ def reciprocal(em: FloatEmitter, dst: str, b) -> list:
     return divide(em, dst, Imm(ONE), b)
 
 
-def quotient(em: FloatEmitter, mx: VReg, my: VReg, out: list, *, into: str | None = None) -> VReg:
-    """``floor(mx 2^25 / my) << 5``, bit 0 set when the division leaves a remainder;
-    ``into``: the register it is made in, which the caller has set to 1 already (the
-    sentinel, where a block has room for it: ``float_unit``)."""
+def _quotient(em: FloatEmitter, mx: VReg, my: VReg, out: list) -> VReg:
+    """``floor(mx 2^25 / my) << 5``, bit 0 set when the division leaves a remainder."""
     r, q, t, nb = em.reg(), em.reg(), em.reg(), em.reg()
-    r, q = (mx.name, into) if into else (r, q)  # a caller's register: mx's, which it reads no more
     more, rest = em.pred(), em.pred()
     loop = em.label("div")
-    if into is None:
-        out.append(em.ins(Op.MOV, r, (mx,)))
-        out.append(em.ins(Op.MOV, q, (Imm(1),)))                        # the sentinel
-    out += [
+    out += [em.ins(Op.MOV, r, (mx,)),
+            em.ins(Op.MOV, q, (Imm(1),)),                               # the sentinel
             LLabel(loop),
             em.ins(Op.SUB, t, (VReg(r), my)),
             em.ins(Op.SHR, nb, (VReg(t), Imm(31))),                     # 1: my did not fit

@@ -66,9 +66,10 @@ def fma(em: FloatEmitter, dst: str, a, b, c) -> list:
     return out + window_result(em, dst, window)
 
 
-def fma_window(em: FloatEmitter, a, b, c, out: list) -> Window:
+def fma_window(em: FloatEmitter, a, b, c, out: list, *, compact: bool = False) -> Window:
     """The front of the fma: ``a * b + c`` exactly in the 64-bit window, its exponent and
-    sign, and the special operands' result, appended to ``out``."""
+    sign, and the special operands' result, appended to ``out``; ``compact``: without
+    what only repeats a result (``_specials``), for ``float_unit``'s ROM."""
     sp, ma, mb, X, Y, mc, xs = (em.reg() for _ in range(7))
     zp, zc, opp = em.pred(), em.pred(), em.pred()
     out += [em.ins(Op.XOR, sp, (a, b)),
@@ -81,7 +82,7 @@ def fma_window(em: FloatEmitter, a, b, c, out: list) -> Window:
             em.ins(Op.SETP, zc, (VReg(mc), Imm(0)), cmp="eq"),
             em.ins(Op.XOR, xs, (VReg(sp), c)),
             em.ins(Op.SETP, opp, (VReg(xs), Imm(0)), cmp="lt", signed=True)]
-    special, is_special = _specials(em, c, VReg(sp), VReg(X), VReg(Y), VReg(mc), zp, zc, opp, out)
+    special, is_special = _specials(em, c, VReg(sp), VReg(X), VReg(Y), VReg(mc), zp, zc, opp, out, compact)
     ex = exponent_less_one(em, VReg(X), out)
     ey = exponent_less_one(em, VReg(Y), out)
     ec = exponent_less_one(em, VReg(mc), out)
@@ -132,18 +133,20 @@ def window_result(em: FloatEmitter, dst: str, w: Window) -> list:
 
 
 def _specials(em: FloatEmitter, c, sp: VReg, X: VReg, Y: VReg, mc: VReg, zp: str, zc: str, opp: str,
-              out: list) -> tuple[VReg, str]:
+              out: list, compact: bool = False) -> tuple[VReg, str]:
     """The result where an operand is special, and the predicate of those lanes: a zero
     product (``c``; for ``c`` = +-0 the sign of ``sp & c``), an infinite ``c`` (itself),
     an infinite product (``sp``'s infinity), and the canonical NaN for a NaN operand,
-    ``0 * inf`` (``max - (min != 0)`` above ``0x7F7FFFFF``) and ``inf - inf``."""
+    ``0 * inf`` (``max - (min != 0)`` above ``0x7F7FFFFF``) and ``inf - inf``. ``compact``:
+    without the move of an infinite ``c``, which the non-zero ``c``'s move made already."""
     v, spi, y1, x1 = (em.reg() for _ in range(4))
     ci, pi, nan, q, special = (em.pred() for _ in range(5))
     out += [em.ins(Op.AND, v, (c, sp)),
             em.ins(Op.MOV, v, (c,), guard=VPred(zc, True)),
-            em.ins(Op.SETP, ci, (mc, Imm(INF)), cmp="ge"),
-            em.ins(Op.MOV, v, (c,), guard=VPred(ci)),
-            em.ins(Op.SETP, pi, (X, Imm(INF)), cmp="ge"),
+            em.ins(Op.SETP, ci, (mc, Imm(INF)), cmp="ge")]
+    if not compact:
+        out.append(em.ins(Op.MOV, v, (c,), guard=VPred(ci)))
+    out += [em.ins(Op.SETP, pi, (X, Imm(INF)), cmp="ge"),
             em.ins(Op.AND, spi, (sp, Imm(SIGN))),
             em.ins(Op.OR, v, (VReg(spi), Imm(INF)), guard=VPred(pi)),
             em.ins(Op.MIN, y1, (Y, Imm(1))),

@@ -9,16 +9,19 @@ entry of the fma routine: its front unpacks the operands and runs the quotient l
 (``float_divide``), then writes the fma's tail inputs (``float_fma.Window``) and jumps
 to the shared tail, and its calls return through the fma's one dispatch.
 
-The quotient ``S`` (26 bits at bit 30 or 29, the remainder as sticky bit 0, bit 30 of
-field ``n + 1``) is the window's high word with a low word of 0, and field ``e + 2`` of
-the window's bit 62 makes ``e = n - 1``: the fma's tail then shifts, drops to the
+The quotient (26 bits, its leading one at bit 25 or 24) is the window's high word and
+the loop's remainder its low word, which the tail's few normalising shifts keep below
+the high word and read only as the sticky bit; field ``e + 2`` of the window's bit 62
+puts the quotient's bit 25 at field ``e - 3``. The fma's tail then shifts, drops to the
 subnormal grid and rounds exactly as the division's own tail does (a left shift that
 stops at bit 30 and a right shift that keeps what it drops as sticky land on the same
 grid whatever the sentinel stopped), so every result is the division's bit for bit
 (``tests/host/test_float_unit.py`` compares the two). The division's special operands
 become the window's ``special`` and ``is_special``. Costs: a division's call runs the
-fma's tail (a few steps more than its own); the ROM loses the division's tail and its
-dispatch.
+fma's tail (5 or 6 normalising steps and a few more than its own tail); the ROM loses
+the division's tail and its dispatch, and the fma front its one repeated move
+(``float_fma.fma_window(compact=True)``). A softmax's shape (``float_max_sum_norm``: a
+maximum, a sum, a division per element) fits so: 132 blocks at the spill level, 128.
 """
 
 from __future__ import annotations
@@ -26,7 +29,6 @@ from __future__ import annotations
 from qwengpu_mlx.core.isa import Imm, Op
 
 from qwengpu_mlx.host.float_addmul import exponent_less_one, leading_one_at_23, significand
-from qwengpu_mlx.host.float_divide import quotient
 from qwengpu_mlx.host.float_fma import Window, fma_window, window_result
 from qwengpu_mlx.host.float_pack import CANONICAL_NAN, INF, MAGNITUDE, SIGN, FloatEmitter
 from qwengpu_mlx.host.ir import LLabel, LTerm, VPred, VReg
@@ -39,7 +41,7 @@ def unit(em: FloatEmitter, dst: str, a, b, c, *, entries: dict[str, str]) -> lis
     """The fma routine's items (its entry is the caller's label) with a front per name in
     ``entries`` (entry name -> label: ``DIVISION``), all ending in one tail."""
     out: list = []
-    w = fma_window(em, a, b, c, out)
+    w = fma_window(em, a, b, c, out, compact=True)
     if entries:
         tail = em.label("unit_tail")
         for label in entries.values():
@@ -66,14 +68,38 @@ def division_window(em: FloatEmitter, a, b, w: Window, out: list) -> None:
     out.append(em.ins(Op.MOV, w.hi.name, (Imm(1),)))         # the quotient's sentinel, in a block with room
     leading_one_at_23(em, my, ey, yz, out)
     out += [em.ins(Op.SUB, w.e.name, (ex, ey)),
-            em.ins(Op.ADD, w.e.name, (w.e, Imm(125)))]      # quotient bit 25 at window bit 62: field e + 2
-    quotient(em, mx, my, out, into=w.hi.name)
-    out.append(em.ins(Op.MOV, w.lo.name, (Imm(0),)))
+            em.ins(Op.ADD, w.e.name, (w.e, Imm(130))),      # quotient bit 25 at window bit 57: field e - 3
+            em.ins(Op.AND, w.special.name, (w.sign, Imm(SIGN)))]  # 0 / y, x / inf: here, where a block has room
+    _quotient(em, mx, my, w, out)
     _division_specials(em, VReg(X), VReg(Y), xz, yz, xi, yi, w, out)
 
 
+def _quotient(em: FloatEmitter, mx: VReg, my: VReg, w: Window, out: list) -> None:
+    """``floor(mx 2^25 / my)`` into ``w.hi`` (already 1, the sentinel), by
+    ``float_divide``'s restoring loop, and its remainder into ``w.lo``. The quotient's
+    leading one is at bit 25 or 24, and the tail's normalising loop brings it up to bit
+    30 (5 or 6 shifts, a step each); the remainder (below ``2 my``, so below 2^25) stays
+    below the window's high word through a shift of 6, so the tail reads it only as the
+    sticky bit: non-zero exactly when the division is inexact. No shift, sticky bit or
+    low word of its own: 4 instructions fewer than ``float_divide``'s."""
+    t, nb = em.reg(), em.reg()
+    more = em.pred()
+    r, q, loop = w.lo.name, w.hi.name, em.label("div")
+    out += [em.ins(Op.MOV, r, (mx,)),
+            LLabel(loop),
+            em.ins(Op.SUB, t, (VReg(r), my)),
+            em.ins(Op.SHR, nb, (VReg(t), Imm(31))),                     # 1: my did not fit
+            em.ins(Op.MAD, r, (VReg(nb), my, VReg(t))),                 # restored where it did not
+            em.ins(Op.MAD, q, (VReg(q), Imm(2), VReg(nb))),
+            em.ins(Op.SHL, r, (VReg(r), Imm(1))),
+            em.ins(Op.SETP, more, (VReg(q), Imm(1 << 26)), cmp="lt"),
+            LTerm("bra", loop, VPred(more), em.line),
+            em.ins(Op.SUB, q, (Imm((1 << 27) - 1), VReg(q)))]           # the bits righted, sentinel gone
+
+
 def _division_specials(em: FloatEmitter, X, Y, xz: str, yz: str, xi: str, yi: str, w: Window, out: list) -> None:
-    """PTX ``div.rn.f32``'s special operands: ``0 / y`` and ``x / inf`` a signed zero,
+    """PTX ``div.rn.f32``'s special operands: ``0 / y`` and ``x / inf`` a signed zero (``w.special``
+    already),
     ``x / 0`` and ``inf / y`` a signed infinity, a NaN operand, ``0 / 0`` and ``inf / inf``
     the canonical NaN; ``is_special`` where an operand is a zero or not finite."""
     big = em.reg()
@@ -81,7 +107,6 @@ def _division_specials(em: FloatEmitter, X, Y, xz: str, yz: str, xi: str, yi: st
     v = w.special.name
     out += [em.ins(Op.SETP, xi, (X, Imm(INF)), cmp="ge"),
             em.ins(Op.SETP, yi, (Y, Imm(INF)), cmp="ge"),
-            em.ins(Op.AND, v, (w.sign, Imm(SIGN))),                      # 0 / y, x / inf
             em.ins(Op.POR, edge, psrcs=(VPred(xi), VPred(yz))),
             em.ins(Op.OR, v, (w.special, Imm(INF)), guard=VPred(edge)),  # x / 0, inf / y
             em.ins(Op.MAX, big, (X, Y)),

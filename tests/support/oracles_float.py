@@ -508,6 +508,25 @@ def float_rms_norm(spec: dict):
 
 
 @oracle
+def float_max_sum_norm(spec: dict):
+    """A block maximum (``fmaxf`` from -1e30f per thread, then a tree), a block sum of
+    ``e * e + 1`` (one fma, ``e = x - max``), each element's ``e * e + 1`` over the sum."""
+    x, n, threads = float_arg(spec, "x"), spec["args"]["n"], spec["block"]
+    y = float_arg(spec, "y")
+    m = [to_binary32(Fraction(-10 ** 30))] * threads
+    for i in range(n):
+        m[i % threads] = ptx_max(m[i % threads], x[i])
+    o = threads // 2
+    while o > 0:
+        m[:o] = [ptx_max(m[t], m[t + o]) for t in range(o)]
+        o //= 2
+    terms = [fma(e, e, to_binary32(Fraction(1))) for e in (add(v, m[0] ^ SIGN) for v in x[:n])]
+    total = block_sum(terms, threads, add)
+    y[:n] = [div(term, total) for term in terms]
+    return {"x": words(x), "y": words(y)}
+
+
+@oracle
 def float_dot_mean(spec: dict):
     """The block sum of a * b (an fma each) over n."""
     a, b, n, threads = float_arg(spec, "a"), float_arg(spec, "b"), spec["args"]["n"], spec["block"]
