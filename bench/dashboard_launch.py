@@ -18,7 +18,9 @@ the screen:
   outcome (:func:`drawn`: nothing the screen was told to show still waits to be drawn): the
   launch, every token decoded into the launch and machine panes, the status bar, the check.
   The line is put into the input and drawn before the key press, as a user's typed line is
-  (before, the clock started with that frame still to draw, and the launch began after it).
+  (before, the clock started with that frame still to draw, and the launch began after it),
+  and the screen done with what the launch before left for after its outcome (the footer's keys
+  after a long launch: before, that layout was timed as the next launch's).
   The launch runs in the dashboard's launch process (``tui.launch_process``). Textual's
   ``wait_for_refresh``, used before, often returned before that frame (the widgets' repaints
   reach the screen as messages after it goes idle), and then left the final frame out;
@@ -114,6 +116,7 @@ async def dashboard_launch(pilot, name: str) -> tuple[float, float, int, float |
     clock = app._display if isinstance(app._display, FrameClock) else FrameClock(app)
     before = screen.last_outcome
     prompt = screen.query_one("#prompt")
+    await pilot.pause()  # what the last launch left for after its outcome (the footer's keys) done, as a user's
     prompt.value = f"/run {name}"
     while not drawn(screen):  # the typed line on the screen, as the user sees it before pressing enter
         await asyncio.sleep(0.005)
