@@ -151,9 +151,7 @@ def check_complete(req: RunRequest, request: LaunchRequest) -> None:
     extra = [n for n in req.args if n not in names]
     if extra:
         msg.append("no parameter named " + ", ".join(extra))
-    pointer = next((p for p in missing if p.pointer), None)  # one example of each kind
-    scalar = next((p for p in missing if not p.pointer), None)
-    example = " ".join([f"/run {req.describe()}"] + [_example(p) for p in (pointer, scalar) if p is not None])
+    example = " ".join([f"/run {req.describe()}"] + [_example(p) for p in missing])  # a line that runs
     hint = f"e.g. {example}"
     if req.source.with_suffix(".json").is_file():
         hint += f" (or /run {req.source.stem} for its .json arguments)"

@@ -78,7 +78,7 @@ def test_argument_errors_use_the_dashboards_syntax():
 
     assert error("/run examples/kernels/dot.cu a=1,2,3") == (
         "kernel `dot` takes parameters (a, b, out, n); missing b, out, n; "
-        "e.g. /run dot.cu a=1,2,3 b=1,2,3 n=3 (or /run dot for its .json arguments)")
+        "e.g. /run dot.cu a=1,2,3 b=1,2,3 out=1,2,3 n=3 (or /run dot for its .json arguments)")
     assert error("/run examples/kernels/dot.cu a=1,2,3 b=4,5,6 out=0 n=1,2") == (
         "n: `n` is a scalar (int n); give one integer")
 
