@@ -42,7 +42,7 @@ def main() -> int:
     print("as compiled (one residual dim per value) it fits the Qwen3.5-2B shape" if not problems else
           "as compiled (one residual dim per value), not the Qwen3.5-2B shape:\n  " + "\n  ".join(problems)
           + "\n  (a dense checkpoint folds the values onto reused dims, scheduled for that shape:)")
-    short = 0
+    short = 0  # machines that do not fit at all (fewer than MIN_FREE free dims is flagged in the line)
     for name in ("published", "large", "one-slot"):
         machine = MACHINES[name]
         try:
@@ -55,7 +55,6 @@ def main() -> int:
         dense = dense_parameters(p.shape, len(p.layers), len(p.vocab))
         nz2 = nonzero_parameters(compact(p))
         free = QWEN35_2B.hidden - reuse.physical
-        short += free < MIN_FREE
         print(f"{name} machine folded for the 2B shape: {reuse.logical} values on {reuse.physical} dims "
               f"({free} free{'' if free >= MIN_FREE else f', fewer than {MIN_FREE}'}), "
               f"{len(p.layers)} layers, {sum(len(lp.mixer.heads) for lp in p.layers if lp.mixer)} heads; "
