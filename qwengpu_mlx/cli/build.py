@@ -10,7 +10,7 @@ from qwengpu_mlx.cli.common import errors_as
 from qwengpu_mlx.cli.refusals import splice_errors
 from qwengpu_mlx.compiler.sizing import QWEN35_2B, DoesNotFit, dense_parameters, needs
 from qwengpu_mlx.core.errors import LaunchError, ModelError, OutputError
-from qwengpu_mlx.core.machine import MACHINES, machine_name
+from qwengpu_mlx.core.machine import MACHINES, PUBLISHED_MACHINE, machine_name
 from qwengpu_mlx.core.vocab import vocab_for
 from qwengpu_mlx.runtime import CircuitStore
 from qwengpu_mlx.runtime.checkpoint import atomic_directory, check_output_dir, save_checkpoint
@@ -43,6 +43,11 @@ def _write_errors(out):
         f"build --out {out}: cannot read or write {e.filename or out}: {e.strerror or e}"))
 
 
+def _fitting_hint(machine) -> str:
+    """Where the circuit outgrows the shape, the machine whose circuit fits it."""
+    return "" if machine == PUBLISHED_MACHINE else "\n  (the published machine's circuit fits it: --machine published)"
+
+
 def build_shape(ns) -> str:
     """``build``'s shape: --shape, else Qwen3.5-2B's (the narrow circuit is far over
     --max-params as a dense checkpoint: a default that cannot be written is no default)."""
@@ -67,7 +72,7 @@ def run(ns) -> int:
             s = QWEN35_2B
             raise ModelError(f"the circuit of the {machine_name(machine)} machine does not fit the Qwen3.5-2B shape "
                                 f"(hidden {s.hidden}, intermediate {s.intermediate}, {s.linear_heads} linear "
-                                f"heads of {s.key_dim} x {s.value_dim}):\n  {e}") from None
+                                f"heads of {s.key_dim} x {s.value_dim}):\n  {e}{_fitting_hint(machine)}") from None
         reuse = compiled.reuse
         note = f"; {reuse.logical} values on {reuse.physical} residual dims, {reuse.clear_gates} clear gates"
     else:
