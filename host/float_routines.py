@@ -174,7 +174,7 @@ def _canonical(op: str, srcs: list, through_fma: bool, em) -> tuple[str, list, l
 def kind_of(op: str, through_fma: bool, compact: bool = False) -> str:
     """The routine kind an operation runs (``op`` an arithmetic opcode or a conversion's
     kind); ``compact``: a division is an entry of the fma routine (``float_unit``)."""
-    if through_fma and op in THROUGH_FMA or compact and op in ("div", "rcp"):
+    if through_fma and op in THROUGH_FMA or compact and float_unit.entry_of(op):
         return "fma"
     return {"sub": "add", "rcp": "div"}.get(op, op)
 
@@ -202,8 +202,8 @@ class RoutineCalls:
             self.inlined_items[kind_of(op, self.sharing.through_fma, compact)] += len(items)
             return items
         kind, args, pre = _canonical(op, srcs, self.sharing.through_fma, em)
-        if compact and kind == "div":
-            return pre + self._call("fma", args, dst, guard, em, BODIES["fma"], float_unit.DIVISION)
+        if compact and float_unit.entry_of(kind):
+            return pre + self._call("fma", args, dst, guard, em, BODIES["fma"], float_unit.entry_of(kind))
         return pre + self._call(kind, args, dst, guard, em, body or BODIES[kind])
 
     def _call(self, kind: str, args: list, dst: str, guard: VPred | None, em, body, front: str | None = None) -> list:
@@ -254,8 +254,9 @@ def sharing_levels(calls: RoutineCalls) -> list[Sharing]:
         levels.append(Sharing(fused, through_fma=True, sites=tuple(sorted(calls.fused_uses.items()))))
     if levels:  # the deepest again, saving what is live across its calls (float_spill)
         levels.append(replace(levels[-1], spill=True))
-    if levels and levels[-1].through_fma and calls.uses["div"]:  # and the division an entry of the fma routine
-        levels.append(replace(levels[-1], kinds=(levels[-1].kinds | {"fma"}) - {"div"}, compact=True))
+    entries = {k for k in calls.uses if float_unit.entry_of(k)}
+    if levels and levels[-1].through_fma and entries:  # and the division, int -> float entries of the fma routine
+        levels.append(replace(levels[-1], kinds=(levels[-1].kinds | {"fma"}) - entries, compact=True))
     return list(dict.fromkeys(levels))
 
 

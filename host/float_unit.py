@@ -36,6 +36,19 @@ from qwengpu_mlx.host.ir import LLabel, LTerm, VPred, VReg
 DIVISION = "div"
 """The name of the division's entry (``float_routines`` calls it with ``a``, ``b``)."""
 
+SIGNED_TO_FLOAT, UNSIGNED_TO_FLOAT = "cvt_signed", "cvt_unsigned"
+"""The names of the entries that convert an integer (``a``) to the nearest float."""
+
+
+def entry_of(op: str) -> str | None:
+    """The unit's entry that computes ``op`` (an arithmetic opcode or a conversion's kind,
+    ``float_routines``), None for the fma's own and for what the unit does not compute."""
+    if op in ("div", "rcp"):
+        return DIVISION
+    if op.startswith("cvt.rn.f32.") and op[-3] in "su" and not op.endswith("64"):
+        return SIGNED_TO_FLOAT if op[-3] == "s" else UNSIGNED_TO_FLOAT
+    return None
+
 
 def unit(em: FloatEmitter, dst: str, a, b, c, *, entries: dict[str, str]) -> list:
     """The fma routine's items (its entry is the caller's label) with a front per name in
@@ -44,9 +57,9 @@ def unit(em: FloatEmitter, dst: str, a, b, c, *, entries: dict[str, str]) -> lis
     w = fma_window(em, a, b, c, out, compact=True)
     if entries:
         tail = em.label("unit_tail")
-        for label in entries.values():
+        for name, label in entries.items():
             out += [LTerm("bra", tail, None, em.line), LLabel(label)]
-            division_window(em, a, b, w, out)
+            FRONTS[name](em, a, b, w, out)
         out.append(LLabel(tail))
     return out + window_result(em, dst, w)
 
@@ -119,3 +132,26 @@ def _division_specials(em: FloatEmitter, X, Y, xz: str, yz: str, xi: str, yi: st
             em.ins(Op.POR, w.is_special, psrcs=(VPred(xz), VPred(yz))),
             em.ins(Op.POR, edge, psrcs=(VPred(xi), VPred(yi))),
             em.ins(Op.POR, w.is_special, psrcs=(VPred(w.is_special), VPred(edge)))]
+
+
+def integer_window(em: FloatEmitter, a, w: Window, out: list, *, signed: bool) -> None:
+    """The integer ``a`` (``signed`` or not) in ``w``'s names: its magnitude across the
+    window's words from bit 62 down (field ``e + 2`` = 158, 2^31's), so the tail's
+    normalising loop finds its leading one and rounds it to nearest even (``cvt.rn.f32``);
+    0 is the tail's exact zero (+0), and no operand is special."""
+    t = em.reg() if signed else None
+    if signed:
+        out.append(em.ins(Op.ABS, t, (a,)))                 # |INT_MIN| is 2^31 as unsigned
+    m = VReg(t) if signed else a
+    out += [em.ins(Op.SHR, w.hi.name, (m, Imm(1))),
+            em.ins(Op.SHL, w.lo.name, (m, Imm(31))),
+            em.ins(Op.MOV, w.e.name, (Imm(156),)),
+            em.ins(Op.MOV, w.sign.name, (a if signed else Imm(0),)),
+            em.ins(Op.MOV, w.special.name, (Imm(0),)),
+            em.ins(Op.SETP, w.is_special, (Imm(0), Imm(0)), cmp="ne")]
+
+
+FRONTS = {DIVISION: lambda em, a, b, w, out: division_window(em, a, b, w, out),
+          SIGNED_TO_FLOAT: lambda em, a, b, w, out: integer_window(em, a, w, out, signed=True),
+          UNSIGNED_TO_FLOAT: lambda em, a, b, w, out: integer_window(em, a, w, out, signed=False)}
+"""Each entry's front, ``front(em, a, b, w, out)``: its result's window into ``w``'s names."""

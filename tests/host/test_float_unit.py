@@ -4,6 +4,9 @@ fma against the exact value rounded once), through the one-lane harness of the I
 
 from __future__ import annotations
 
+import random
+from fractions import Fraction
+
 import numpy as np
 
 from qwengpu_mlx.host import float_unit
@@ -13,14 +16,15 @@ from tests.host.test_float_arith_fma import bits
 from tests.support import oracles_float as f32
 from tests.support.float_routines import emitter, run
 
-ENTRY = "$unit_division_entry"
+ENTRIES = {float_unit.DIVISION: "$unit_division", float_unit.SIGNED_TO_FLOAT: "$unit_from_int",
+           float_unit.UNSIGNED_TO_FLOAT: "$unit_from_unsigned"}
 
 
-def _unit(a: int, b: int, c: int, division: bool) -> int:
-    """``dst`` after the unit runs from its fma entry, or from its division entry."""
-    items = float_unit.unit(emitter(), "%d", VReg("%a"), VReg("%b"), VReg("%c"),
-                            entries={float_unit.DIVISION: ENTRY})
-    start = [LTerm("bra", ENTRY, None, 1)] if division else []
+def _unit(a: int, b: int, c: int, division: bool = False, entry: str | None = None) -> int:
+    """``dst`` after the unit runs from its fma entry, or from another (``entry``; the division's)."""
+    entry = float_unit.DIVISION if division else entry
+    items = float_unit.unit(emitter(), "%d", VReg("%a"), VReg("%b"), VReg("%c"), entries=dict(ENTRIES))
+    start = [LTerm("bra", ENTRIES[entry], None, 1)] if entry else []
     return run(start + items, {"%a": a, "%b": b, "%c": c}).regs["%d"]
 
 
@@ -45,3 +49,20 @@ def test_the_fma_entry_is_the_fma():
     triples += [tuple(int(v) for v in rng.integers(0, 2 ** 32, 3)) for _ in range(300)]
     bad = [tuple(map(hex, t)) for t in triples if _unit(*t, division=False) != f32.fma(*t)]
     assert not bad, f"{len(bad)} wrong, e.g. {bad[:5]}"
+
+
+def _float_of(n: int) -> int:
+    """The float nearest the integer ``n``, ties to even (a Fraction's exact rounding)."""
+    return f32.to_binary32(Fraction(n))
+
+
+def test_the_integer_entries_round_to_nearest_even():
+    rng = random.Random(40)
+    signed = [0, 1, -1, 7, -12, 2 ** 24 + 1, 2 ** 24 + 3, -(2 ** 24 + 1), 2 ** 31 - 1, -2 ** 31, 2 ** 31 - 64, 2 ** 31 - 65,
+              0x7FFFFFC0, 0x7FFFFF80 + 0x40] + [rng.randint(-2 ** 31, 2 ** 31 - 1) for _ in range(300)]
+    signed += [rng.choice((-1, 1)) * (rng.getrandbits(rng.randint(1, 31)) | 1) for _ in range(300)]
+    bad = [n for n in signed if _unit(n & 0xFFFFFFFF, 0, 0, entry=float_unit.SIGNED_TO_FLOAT) != _float_of(n)]
+    assert not bad, bad[:5]
+    unsigned = [0, 1, 2 ** 32 - 1, 2 ** 31, 2 ** 32 - 128, 2 ** 32 - 129, 2 ** 24 + 1] + [rng.getrandbits(32) for _ in range(300)]
+    bad = [n for n in unsigned if _unit(n, 0, 0, entry=float_unit.UNSIGNED_TO_FLOAT) != _float_of(n)]
+    assert not bad, bad[:5]
