@@ -1,6 +1,8 @@
 """A machine whose circuit outgrows Qwen3.5-2B's shape is refused as a splice misfit (a
 message for the person who asked for it, with the machine that fits), never as the
-compiler's DoesNotFit traceback: ``chat --machine large`` met exactly that."""
+compiler's DoesNotFit traceback: ``chat --machine large`` met exactly that before the large
+machine had a dense form that fits (``machine_circuit.fewest_dims``); the store here is a
+stand-in for any machine that outgrows the shape."""
 
 from __future__ import annotations
 
