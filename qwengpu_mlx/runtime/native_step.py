@@ -165,7 +165,8 @@ class NativeStep:
                          blobs.f(np.array(mz.conv).T)]  # the taps again by tap: [4, C]
                 conv_at += 3 * C
                 state_at += mz.H * mz.Dv * mz.Dk
-                aux_at += 2 * mz.H + C + mz.H * mz.Dk  # activity: heads' conv and state, channels, state columns
+                # activity: heads' conv and state, channels, state columns; heads' quiet key and query counts
+                aux_at += 2 * mz.H + C + mz.H * mz.Dk + 2 * mz.H
                 blocks += 1
             if ml is not None:
                 body += self._mlp(blobs, ml, w_post)
@@ -304,6 +305,22 @@ class NativeStep:
         cs, co, (_, H, Dv, Dk), so = self.layout[layer]
         by_key = state[so:so + H * Dv * Dk].reshape(H, Dk, Dv)
         return conv[co:co + int(np.prod(cs))].reshape(cs), by_key.transpose(0, 2, 1)[None]
+
+    def activity(self, packed, layer: int) -> dict[str, np.ndarray]:
+        """Mixer ``layer``'s activity bytes (views, as ``circuit_step.cpp``'s mixer_sparse lays
+        them out): which heads' conv channels and states ever held a non-zero, which conv
+        channels and state columns did, and each head's quiet key and query counts."""
+        at = 0
+        for L, ((_, C), _, (_, H, _, Dk), _) in sorted(self.layout.items()):
+            if L == layer:
+                parts = {"head_conv": H, "head_state": H, "channels": C, "columns": H * Dk, "key_quiet": H,
+                         "query_quiet": H}
+                views = {}
+                for name, n in parts.items():
+                    views[name], at = packed[2][at:at + n], at + n
+                return views
+            at += 4 * H + C + H * Dk
+        raise KeyError(f"no mixer in layer {layer}")
 
     def nbytes(self) -> int:
         """Bytes of the weights this step holds beyond the runner's."""

@@ -72,7 +72,8 @@ inline float rsqrt(float v) { return mx::detail::Rsqrt{}(v); }
 // Where a profiling plan's time goes (bench/profile_step.py prints it).
 enum Stage : int { MIX_IN, MIX_CONV, MIX_HEADS, MIX_OUT, MLP_GATE, MLP_ACT, MLP_DOWN, LOGITS, N_STAGES };
 // The work a profiling plan counts (bench/profile_step.py --machines prints it per token).
-enum Count : int { TERMS, ROWS, HEADS, RECURRENCES, KEY_DIMS, CHANNELS, CHANNELS_NONZERO, UNITS, LOGIT_TERMS, LIVE, N_COUNTS };
+enum Count : int { TERMS, ROWS, HEADS, RECURRENCES, KEY_DIMS, CHANNELS, CHANNELS_NONZERO, UNITS, LOGIT_TERMS, LIVE, QUIET, WOKEN,
+                   N_COUNTS };
 thread_local long* counts = nullptr;  // the running plan's counts while it profiles, else null
 inline void count(Count c, long n) {
   if (counts) counts[c] += n;
@@ -130,6 +131,18 @@ struct Blobs {
   const int* i;
 };
 
+// y[0, n) = +0, writing only the 64-byte lines that hold a non-zero: a wide product's rows
+// are mostly zeros already, and a line read stays clean where one written must go back.
+inline void zero_nonzero_lines(float* __restrict y, int n) {
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+    int hit = 0;
+    for (int l = 0; l < 16; l++) hit |= y[i + l] != 0.0f;
+    if (hit) std::fill(y + i, y + i + 16, 0.0f);
+  }
+  std::fill(y + i, y + n, 0.0f);
+}
+
 // Rows of a product the non-zero inputs reached, summed in a buffer that is all zeros
 // between uses (only the rows touched are cleared again): the sparse step's work is what
 // a token uses, not what the machine could hold.
@@ -154,7 +167,7 @@ struct Scratch {
       for (int r : touched) f(r);
   }
   void clear() {
-    if (every) std::fill(y.begin(), y.begin() + every, 0.0f);
+    if (every) zero_nonzero_lines(y.data(), every);
     every = 0;
     for (int r : touched) {
       y[r] = 0.0f;
@@ -660,10 +673,33 @@ inline bool may_key(const float* v, int n) {
   return hit != 0;
 }
 
+// Whether n projection rows are all zeros (one vectorized pass).
+inline bool all_zero(const float* v, int n) {
+  int hit = 0;
+  for (int i = 0; i < n; i++) hit |= v[i] != 0.0f;
+  return hit == 0;
+}
+
+// A head's key or query channels as quiet: `quiet` counts the steps in a row (up to 3)
+// whose projection rows for them were all zeros, and becomes 0 at a step with a non-zero.
+// The conv state holds the last three projections, so a count of 3 means every state
+// value is +0 (a projection row is +0 or non-zero: its sum starts at +0 and adding a zero
+// never gives -0). Returns whether the channels are quiet now: 3 before this step and
+// zeros again, so their conv outputs are signed zeros and the shift leaves the state as
+// it is (+0 moves onto +0, this step's +0 comes in). A count that errs, errs low: a head
+// the step does not visit has all-zero rows, and its count simply waits.
+inline bool quiet_now(unsigned char& quiet, const float* rows, int n) {
+  bool zero = all_zero(rows, n), was = quiet >= 3;
+  quiet = zero ? (unsigned char)std::min(3, quiet + 1) : 0;
+  return zero && was;
+}
+
 // The mixer over what is live: the projection's rows its non-zero inputs reach, the conv
 // channels that ever held a non-zero, and per head only the key dims whose state column
 // or key is non-zero (the activity bytes in aux record both). A head with neither a key
-// nor a state writes y = +0 and adds nothing. conv, state and aux are updated in place.
+// nor a state writes y = +0 and adds nothing; when its key channels are quiet (see
+// quiet_now) it has no key without its key's conv, and quiet query channels are left as
+// they are. conv, state and aux are updated in place.
 void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, float* x, Live& live, int W,
                   float* conv, float* state, unsigned char* aux) {
   int C = m.C, H = m.H, Dk = m.Dk, Dv = m.Dv;
@@ -671,6 +707,8 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
   unsigned char* head_state = head_conv + H;  // [H] a state column of the head is non-zero
   unsigned char* chan = head_state + H;  // [C] the channel's conv state held a non-zero
   unsigned char* col = chan + C;  // [H * Dk] the state column holds a non-zero
+  unsigned char* key_quiet = col + H * Dk;  // [H] steps in a row the head's key rows were zeros (quiet_now)
+  unsigned char* query_quiet = key_quiet + H;  // [H] the same for its query rows
   std::vector<float> hi = m.normed(x, W, k, &live);
   // the projection's rows the non-zero inputs reach; every other row is +0 in w.proj.y,
   // as apply_sparse leaves it
@@ -708,6 +746,16 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
   for (int h = 0; h < H; h++) {
     if (!head_conv[h] && !head_state[h]) continue;
     count(HEADS, 1);
+    bool was_silent = key_quiet[h] >= 3;
+    bool key_silent = quiet_now(key_quiet[h], proj + H * Dk + h * Dk, Dk);
+    count(WOKEN, was_silent && key_quiet[h] == 0);
+    bool query_silent = quiet_now(query_quiet[h], proj + h * Dk, Dk);
+    if (key_silent && !head_state[h]) {  // no key and no state: only the values' conv states move on
+      count(QUIET, 1);
+      shift_channels(m, prev, proj, chan, 2 * H * Dk + h * Dv, Dv);
+      if (!query_silent) shift_channels(m, prev, proj, chan, h * Dk, Dk);
+      continue;
+    }
     // the key first: a head with neither a key nor a state needs no query or value, and
     // their conv states only move on
     conv_channels(m, prev, proj, chan, H * Dk + h * Dk, Dk, cv.data() + Dk);
@@ -719,7 +767,7 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
       for (int d = 0; d < Dk; d++) keyed |= cv[Dk + d] != 0.0f;
     }
     if (!keyed && !head_state[h]) {
-      shift_channels(m, prev, proj, chan, h * Dk, Dk);
+      if (!query_silent) shift_channels(m, prev, proj, chan, h * Dk, Dk);
       shift_channels(m, prev, proj, chan, 2 * H * Dk + h * Dv, Dv);
       continue;
     }
@@ -1066,7 +1114,7 @@ NB_MODULE(_circuit_step, m) {
   m.attr("COUNTS") = std::vector<std::string>{
       "product terms (scatters)", "product rows reached", "heads visited", "heads run (key or state)",
       "state key dims run", "conv channels computed", "conv outputs non-zero", "MLP units run", "logit terms",
-      "residual dims live"};
+      "residual dims live", "heads quiet (no key conv)", "quiet keys woken"};
   m.attr("STAGES") = std::vector<std::string>{"mixer: norm+projection", "mixer: conv", "mixer: normalize+gates+recurrence+gated norm",
                                               "mixer: out", "mlp: norm+gate", "mlp: activation", "mlp: down", "final norm+logits"};
   m.def("run", &run_token, nb::arg("plan"), nb::arg("x"), nb::arg("conv"), nb::arg("state"), nb::arg("aux"),
