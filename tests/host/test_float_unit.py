@@ -4,17 +4,24 @@ fma against the exact value rounded once), through the one-lane harness of the I
 
 from __future__ import annotations
 
+import json
 import random
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 
+from qwengpu_mlx.core.machine import LARGE_MACHINE
 from qwengpu_mlx.host import float_unit
 from qwengpu_mlx.host.ir import LTerm, VReg
 from tests.host.test_float_arith import EDGES, hardware, operand_pairs
 from tests.host.test_float_arith_fma import bits
 from tests.support import oracles_float as f32
+from tests.support.cli import needs_clang
 from tests.support.float_routines import emitter, run
+from tests.support.launching import bound_program
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "kernels"
 
 ENTRIES = {float_unit.DIVISION: "$unit_division", float_unit.SIGNED_TO_FLOAT: "$unit_from_int",
            float_unit.UNSIGNED_TO_FLOAT: "$unit_from_unsigned"}
@@ -66,3 +73,16 @@ def test_the_integer_entries_round_to_nearest_even():
     unsigned = [0, 1, 2 ** 32 - 1, 2 ** 31, 2 ** 32 - 128, 2 ** 32 - 129, 2 ** 24 + 1] + [rng.getrandbits(32) for _ in range(300)]
     bad = [n for n in unsigned if _unit(n, 0, 0, entry=float_unit.UNSIGNED_TO_FLOAT) != _float_of(n)]
     assert not bad, bad[:5]
+
+
+@needs_clang
+def test_a_softmax_shape_fits_only_with_the_division_an_entry_of_the_fma():
+    """``float_max_sum_norm`` (a block max, a block sum, a division per element) lowers at
+    the compact level: one routine, entered for the division too, within the 128 blocks."""
+    spec = json.loads((EXAMPLES / "float_max_sum_norm.json").read_text())
+    prog = bound_program(EXAMPLES / "float_max_sum_norm.cu", args=spec["args"], block=spec["block"],
+                         machine=LARGE_MACHINE)
+    entries = sorted((b.label or "").rstrip("0123456789_") for b in prog.blocks
+                     if (b.label or "").startswith("$froutine_"))
+    assert entries == ["$froutine_fma", "$froutine_fma_div"]
+    assert len(prog.blocks) <= LARGE_MACHINE.rom_blocks
