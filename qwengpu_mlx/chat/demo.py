@@ -24,9 +24,10 @@ from mlx_lm.generate import generate_step
 from mlx_lm.models import qwen3_5
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE, MachineConfig
 from qwengpu_mlx.splice.widen import target_config, widen
 
-from qwengpu_mlx.chat.tools import TOOLS
+from qwengpu_mlx.chat.tools import tools_for
 
 DEMO_DIR = Path(__file__).with_name("demo")
 TOOLS_FILE = "tools.json"  # in DEMO_DIR: the tools as the demo was trained with them
@@ -124,13 +125,14 @@ def load_demo(path: Path = DEMO_DIR):
     return mlx_lm.load(str(path))
 
 
-def demo_tools(path: Path = DEMO_DIR) -> dict[str, list[dict]]:
+def demo_tools(path: Path = DEMO_DIR, machine: MachineConfig = PUBLISHED_MACHINE) -> dict[str, list[dict]]:
     """The tools offered to the demo, per mode: the descriptions it was trained with, pinned
     beside its weights (``demo/tools.json``), since a toy this small writes the right call
     only after the prompt it learned (a later ``gpu_eval`` description made it write
-    ``[1] @ [3]`` for ``[1, 2] @ [3, 4]``); a mode it was not trained on gets today's."""
+    ``[1] @ [3]`` for ``[1, 2] @ [3, 4]``); a mode it was not trained on gets today's, with
+    ``machine``'s limits (``tools.tools_for``)."""
     pinned = json.loads((path / TOOLS_FILE).read_text())
-    return {mode: pinned.get(mode, tools) for mode, tools in TOOLS.items()}
+    return {mode: pinned.get(mode, tools) for mode, tools in tools_for(machine).items()}
 
 
 def demo_splice_config(path: Path = DEMO_DIR, target: dict | None = None) -> dict:

@@ -29,7 +29,7 @@ from qwengpu_mlx.splice.combined_runner import open_combined
 from qwengpu_mlx.chat.demo import DEMO_DIR, demo_splice_config, demo_tools, load_demo
 from qwengpu_mlx.chat.prefix import base_identity
 from qwengpu_mlx.chat.startup import timed
-from qwengpu_mlx.chat.tools import TOOLS
+from qwengpu_mlx.chat.tools import TOOLS, tools_for
 from qwengpu_mlx.splice.open import (BASE_KIND, COMBINED_KIND, DEMO, DEMO_KIND, LaunchModel, ModelOpenError,
                                      combine_base, fetch_base, model_kind, open_errors)
 from qwengpu_mlx.splice.open import open_launch_model as _open_launch_model
@@ -56,7 +56,7 @@ class ChatModel:
     note: str = ""  # what the user should know about this model (the demo says what it is)
     identity: str = ""  # its files as a cache key (chat.prefix); "": nothing cached on disk
     log: Callable[[str], None] = lambda s: None  # where start-up and cache notes go
-    tools: dict[str, list[dict]] = field(default_factory=lambda: dict(TOOLS))  # offered per mode (the demo: its own)
+    tools: dict[str, list[dict]] = field(default_factory=lambda: dict(TOOLS))  # per mode: tools_for(machine) (the demo: its own)
 
     @property
     def has_tools(self) -> bool:
@@ -102,17 +102,20 @@ def _open_demo(store, machine: MachineConfig | None, log) -> ChatModel:
         # tests/splice/test_widen.py), and the toy's prefill is ~100x cheaper on a CPU.
         model, tokenizer = load_demo()
     combined = combine_base(model, _demo_config(), store, machine=machine, step=_steps(log))
-    return ChatModel(DEMO, combined, tokenizer, combined.circuit.machine,
+    machine = combined.circuit.machine
+    return ChatModel(DEMO, combined, tokenizer, machine,
                      note="demo: a toy Qwen3.5-architecture model trained on templated arithmetic "
                           "questions (not Qwen); its launches run on the real circuit",
-                     identity=base_identity(DEMO_DIR), log=log, tools=demo_tools())
+                     identity=base_identity(DEMO_DIR), log=log, tools=demo_tools(machine=machine))
 
 
 def _open_checkpoint(path: Path, store, log) -> ChatModel:
     with timed(log, f"the combined checkpoint {path}"):
         combined = open_combined(path, store)
         tokenizer = load_tokenizer(path)
-    return ChatModel(str(path), combined, tokenizer, combined.circuit.machine, identity=base_identity(path), log=log)
+    machine = combined.circuit.machine
+    return ChatModel(str(path), combined, tokenizer, machine, identity=base_identity(path), log=log,
+                     tools=tools_for(machine))
 
 
 def _open_base(spec: str, store, machine: MachineConfig | None, log) -> ChatModel:
@@ -120,4 +123,6 @@ def _open_base(spec: str, store, machine: MachineConfig | None, log) -> ChatMode
     with timed(log, f"loading {spec} with mlx_lm.load"):
         model, tokenizer = load_base(src.path)
     combined = combine_base(model, src.config, store, machine=machine, step=_steps(log))
-    return ChatModel(spec, combined, tokenizer, combined.circuit.machine, identity=base_identity(src.path), log=log)
+    machine = combined.circuit.machine
+    return ChatModel(spec, combined, tokenizer, machine, identity=base_identity(src.path), log=log,
+                     tools=tools_for(machine))

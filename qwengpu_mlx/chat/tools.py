@@ -45,6 +45,8 @@ from __future__ import annotations
 
 import json
 
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE, MachineConfig
+
 MODES = ("normal", "advanced")  # normal: gpu_eval (an expression); advanced: gpu_kernel (CUDA)
 GPU_EVAL_NAME = "gpu_eval"
 GPU_KERNEL_NAME = "gpu_kernel"
@@ -71,26 +73,41 @@ GPU_EVAL = {
     },
 }
 
-GPU_KERNEL = {
-    "type": "function",
-    "function": {
-        "name": GPU_KERNEL_NAME,
-        "description": ("Compile a CUDA __global__ kernel and launch it on the GPU inside this model "
-                        "(warpSize 4, at most 16 threads per block, 126 words of memory, 32-bit integers). "
-                        "Returns every pointer argument's array after the launch, or the compiler's errors."),
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "source": {"type": "string", "description": "the CUDA source with one __global__ kernel"},
-                "args": {"type": "object", "description": ("each parameter's value by name: a list of "
-                                                           "integers for a pointer, an integer otherwise")},
-                "block": {"type": "integer", "description": "threads per block (1-16)"},
-                "grid": {"type": "integer", "description": "blocks (default 1)"},
+def kernel_tool(machine: MachineConfig = PUBLISHED_MACHINE) -> dict:
+    """``gpu_kernel`` as offered on ``machine``: its description and its ``block`` bound state
+    that machine's limits, so that a model whose circuit is the large machine is not told the
+    published machine's 16 threads and 126 words (nor a published one 32 threads). A kernel
+    sees CUDA's 32-lane warp (``host/prelude.h``), whatever the machine's own warps."""
+    m = machine
+    return {
+        "type": "function",
+        "function": {
+            "name": GPU_KERNEL_NAME,
+            "description": ("Compile a CUDA __global__ kernel and launch it on the GPU inside this model "
+                            f"(warpSize 32, at most {m.max_block_dim} threads per block, {m.mem_words} words of "
+                            "memory, 32-bit integers). Returns every pointer argument's array after the launch, "
+                            "or the compiler's errors."),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "source": {"type": "string", "description": "the CUDA source with one __global__ kernel"},
+                    "args": {"type": "object", "description": ("each parameter's value by name: a list of "
+                                                               "integers for a pointer, an integer otherwise")},
+                    "block": {"type": "integer", "description": f"threads per block (1-{m.max_block_dim})"},
+                    "grid": {"type": "integer", "description": "blocks (default 1)"},
+                },
+                "required": ["source", "args", "block"],
             },
-            "required": ["source", "args", "block"],
         },
-    },
-}
+    }
+
+
+def tools_for(machine: MachineConfig) -> dict[str, list[dict]]:
+    """The tools offered per mode to a model whose circuit is ``machine``."""
+    return {"normal": [GPU_EVAL], "advanced": [kernel_tool(machine)]}
+
+
+GPU_KERNEL = kernel_tool(PUBLISHED_MACHINE)
 
 TOOLS = {"normal": [GPU_EVAL], "advanced": [GPU_KERNEL]}
 
