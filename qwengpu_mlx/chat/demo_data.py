@@ -230,7 +230,7 @@ class Gen(Words):
     def question(self) -> Question:
         """One question of a random form (weights favour the harder copies)."""
         forms = [(self.dot, 4), (self.matvec, 4), (self.elementwise, 6), (self.scalar_op, 4), (self.scale, 3),
-                 (self.reduce, 14), (self.histogram, 4), (self.gcd, 2), (self.fib, 2), (self.pow, 2),
+                 (self.reduce, 14), (self.histogram, 5), (self.gcd, 2), (self.fib, 2), (self.pow, 2),
                  (self.divide, 2), (self.floats, 2), (self.average, 3), (self.literal, 1)]
         make = self.r.choices([f for f, _ in forms], [w for _, w in forms])[0]
         return make()
@@ -491,10 +491,11 @@ class Gen(Words):
         return Question(text, e, Float(float(np.float32(np.float32(sum(x)) / np.float32(len(x))))))
 
     def literal(self) -> Question:
-        """A nested expression written out, copied as it is (``sum([1, 2]) * 3``)."""
+        """A nested expression written out, copied as it is (``sum([1, 2]) * 3``). Only ``sum``
+        nests here: with ``max(...) + k`` among them the toy wrote ``max([...]) + 1`` for "the
+        largest number in [...]"."""
         x, k = self.v(self.r.randint(2, 5)), self.num(2, 9)
-        name = self.pick("sum", "max", "min")
-        inner = {"sum": sum, "max": max, "min": min}[name](x)
+        name, inner = "sum", sum(x)
         e, value = self.pick((f"{name}({vec(x)}) * {k}", inner * k), (f"{name}({vec(x)}) + {k}", inner + k),
                              (f"({k} + {x[0]}) * {x[1]}", (k + x[0]) * x[1]))
         return Question(self.expression(e), e, _check(value))
