@@ -527,6 +527,16 @@ def float_max_sum_norm(spec: dict):
 
 
 @oracle
+def float_vector_pairs(spec: dict):
+    """Each float4 (x, y, z, w) to the float2 (x + y, z * w)."""
+    v = float_arg(spec, "v")
+    out = []
+    for x, y, z, w in zip(v[0::4], v[1::4], v[2::4], v[3::4]):
+        out += [add(x, y), mul(z, w)]
+    return {"v": words(v), "out": words(out)}
+
+
+@oracle
 def float_dot_mean(spec: dict):
     """The block sum of a * b (an fma each) over n."""
     a, b, n, threads = float_arg(spec, "a"), float_arg(spec, "b"), spec["args"]["n"], spec["block"]
