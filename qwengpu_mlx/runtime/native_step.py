@@ -43,6 +43,11 @@ def by_row(p: Product):
     return rowptr, c, W[r, c], targets
 
 
+def _aux_bytes(H: int, C: int, Dk: int) -> int:
+    """A mixer's activity bytes (:meth:`NativeStep.activity` names them)."""
+    return 4 * H + C + H * Dk + 1
+
+
 class _Blobs:
     """The weights packed into one float32 and one int32 array; the program holds offsets."""
 
@@ -165,8 +170,9 @@ class NativeStep:
                          blobs.f(np.array(mz.conv).T)]  # the taps again by tap: [4, C]
                 conv_at += 3 * C
                 state_at += mz.H * mz.Dv * mz.Dk
-                # activity: heads' conv and state, channels, state columns; heads' quiet key and query counts
-                aux_at += 2 * mz.H + C + mz.H * mz.Dk + 2 * mz.H
+                # activity: heads' conv and state, channels, state columns; heads' quiet key and query
+                # counts; the conv state's oldest row (the conv rows are a ring: circuit_step.cpp's Ring)
+                aux_at += _aux_bytes(mz.H, C, mz.Dk)
                 blocks += 1
             if ml is not None:
                 body += self._mlp(blobs, ml, w_post)
@@ -298,13 +304,16 @@ class NativeStep:
         return (int(at), float(margin)) if at >= 0 else top_two(logits)
 
     def layer_states(self, packed, layer: int) -> tuple[np.ndarray, np.ndarray]:
-        """Mixer ``layer``'s conv state [3, C] and recurrent state [1, H, Dv, Dk], of packed
-        states (views: the next step changes them). The step stores each head's state by
-        key dim ([Dk, Dv]: a key dim in use is contiguous); the view is transposed back."""
+        """Mixer ``layer``'s conv state [3, C] (oldest row first: a copy, as the step keeps its
+        rows as a ring) and recurrent state [1, H, Dv, Dk] (a view: the next step changes
+        it), of packed states. The step stores each head's state by key dim ([Dk, Dv]: a key
+        dim in use is contiguous); the view is transposed back."""
         conv, state, _ = packed
         cs, co, (_, H, Dv, Dk), so = self.layout[layer]
         by_key = state[so:so + H * Dv * Dk].reshape(H, Dk, Dv)
-        return conv[co:co + int(np.prod(cs))].reshape(cs), by_key.transpose(0, 2, 1)[None]
+        oldest = int(self.activity(packed, layer)["oldest_row"][0])
+        rows = conv[co:co + int(np.prod(cs))].reshape(cs)
+        return rows[[(oldest + i) % 3 for i in range(3)]], by_key.transpose(0, 2, 1)[None]
 
     def activity(self, packed, layer: int) -> dict[str, np.ndarray]:
         """Mixer ``layer``'s activity bytes (views, as ``circuit_step.cpp``'s mixer_sparse lays
@@ -314,12 +323,12 @@ class NativeStep:
         for L, ((_, C), _, (_, H, _, Dk), _) in sorted(self.layout.items()):
             if L == layer:
                 parts = {"head_conv": H, "head_state": H, "channels": C, "columns": H * Dk, "key_quiet": H,
-                         "query_quiet": H}
+                         "query_quiet": H, "oldest_row": 1}
                 views = {}
                 for name, n in parts.items():
                     views[name], at = packed[2][at:at + n], at + n
                 return views
-            at += 4 * H + C + H * Dk
+            at += _aux_bytes(H, C, Dk)
         raise KeyError(f"no mixer in layer {layer}")
 
     def nbytes(self) -> int:

@@ -74,8 +74,9 @@ def test_a_quiet_count_waits_three_steps_after_a_non_zero_key_row(store, module)
         act = sparse.activity(ours, L)
         for h in np.flatnonzero((act["key_quiet"] >= 3) & (act["head_state"] == 0))[:2]:
             j = H * Dk + h * Dk  # the head's first key channel, its newest conv value
-            for conv in (ours[0], theirs[0]):
-                conv[co + 2 * C + j] = 1.0
+            for packed in (ours, theirs):  # the conv rows are a ring: the newest is two after the oldest
+                newest = (int(dense.activity(packed, L)["oldest_row"][0]) + 2) % 3
+                packed[0][co + newest * C + j] = 1.0
             act["channels"][j], act["head_conv"][h], act["key_quiet"][h] = 1, 1, 0
             planted += 1
     assert planted > 10

@@ -526,9 +526,28 @@ struct MixerRec {
   }
 };
 
+// A mixer's conv state, three rows of C values, used as a ring: row `oldest` (a byte after
+// the layer's activity bytes) holds the projection three steps back, the rows after it
+// (mod 3) the two later ones. A step writes its projection over the oldest row and moves
+// `oldest` on, where moving every value one row back wrote three rows: a head whose
+// values alone move on writes one row of them.
+struct Ring {
+  float* s0;  // the oldest row: read, then overwritten by this step's projection
+  const float* s1;
+  const float* s2;  // the newest row
+  unsigned char* oldest;
+  static Ring of(const MixerRec& m, float* conv, unsigned char* aux) {
+    unsigned char* at = aux + m.aux_off + 4 * m.H + m.C + m.H * m.Dk;
+    float* rows = conv + m.conv_off;
+    int o = *at;
+    return {rows + (size_t)o * m.C, rows + (size_t)((o + 1) % 3) * m.C, rows + (size_t)((o + 2) % 3) * m.C, at};
+  }
+  void move_on() { *oldest = (unsigned char)((*oldest + 1) % 3); }
+};
+
 // A Gated DeltaNet layer added into the residual x (every channel and head: the dense step).
-void mixer(const MixerRec& m, const Consts& k, Clock& clock, float* x, int W, const float* conv_in,
-           float* conv_out, const float* state_in, float* state_out) {
+void mixer(const MixerRec& m, const Consts& k, Clock& clock, float* x, int W, float* conv, unsigned char* aux,
+           const float* state_in, float* state_out) {
   int C = m.C, H = m.H, Dk = m.Dk, Dv = m.Dv;
   std::vector<float> hi = m.normed(x, W, k, nullptr), proj(m.w_in.out);
   m.w_in.apply(hi.data(), proj.data());
@@ -539,26 +558,24 @@ void mixer(const MixerRec& m, const Consts& k, Clock& clock, float* x, int W, co
   clock.mark(MIX_IN);
 
   // conv over [prev0, prev1, prev2, now]; the new conv state is [prev1, prev2, now]
-  const float* prev = conv_in + m.conv_off;
-  float* next = conv_out + m.conv_off;
-  std::vector<float> conv(C);
+  Ring ring = Ring::of(m, conv, aux);
+  std::vector<float> cv(C);
   for (int j = 0; j < C; j++) {
-    float c0 = prev[j], c1 = prev[C + j], c2 = prev[2 * C + j], c3 = qkv[j];
+    float c0 = ring.s0[j], c1 = ring.s1[j], c2 = ring.s2[j], c3 = qkv[j];
     const float* t = m.cw + 4 * j;
-    conv[j] = c0 * t[0] + c1 * t[1] + c2 * t[2] + c3 * t[3];
-    next[j] = c1;
-    next[C + j] = c2;
-    next[2 * C + j] = c3;
+    cv[j] = c0 * t[0] + c1 * t[1] + c2 * t[2] + c3 * t[3];
+    ring.s0[j] = c3;
   }
-  silu_all(conv.data(), C);
+  ring.move_on();
+  silu_all(cv.data(), C);
   clock.mark(MIX_CONV);
 
   std::vector<float> q(Dk), kk(Dk), y(Dv), o(H * Dv);
   std::vector<int> every(Dk);
   for (int d = 0; d < Dk; d++) every[d] = d;
   for (int h = 0; h < H; h++) {
-    rms_norm(conv.data() + h * Dk, Dk, k.qk_eps, nullptr, q.data());
-    rms_norm(conv.data() + H * Dk + h * Dk, Dk, k.qk_eps, nullptr, kk.data());
+    rms_norm(cv.data() + h * Dk, Dk, k.qk_eps, nullptr, q.data());
+    rms_norm(cv.data() + H * Dk + h * Dk, Dk, k.qk_eps, nullptr, kk.data());
     for (int d = 0; d < Dk; d++) {
       q[d] = k.q_scale * q[d];
       kk[d] = k.k_scale * kk[d];
@@ -566,7 +583,7 @@ void mixer(const MixerRec& m, const Consts& k, Clock& clock, float* x, int W, co
     float g = exp_mlx(-exp_mlx(m.A_log[h]) * softplus(a[h] + m.dt_bias[h]));
     size_t at = m.state_off + (size_t)h * Dv * Dk;
     if (state_out != state_in) std::copy(state_in + at, state_in + at + (size_t)Dv * Dk, state_out + at);
-    head_step(state_out + at, q.data(), kk.data(), conv.data() + 2 * H * Dk + h * Dv, g, sigmoid(beta_in[h]), Dv,
+    head_step(state_out + at, q.data(), kk.data(), cv.data() + 2 * H * Dk + h * Dv, g, sigmoid(beta_in[h]), Dv,
               every.data(), Dk, y.data());
     rms_norm(y.data(), Dv, k.eps, m.gnorm, o.data() + h * Dv);
     for (int e = 0; e < Dv; e++) o[h * Dv + e] = silu(z[h * Dv + e]) * o[h * Dv + e];
@@ -578,26 +595,23 @@ void mixer(const MixerRec& m, const Consts& k, Clock& clock, float* x, int W, co
 
 // conv_channels' arithmetic for the eight live channels [j, j + 8), lane by lane (each
 // lane's float operations are the scalar ones, in the same order; they vectorize).
-inline void conv_eight(const MixerRec& m, float* state, const float* qkv, int j, float* cv) {
+inline void conv_eight(const MixerRec& m, const Ring& ring, const float* qkv, int j, float* cv) {
   int C = m.C;
   float c0[8], c1[8], c2[8], c3[8];
-  std::memcpy(c0, state + j, sizeof c0);
-  std::memcpy(c1, state + C + j, sizeof c1);
-  std::memcpy(c2, state + 2 * C + j, sizeof c2);
+  std::memcpy(c0, ring.s0 + j, sizeof c0);
+  std::memcpy(c1, ring.s1 + j, sizeof c1);
+  std::memcpy(c2, ring.s2 + j, sizeof c2);
   std::memcpy(c3, qkv + j, sizeof c3);
   const float *t0 = m.taps + j, *t1 = t0 + C, *t2 = t1 + C, *t3 = t2 + C;
   for (int l = 0; l < 8; l++) cv[l] = c0[l] * t0[l] + c1[l] * t1[l] + c2[l] * t2[l] + c3[l] * t3[l];
-  std::memcpy(state + j, c1, sizeof c1);
-  std::memcpy(state + C + j, c2, sizeof c2);
-  std::memcpy(state + 2 * C + j, c3, sizeof c3);
+  std::memcpy(ring.s0 + j, c3, sizeof c3);
 }
 
-// One head's conv channels [first, first + n): their conv outputs before SiLU into cv, the
-// conv state shifted in place; a channel whose conv state was never non-zero holds +0
-// there and gives 0.
-void conv_channels(const MixerRec& m, float* state, const float* qkv, const unsigned char* chan, int first, int n,
-                   float* cv) {
-  int C = m.C;
+// One head's conv channels [first, first + n): their conv outputs before SiLU into cv, this
+// step's projection written over the ring's oldest row; a channel whose conv state was
+// never non-zero holds +0 there and gives 0.
+void conv_channels(const MixerRec& m, const Ring& ring, const float* qkv, const unsigned char* chan, int first,
+                   int n, float* cv) {
   for (int i = 0; i < n; i++) {
     int j = first + i;
     if (i % 8 == 0 && i + 8 <= n) {  // eight channels at once when all or none are live
@@ -610,7 +624,7 @@ void conv_channels(const MixerRec& m, float* state, const float* qkv, const unsi
       }
       if (eight == 0x0101010101010101ull) {
         count(CHANNELS, 8);
-        conv_eight(m, state, qkv, j, cv + i);
+        conv_eight(m, ring, qkv, j, cv + i);
         i += 7;
         continue;
       }
@@ -620,18 +634,15 @@ void conv_channels(const MixerRec& m, float* state, const float* qkv, const unsi
       continue;
     }
     count(CHANNELS, 1);
-    float c0 = state[j], c1 = state[C + j], c2 = state[2 * C + j], c3 = qkv[j];
+    float c0 = ring.s0[j], c1 = ring.s1[j], c2 = ring.s2[j], c3 = qkv[j];
     const float* t = m.cw + 4 * j;
     cv[i] = c0 * t[0] + c1 * t[1] + c2 * t[2] + c3 * t[3];
-    state[j] = c1;
-    state[C + j] = c2;
-    state[2 * C + j] = c3;
+    ring.s0[j] = c3;
   }
 }
 
 // conv_channels' state update alone (for channels whose outputs no one reads).
-void shift_channels(const MixerRec& m, float* state, const float* qkv, const unsigned char* chan, int first, int n) {
-  int C = m.C;
+void shift_channels(const Ring& ring, const float* qkv, const unsigned char* chan, int first, int n) {
   for (int i = 0; i < n; i++) {
     int j = first + i;
     if (i % 8 == 0 && i + 8 <= n) {
@@ -642,17 +653,13 @@ void shift_channels(const MixerRec& m, float* state, const float* qkv, const uns
         continue;
       }
       if (eight == 0x0101010101010101ull) {
-        std::memmove(state + j, state + C + j, 8 * sizeof(float));
-        std::memmove(state + C + j, state + 2 * C + j, 8 * sizeof(float));
-        std::memcpy(state + 2 * C + j, qkv + j, 8 * sizeof(float));
+        std::memcpy(ring.s0 + j, qkv + j, 8 * sizeof(float));
         i += 7;
         continue;
       }
     }
     if (!chan[j]) continue;
-    state[j] = state[C + j];
-    state[C + j] = state[2 * C + j];
-    state[2 * C + j] = qkv[j];
+    ring.s0[j] = qkv[j];
   }
 }
 
@@ -738,7 +745,7 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
   const float* z = proj + C;
   const float* beta_in = z + H * Dv;
   const float* a = beta_in + H;
-  float* prev = conv + m.conv_off;
+  Ring ring = Ring::of(m, conv, aux);
   clock.mark(MIX_IN);
 
   std::vector<float> q(Dk), kk(Dk), cv(2 * Dk + Dv), y(Dv), o(H * Dv, 0.0f);
@@ -752,13 +759,13 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
     bool query_silent = quiet_now(query_quiet[h], proj + h * Dk, Dk);
     if (key_silent && !head_state[h]) {  // no key and no state: only the values' conv states move on
       count(QUIET, 1);
-      shift_channels(m, prev, proj, chan, 2 * H * Dk + h * Dv, Dv);
-      if (!query_silent) shift_channels(m, prev, proj, chan, h * Dk, Dk);
+      shift_channels(ring, proj, chan, 2 * H * Dk + h * Dv, Dv);
+      if (!query_silent) shift_channels(ring, proj, chan, h * Dk, Dk);
       continue;
     }
     // the key first: a head with neither a key nor a state needs no query or value, and
     // their conv states only move on
-    conv_channels(m, prev, proj, chan, H * Dk + h * Dk, Dk, cv.data() + Dk);
+    conv_channels(m, ring, proj, chan, H * Dk + h * Dk, Dk, cv.data() + Dk);
     if (counts) count(CHANNELS_NONZERO, std::count_if(cv.begin() + Dk, cv.begin() + 2 * Dk, [](float v) { return v != 0.0f; }));
     bool keyed = may_key(cv.data() + Dk, Dk);
     if (keyed || head_state[h]) {
@@ -767,12 +774,12 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
       for (int d = 0; d < Dk; d++) keyed |= cv[Dk + d] != 0.0f;
     }
     if (!keyed && !head_state[h]) {
-      if (!query_silent) shift_channels(m, prev, proj, chan, h * Dk, Dk);
-      shift_channels(m, prev, proj, chan, 2 * H * Dk + h * Dv, Dv);
+      if (!query_silent) shift_channels(ring, proj, chan, h * Dk, Dk);
+      shift_channels(ring, proj, chan, 2 * H * Dk + h * Dv, Dv);
       continue;
     }
-    conv_channels(m, prev, proj, chan, h * Dk, Dk, cv.data());
-    conv_channels(m, prev, proj, chan, 2 * H * Dk + h * Dv, Dv, cv.data() + 2 * Dk);
+    conv_channels(m, ring, proj, chan, h * Dk, Dk, cv.data());
+    conv_channels(m, ring, proj, chan, 2 * H * Dk + h * Dv, Dv, cv.data() + 2 * Dk);
     if (counts) {
       auto nonzero = [](float v) { return v != 0.0f; };
       count(CHANNELS_NONZERO, std::count_if(cv.begin(), cv.begin() + Dk, nonzero) +
@@ -807,6 +814,7 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
       oe = (oe == 0.0f && std::isfinite(ze)) ? 0.0f : silu(ze) * oe;
     }
   }
+  ring.move_on();
   w.proj.clear();
   clock.mark(MIX_HEADS);
   m.o_proj.scatter_into(o.data(), x, w.out, &live);
@@ -978,7 +986,7 @@ float run(const Plan& plan, const Buffers& io) {
       if (plan.sparse)
         mixer_sparse(m, k, clock, work, x.data(), live, W, io.conv, io.state, io.aux);
       else  // in place: each conv channel and state row is read before it is written
-        mixer(m, k, clock, x.data(), W, io.conv, io.conv, io.state, io.state);
+        mixer(m, k, clock, x.data(), W, io.conv, io.aux, io.state, io.state);
     } else if (op == MLP) {
       MlpRec m = MlpRec::read(c, b);
       margin = std::fmin(margin, mlp(m, k, clock, work, x.data(), W, one_pos, track != 0, plan.sparse ? &live : nullptr));
