@@ -255,7 +255,9 @@ def _memory(tr, ins, em) -> list:
     load or store (two words, low word first in memory, as on a GPU), a 64-bit scalar
     parameter, or a 32-bit load into a pair (extended into the high word)."""
     if any(m[:1] == "v" and m[1:].isdigit() for m in ins.mods):
-        raise unsupported(ins, "vector memory accesses are not supported")
+        raise unsupported(ins, "a vector access of 64-bit elements (long2, double2 ...) or through an address "
+                               "whose high word is read is not supported (vectors of 32-bit elements are: "
+                               "float4, int2 ...); access the elements one by one")
     check = _address_checks(tr, ins, em)
     d = _dst(ins) if ins.opcode == "ld" else None
     dh = d + HIGH if d in tr.wide_plan.pairs else None

@@ -5,7 +5,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from qwengpu_mlx.core.errors import UnsupportedError
 from qwengpu_mlx.core.machine import LARGE_MACHINE
 from qwengpu_mlx.host.launch import compile_kernel
 from tests.support.cli import cu, needs_clang
@@ -60,3 +62,19 @@ def test_int4_and_int2_vectors(tmp_path):
         p, q = b[2 * i:2 * i + 2]
         want += [x + p, y - q, z * p, w ^ q]
     assert [o & 0xFFFFFFFF for o in out] == [w & 0xFFFFFFFF for w in want]
+
+
+WIDE = """
+struct __attribute__((aligned(16))) pair64 { long long x, y; };
+__global__ void wide(const pair64 *a, long long *out) {
+  pair64 v = a[threadIdx.x];
+  out[threadIdx.x] = v.x + v.y;
+}
+"""
+
+
+@needs_clang
+def test_a_vector_of_64_bit_elements_is_refused_at_its_line(tmp_path):
+    with pytest.raises(UnsupportedError, match=r"wide\.cu:4:.*v2\.u64.*elements one by one"):
+        reference(cu(tmp_path, WIDE, "wide.cu"), args={"a": [1, 2, 3, 4], "out": [0, 0]}, block=2,
+                  machine=LARGE_MACHINE)
