@@ -28,7 +28,7 @@ from qwengpu_mlx.core.errors import ResourceError
 from qwengpu_mlx.core.machine import LARGE_MACHINE, MACHINES
 from qwengpu_mlx.host import float_spill
 from qwengpu_mlx.host.launch import compile_kernel
-from qwengpu_mlx.host.lowering import EVERY_TRY, Tries, lower
+from qwengpu_mlx.host.lowering import EVERY_TRY, SPILL_LEVEL, Tries, lower
 from qwengpu_mlx.runtime.check import reference_run
 from qwengpu_mlx.runtime.expect import expected_segments
 from tests.support.launching import bound_program
@@ -142,7 +142,7 @@ def _spill_forced(name: str, budget: float_spill.Budget) -> str:
     """``blocks/steps/tokens (calls run)`` of an example lowered only at the spill level,
     keeping ``budget`` in registers; "refused" where that does not fit."""
     try:
-        prog, m = _bound(name, Tries(inlined=False, sharings=(-1,), budgets=(budget,)))
+        prog, m = _bound(name, Tries(inlined=False, sharings=(SPILL_LEVEL,), budgets=(budget,)))
     except ResourceError:
         return "refused"
     entries = {b.index for b in prog.blocks if (b.label or "").startswith("$froutine_")}

@@ -51,12 +51,16 @@ class Tries:
     whose tries all fail is refused as any other."""
 
     inlined: bool = True  # first the kernel's own translation, its float routines inlined
-    sharings: tuple[int, ...] | None = None  # then these levels of float_routines.sharing_levels (indices); None: each
+    sharings: tuple[int | str, ...] | None = None  # then these levels of float_routines.sharing_levels
+    # (indices, or SPILL_LEVEL: the level saving across calls, whatever its index); None: each
     budgets: tuple | None = None  # a level saving across calls: these float_spill budgets (None: save nothing)
     greedy_cut: bool = True  # a level also cut for fewest blocks where the fewest-token cut does not fit
 
 
 EVERY_TRY = Tries()
+SPILL_LEVEL = "spill"
+"""In ``Tries.sharings``: the level that saves what is live across calls (``float_spill``),
+not the compact one after it (``float_unit``): its index differs from kernel to kernel."""
 
 
 def lower(module: PtxModule, kernel: PtxKernel, params: list[KernelParam],
@@ -164,12 +168,14 @@ def finish_program(bbs: list, wide: set, kernel: PtxKernel, params: list[KernelP
     raise float_routines.refusal_after_sharing(refusals, kernel) if tried else refusals[-1]
 
 
-def _chosen(variants: list, levels: tuple[int, ...] | None) -> list:
-    """The sharing levels' translations to try: each, or those at ``levels`` (indices; one
-    beyond a kernel's levels is no try)."""
+def _chosen(variants: list, levels: tuple[int | str, ...] | None) -> list:
+    """The sharing levels' translations to try: each, or those at ``levels`` (indices, one
+    beyond a kernel's levels being no try; or ``SPILL_LEVEL``)."""
     if levels is None:
         return variants
-    return [variants[i] for i in levels if -len(variants) <= i < len(variants)]
+    spill = [v for v in variants if v.sharing.spill and not v.sharing.compact][:1]
+    return [v for i in levels for v in (spill if i == SPILL_LEVEL else
+                                        [variants[i]] if -len(variants) <= i < len(variants) else [])]
 
 
 def _finish_saving(translate, budget: float_spill.Budget, kernel: PtxKernel, params: list[KernelParam],

@@ -106,6 +106,7 @@ class Translator:
             def run():
                 tr = Translator(self.kernel, self.shared_names, self.params, sharing)
                 return tr.run(), tr.wide
+            run.sharing = sharing  # what it shares, for a lowering asked for one level by its kind
             return run
         return [translation(s) for s in float_routines.sharing_levels(self.float_calls)]
 

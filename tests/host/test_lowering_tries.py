@@ -17,7 +17,7 @@ from qwengpu_mlx.core.errors import ResourceError
 from qwengpu_mlx.core.readout import read_outputs
 from qwengpu_mlx.host.float_spill import Budget
 from qwengpu_mlx.host.launch import compile_kernel
-from qwengpu_mlx.host.lowering import Tries, lower
+from qwengpu_mlx.host.lowering import SPILL_LEVEL, Tries, lower
 from qwengpu_mlx.runtime.check import reference_run
 from tests.support.cli import needs_clang
 from tests.support.oracles import ORACLES, machine_of
@@ -49,7 +49,7 @@ def test_inlined_alone_is_refused_where_only_sharing_fits():
 @needs_clang
 @pytest.mark.parametrize("budget", [Budget(), Budget(0, 0)], ids=["sites", "every value"])
 def test_the_saving_level_alone_computes_the_kernel(budget):
-    spec, prog, m = _lowered(Tries(inlined=False, sharings=(-1,), budgets=(budget,)))
+    spec, prog, m = _lowered(Tries(inlined=False, sharings=(SPILL_LEVEL,), budgets=(budget,)))
     assert any((b.label or "").startswith("$froutine_") for b in prog.blocks)
     assert _exact(spec, prog, m)
 
@@ -57,8 +57,8 @@ def test_the_saving_level_alone_computes_the_kernel(budget):
 @needs_clang
 def test_saving_every_value_costs_more_blocks_than_saving_the_sites():
     """Each value saved is a store and a load around each call: the ROM only grows."""
-    sites = _lowered(Tries(inlined=False, sharings=(-1,), budgets=(Budget(),)))[1]
-    every = _lowered(Tries(inlined=False, sharings=(-1,), budgets=(Budget(0, 0),)))[1]
+    sites = _lowered(Tries(inlined=False, sharings=(SPILL_LEVEL,), budgets=(Budget(),)))[1]
+    every = _lowered(Tries(inlined=False, sharings=(SPILL_LEVEL,), budgets=(Budget(0, 0),)))[1]
     assert len(every.blocks) > len(sites.blocks)
 
 
