@@ -229,7 +229,7 @@ class Gen(Words):
 
     def question(self) -> Question:
         """One question of a random form (weights favour the harder copies)."""
-        forms = [(self.dot, 4), (self.matvec, 4), (self.elementwise, 6), (self.scalar_op, 4), (self.scale, 3),
+        forms = [(self.dot, 5), (self.matvec, 4), (self.elementwise, 6), (self.scalar_op, 4), (self.scale, 3),
                  (self.reduce, 14), (self.histogram, 5), (self.gcd, 2), (self.fib, 2), (self.pow, 2),
                  (self.divide, 2), (self.floats, 2), (self.average, 3), (self.literal, 1)]
         make = self.r.choices([f for f, _ in forms], [w for _, w in forms])[0]
@@ -266,7 +266,7 @@ class Gen(Words):
         n = self.length()
         a = self.operands(n)
         b = self.operands(n) if self.r.random() > 0.08 else self.v(self.r.choice([k for k in range(1, 8) if k != n]))
-        op = self.pick("+", "+", "-", "*")
+        op = self.pick("+", "-", "*")  # + twice as often made the toy write + for dot and * products
         e = f"{vec(a)} {op} {vec(b)}"
         A, B, pair = self.listing(a), self.listing(b), self.pair(a, b)
         vectors = self.pick("vectors", "lists", "arrays")
@@ -469,7 +469,7 @@ class Gen(Words):
         fa, fb = np.float32(a), np.float32(b)
         if op == "/" and fb == 0:
             return self.floats()
-        value = {"+": fa + fb, "-": fa - fb, "*": fa * fb, "/": fa / fb}[op]
+        value = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}[op](fa, fb)
         return Question(text, e, Float(float(np.float32(value))))
 
     def average(self) -> Question:
