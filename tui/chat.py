@@ -22,7 +22,6 @@ from typing import Iterator, Protocol, runtime_checkable
 from qwengpu_mlx.chat.cli import open_model
 from qwengpu_mlx.chat.session import ChatSession, ChatSettings, TextPiece
 from qwengpu_mlx.chat.textgen import TextGenerator
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
 
 
 @runtime_checkable
@@ -153,4 +152,5 @@ def chat_backend(model: str | None, *, log=lambda s: None, settings: ChatSetting
     flags, as ``chat`` takes them (default: the chat's defaults, launches checked)."""
     if model is None:
         return NoChat()
-    return SessionChat(open_model(model, DEFAULT_MACHINE, log=log), settings or ChatSettings(check=True))
+    # no machine named: the default machine's circuit where it fits the model, as `chat` chooses
+    return SessionChat(open_model(model, None, log=log), settings or ChatSettings(check=True))

@@ -81,7 +81,7 @@ def run_program(ns) -> int:
 
     memo = ModelMemo()
     # a program runs on the large machine unless told otherwise: a tutorial's arrays and
-    # 32-thread blocks need its 4 KB and 32 threads (the default machine has 504 bytes, 16)
+    # 32-thread blocks need its 4 KB and 32 threads (the published machine has 504 bytes, 16)
     machine = machine_for(ns, memo) if getattr(ns, "model", None) else \
         named_machine(ns) if ns.machine else MACHINES["large"]
     runner = launch_model(ns, memo, runner=True).runner if ns.backend == "model" and ns.model else None

@@ -75,7 +75,6 @@ def term_fields(machine: MachineConfig = DEFAULT_MACHINE) -> dict[str, tuple[int
     return fields
 
 
-TERM_FIELDS = term_fields(DEFAULT_MACHINE)  # the published machine's layout
 # piece "pfinal": 4 bits per predicate, a predicate source code for its value after the block
 
 
