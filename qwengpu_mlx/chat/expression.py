@@ -34,8 +34,9 @@ from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MachineConfig
 from qwengpu_mlx.core.vocab import MAX_GRID
 from qwengpu_mlx.runtime import LaunchRequest, bind_request, launch
 
-from qwengpu_mlx.chat.expression_parse import (INT_MAX, INT_MIN, Array, BinOp, Call, ExpressionError, F32, Neg, Num,
+from qwengpu_mlx.chat.expression_parse import (INT_MAX, INT_MIN, Array, BinOp, ExpressionError, F32, Neg, Num,
                                                parse)
+from qwengpu_mlx.chat.staging import IntsConverted, MeanOfInts, OneBlock, Staged
 
 __all__ = ["ExpressionError", "Evaluation", "F32", "KernelJob", "evaluate", "parse", "count_launches",
            "job_request", "bind_job", "reference_launch", "KERNELS", "MAX_LAUNCHES"]
@@ -61,6 +62,7 @@ class KernelJob:
     length: int | None = None  # elements of the result to read; None: a scalar (word 0)
     per_element: tuple[str, ...] = ()  # the arrays of one word per input element (what limits the length)
     floats: bool = False  # the result's words are float32 bit patterns
+    staged: Staged | None = None  # its smaller launches where its one kernel outgrows the ROM (staging)
 
 
 @dataclass
@@ -99,9 +101,9 @@ def _geometry(threads: int) -> tuple[int, int]:
 
 def _job(source: str, form: str, args: dict, result: str, *, threads: int, kernel: str | None = None,
          length: int | None = None, geometry: tuple[int, int] | None = None,
-         per_element: tuple[str, ...] = (), floats: bool = False) -> KernelJob:
+         per_element: tuple[str, ...] = (), floats: bool = False, staged: Staged | None = None) -> KernelJob:
     block, grid = geometry or _geometry(threads)
-    return KernelJob(KERNELS / source, kernel, args, block, grid, result, form, length, per_element, floats)
+    return KernelJob(KERNELS / source, kernel, args, block, grid, result, form, length, per_element, floats, staged)
 
 
 # --- checks ------------------------------------------------------------------------------
@@ -390,8 +392,12 @@ def _float_binop(op: str, a, b, column: int) -> KernelJob:
     name = {"+": "add", "-": "sub", "*": "mul", "/": "div"}[op]
     left, right = ("f" if is_float(a) else "i"), ("f" if is_float(b) else "i")
     result = "a" if left == "f" else "b"
+    staged = OneBlock("div_ff_block", ("a", "b")) if name == "div" else None
+    if left != right:  # the int side converted by its own launch, then the float-only kernel
+        staged = IntsConverted("b" if left == "f" else "a", f"{name}_ff", "a", _to_float, staged)
     return _job("float_elementwise.cu", f"float {name}", {"a": _words(a), "b": _words(b), "n": len(a)}, result,
-                threads=len(a), kernel=f"{name}_{left}{right}", length=length, per_element=("a", "b"), floats=True)
+                threads=len(a), kernel=f"{name}_{left}{right}", length=length, per_element=("a", "b"), floats=True,
+                staged=staged)
 
 
 def _float_negate(value, column: int) -> KernelJob:
@@ -427,7 +433,9 @@ def _float_reduction(name: str, v: list, column: int) -> KernelJob:
         raise ExpressionError(f"{name}: the sum of the {len(v)} elements is outside 32-bit signed integers, so the "
                               f"GPU's 32-bit sum would wrap (column {column})")
     return _job("float_reduce.cu", name, {"x": v, "sum": [0], "out": out, "n": len(v)}, "out", threads=0,
-                kernel="mean_i", geometry=(min(len(v), BLOCK), 1), per_element=("x",), floats=True)
+                kernel="mean_i", geometry=(min(len(v), BLOCK), 1), per_element=("x",), floats=True,
+                staged=MeanOfInts(lambda x: _reduction("sum", x), _to_float,
+                                  lambda total, n: _float_binop("/", total, n, column)))
 
 
 def _float_dot(a, b, column: int) -> KernelJob:
@@ -604,24 +612,9 @@ class _Evaluator:
 
 
     def staged(self, job: KernelJob, operator: tuple[str, int] | None):
-        """A float job on ints that outgrew the machine's ROM, run as smaller launches: the
-        ints converted by one (``to_float``), then the float-only kernel on its words (the
-        same roundings as the one kernel: each int converted once, then the one float op);
-        ``mean_i`` (``mean`` of ints) as the integer sum, the conversion of the sum and n, then ``/``; ``/`` of
-        floats as one block without the grid's index and guard. None for a job with no
-        smaller form (its refusal stands)."""
-        if job.kernel == "div_ff" and job.args["n"] <= self.machine.max_block_dim:
-            return self.run(replace(job, kernel="div_ff_block", args={"a": job.args["a"], "b": job.args["b"]},
-                                    block=job.args["n"], grid=1), operator)
-        if job.kernel == "mean_i":
-            total = self.run(_reduction("sum", job.args["x"]))
-            converted = self.run(_to_float([total, job.args["n"]]))
-            return self.run(_float_binop("/", converted[0], converted[1], 0))
-        ints = {"fi": "b", "if": "a"}.get((job.kernel or "")[-2:]) if job.source.name == "float_elementwise.cu" else None
-        if ints is None:
-            return None
-        words = dict(job.args, **{ints: [f"0f{x.bits:08X}" for x in self.run(_to_float(job.args[ints]))]})
-        return self.run(replace(job, kernel=job.kernel[:-2] + "ff", args=words, result="a"), operator)
+        """A job that outgrew the machine's ROM, run as its smaller launches (``job.staged``,
+        ``staging``); None for a job with no smaller form, or none that fits (its refusal stands)."""
+        return None if job.staged is None else job.staged.value(job, lambda j: self.run(j, operator), self.machine)
 
 
 def _too_large(job: KernelJob, error: ResourceError, machine: MachineConfig) -> str:
