@@ -136,9 +136,9 @@ def test_the_status_bar_counts_a_calls_launches_with_their_pace():
 
             bar.set = recording
             await type_command(pilot, "what is sum([1, 2]) + sum([3, 4])?")
-            await wait_until(pilot, lambda: screen.chatting, timeout=10, what="the chat turn to start")
-            while screen.chatting:
-                await pilot.pause(0.02)
+            await wait_until(pilot, lambda: ("result", "tool response: 10") in screen.transcript.entries,
+                             what="the call's result")
+            await wait_until(pilot, lambda: not screen.chatting, what="the turn's end")
             launching = [s for s in seen if re.search(r"│ +launch [123] of 3", s)]
             assert launching, seen
             assert any(re.search(r"│ +\d+\.\d tok/s +│", s) for s in launching), launching
