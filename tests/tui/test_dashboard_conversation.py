@@ -10,6 +10,7 @@ key press can be aimed), then the dashboard's own cancel stops it.
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 import threading
 
@@ -26,7 +27,7 @@ from qwengpu_mlx.tui.app import DashboardApp  # noqa: E402
 from qwengpu_mlx.tui.chat import SessionChat  # noqa: E402
 
 DOT = "What is the dot product of [1, 2, 3] and [4, 5, 6]?"
-DOT2 = "What is the dot product of [2, 3] and [4, 5]?"
+GCD2 = "What is the greatest common divisor of 12 and 18?"  # after a dot product: the toy copies vectors across turns
 GCD = "What is the greatest common divisor of 84 and 36?"
 SUM = "What is the sum of [1, 2, 3]?"
 RUN_DOT = "/run examples/kernels/dot.cu a=1,2,3 b=4,5,6 out=0 n=3"
@@ -126,8 +127,8 @@ def test_chat_goes_on_across_turns_runs_and_a_cancel(demo):
 
             answered(await ask(DOT, typed=True), "[1, 2, 3] @ [4, 5, 6]", "dot", 32)
             ran_dot(await run(RUN_DOT))
-            answered(await ask(DOT2), "[2, 3] @ [4, 5]", "dot", 23)
-            assert screen.launch_pane.border_title == "launch (chat): dot"
+            answered(await ask(GCD2), "gcd(12, 18)", "gcd", math.gcd(12, 18))
+            assert screen.launch_pane.border_title == "launch (chat): gcd"
 
             # escape during a reply: held at its launch's first token until the key is pressed
             reached, release = chat.hold_next()
@@ -156,7 +157,7 @@ def test_chat_goes_on_across_turns_runs_and_a_cancel(demo):
             assert "error:" not in shown, shown
             replies = [line for line in shown.splitlines() if line.startswith("qwen › ")]
             assert len(replies) == 3, shown  # one per answered question, none for the cancelled one
-            assert "32" in replies[0] and "23" in replies[1], shown
+            assert "32" in replies[0] and str(math.gcd(12, 18)) in replies[1], shown
             assert shown.count("chat cancelled") == 1, shown
             assert "exact" in screen.status_bar.plain()
         # every reply ran on the dashboard's one MLX thread, which ended with the dashboard
