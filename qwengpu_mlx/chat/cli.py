@@ -203,7 +203,7 @@ class _TurnView:
             elif isinstance(ev, ToolCallDone):
                 self.out.write(f"[{result_line(ev.outcome.content)}]\n")
             elif isinstance(ev, UnclosedCall):
-                self.out.write(f"\n[a tool call never closed, so not run (and not the answer): {ev.text.strip()}]\n")
+                self.out.write(f"\n[{unclosed_line(ev)}]\n")
         self.out.flush()
 
     def begin_reasoning(self) -> None:
@@ -228,6 +228,15 @@ def call_line(ev: ToolCallStarted) -> str:
     return f"tool call: {ev.name}({args})"
 
 
+def unclosed_line(ev: UnclosedCall) -> str:
+    """A call the message never closed, or ended without starting: not run, never the answer
+    (the latter's text streamed as the answer's until its end marker came)."""
+    if ev.started:
+        return f"a tool call never closed, so not run (and not the answer): {ev.text.strip()}"
+    return (f"a tool call ended that never started, so not run (and the reply's text is not the answer): "
+            f"{ev.text.strip()}")
+
+
 def result_line(content: str) -> str:
     """The GPU's answer verbatim: ``result: 11``, or the tool's ``error: why`` (one prefix)."""
     return content if content.startswith("error:") else f"result: {content}"
@@ -249,7 +258,7 @@ def stop_note(s: TurnSummary) -> str:
     if s.stopped == "tool_limit":
         return "[the turn ended after too many tool calls]"
     if s.unclosed_call is not None:
-        return "[the reply ended inside a tool call: nothing was run]"
+        return "[the reply ended inside a tool call, or ended one it never started: nothing was run]"
     return ""
 
 

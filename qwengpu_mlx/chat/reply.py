@@ -38,6 +38,7 @@ class ReplyParts:
     calls: list[str] = field(default_factory=list)  # each closed call's inner text
     open_call: bool = False  # a call has started and not closed
     unclosed: str = ""  # the text of that call so far (after its start marker)
+    unstarted: bool = False  # that "call" has an end marker and no start: a call that does not parse
     trailing: str = ""  # text after the last closed call
 
 
@@ -79,6 +80,9 @@ class ReplySplitter:
         out = ReplyParts(reasoning=reasoning, reasoning_open=open_)
         start, end = self.markers.call_start, self.markers.call_end
         if open_ or not start or start not in rest:
+            if not open_ and end and end in rest:  # a call's end with no start: not a call, nor the answer
+                out.open_call, out.unclosed, out.unstarted = True, rest, True
+                return out
             out.content = rest.lstrip()
             return out
         content, _, rest = rest.partition(start)

@@ -70,6 +70,7 @@ class ToolCallStarted:
 @dataclass(frozen=True)
 class UnclosedCall:
     text: str  # a tool call the message started and never closed: not run, and not the answer
+    started: bool = True  # False: it ended a call it never started (its text was streamed as the answer's)
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,7 @@ class Message:
     calls: list[str]  # raw text inside each <tool_call>...</tool_call>
     stopped: str
     unclosed: str | None = None  # the text of a call it started and never closed
+    unstarted: bool = False  # that call has an end and no start (``ReplyParts.unstarted``)
 
 
 @dataclass
@@ -176,7 +178,7 @@ class ChatSession:
         while True:
             msg = yield from self._assistant_message(summary)
             if msg.unclosed is not None:
-                yield UnclosedCall(msg.unclosed)
+                yield UnclosedCall(msg.unclosed, started=not msg.unstarted)
             if not msg.calls:
                 self.messages.append(_assistant_message(msg, []))
                 summary.answer, summary.stopped, summary.reasoning = msg.content, msg.stopped, msg.reasoning
@@ -261,8 +263,9 @@ class ChatSession:
         if parts.reasoning_open and stopped == "max_tokens":
             stopped = "max_tokens_in_reasoning"
         content = split.text(parts, final=True)
-        unclosed = (Markers.of(tok).call_start or "") + parts.unclosed if parts.open_call else None
-        return Message(parts.reasoning.strip(), content.strip(), parts.calls, stopped, unclosed)
+        start = "" if parts.unstarted else Markers.of(tok).call_start or ""
+        unclosed = start + parts.unclosed if parts.open_call else None
+        return Message(parts.reasoning.strip(), content.strip(), parts.calls, stopped, unclosed, parts.unstarted)
 
     def _parse_call(self, call_text: str) -> dict:
         """mlx-lm's parser for this template; {"error": why, "raw": text} when the call does not parse."""

@@ -64,3 +64,13 @@ def test_reasoning_that_never_closes_shows_no_text():
     split = ReplySplitter(QWEN, starts_in_reasoning=True)
     r, t = stream(split, "Still going, and <tool_call> inside reasoning is reasoning")
     assert t == "" and r.endswith("is reasoning") and split.parts("x").reasoning_open
+
+
+def test_a_call_ended_but_never_started_is_not_the_answer():
+    """A toy's reply that writes a call's body and end marker without its start: a call that
+    does not parse, never the message's text."""
+    split = ReplySplitter(QWEN)
+    message = "I could not compute that: pow(1, 2)\n</parameter>\n</function>\n</tool_call>"
+    p = split.parts(message)
+    assert p.open_call and p.unstarted and p.unclosed == message and p.content == "" and not p.calls
+    assert split.text(p, final=True) == ""

@@ -134,3 +134,17 @@ def test_a_result_begun_is_copied_as_the_gpu_wrote_it(tokenizer, runner):
     printed, summary = printed_turn(free, "What is 3 to the power of 7?")
     assert summary.answer == f"The GPU computed {want - 3}." and summary.copy_forced == 0
     assert f"[not from the GPU: the answer states {want - 3}, the GPU computed {want}]" in printed
+
+
+def test_a_call_ended_but_never_started_is_shown_as_such_not_as_the_answer(tokenizer, runner):
+    reply = "I could not compute that: pow(1, 2)\n</parameter>\n</function>\n</tool_call>"
+    s = session(tokenizer, runner, [reply])
+    out = io.StringIO()
+    events = list(s.turn("What is 1 + 2?"))
+    summary = events[-1]
+    chat_cli.show_turn(iter(events), out, color=False)
+    [unclosed] = [e for e in events if isinstance(e, UnclosedCall)]
+    assert not unclosed.started and unclosed.text == reply
+    assert summary.answer == "" and summary.unclosed_call == reply and not summary.tool_results
+    assert "[a tool call ended that never started, so not run (and the reply's text is not the answer): I could" \
+        in out.getvalue()

@@ -145,3 +145,29 @@ def test_the_status_bar_counts_a_calls_launches_with_their_pace():
             assert ("result", "tool response: 10") in screen.transcript.entries, screen.transcript.entries
 
     asyncio.run(go())
+
+
+@pytest.mark.parametrize("reply, before", [
+    ("I could not compute that: pow(1, 2)\n</parameter>\n</function>\n</tool_call>", None),
+    ("Let me see.\n<tool_call>\n<function=gpu_eval>\n<parameter=expression>\n1 + ", "Let me see."),
+], ids=["ended, never started", "started, never closed"])
+def test_a_call_that_does_not_parse_is_shown_as_such_never_as_the_answer(reply, before):
+    """Nothing runs; the error line says what the call was; only text before a call's start
+    marker is the message's own."""
+    chat = scripted_chat([reply])
+
+    async def go():
+        app = DashboardApp(show_timing=False, chat=chat)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.main
+            tr = screen.transcript
+            await type_command(pilot, "what is 1 + 2?")
+            await wait_until(pilot, lambda: any(k == "error" for k, _ in tr.entries), what="the call's error line")
+            await wait_until(pilot, lambda: not screen.chatting, timeout=30, what="the chat turn to end")
+            answers = [t for k, t in tr.entries if k == "assistant"]
+            assert answers == ([before] if before else []), tr.entries
+            [error] = [t for k, t in tr.entries if k == "error"]
+            assert error.startswith("a tool call ") and "not run" in error and "tool_call>" in error, error
+            assert not any(t.startswith("launch ") for k, t in tr.entries), tr.entries
+
+    asyncio.run(go())

@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from textual import work
 from textual.worker import Worker
 
-from qwengpu_mlx.chat.session import ReasoningPiece, TextPiece, ToolCallDone, ToolCallStarted, TurnSummary
+from qwengpu_mlx.chat.cli import unclosed_line
+from qwengpu_mlx.chat.session import (ReasoningPiece, TextPiece, ToolCallDone, ToolCallStarted, TurnSummary,
+                                      UnclosedCall)
 from qwengpu_mlx.core.float32 import outputs_text
 from qwengpu_mlx.core.machine import MACHINES
 from qwengpu_mlx.core.vocab import RECORD_KINDS
@@ -391,6 +393,13 @@ class JobsMixin:
             self.activity.tool_call(event.name, event.arguments)
         elif isinstance(event, ToolCallDone):
             self._tool_done(event.outcome)
+        elif isinstance(event, UnclosedCall):  # not run, and never the answer
+            reasoning, answer = self.live_reply.take()
+            if reasoning.strip():
+                t.say(reasoning.strip(), "reasoning")
+            if answer.strip() and event.started:  # the text before the call's start is the message's
+                t.say(answer.strip(), self.reply_kind)
+            t.say(unclosed_line(event), "error")
         elif isinstance(event, TurnSummary):
             self._flush_reply(self.reply_kind)
             if self.show_timing:
