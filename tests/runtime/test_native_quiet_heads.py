@@ -8,19 +8,11 @@ Expected values: the dense step (every channel and head, no skip) over the same 
 every logit, conv state and recurrent state bit for bit after every token.
 """
 
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from qwengpu_mlx.core.machine import LARGE_MACHINE, PUBLISHED_MACHINE
-from qwengpu_mlx.runtime.circuit_runner import CircuitRunner
-from qwengpu_mlx.runtime.native_step import NativeStep, SparseRows
-from qwengpu_mlx.runtime.prompt import prompt_tokens
-from tests.support.launching import bound_program, on_runner
-
-KERNELS = Path(__file__).resolve().parents[2] / "examples" / "kernels"
+from tests.support.native_pair import step_pair
 
 
 def _bits(a: np.ndarray) -> np.ndarray:
@@ -29,19 +21,13 @@ def _bits(a: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("machine,name", [(LARGE_MACHINE, "dot"), (PUBLISHED_MACHINE, "dot")])
 def test_quiet_heads_skip_and_wake_with_the_dense_steps_bits(store, module, machine, name):
-    runner = store.runner(machine)
-    spec = json.loads((KERNELS / f"{name}.json").read_text())
-    prog = bound_program(KERNELS / f"{name}.cu", spec["kernel"], args=spec["args"], block=spec["block"],
-                         grid=spec["grid"], machine=machine)
-    launch = on_runner(prog, runner)
-    circuit = CircuitRunner(store.compact(machine), machine)
-    rows = SparseRows.of(np.array(circuit.embedding), np.array(circuit.embedding_pos))
-    sparse, dense = NativeStep(circuit.narrow, module), NativeStep(circuit.narrow, module, sparse=False)
+    pair = step_pair(store, module, machine, name)
+    rows, sparse, dense = pair.rows, pair.sparse, pair.dense
     sparse.start_profile()
     ours, theirs = sparse.zeros(), dense.zeros()
-    for i, t in enumerate(prompt_tokens(prog, machine) + launch.tokens[:-1]):
+    for i, t in enumerate(pair.fed):
         x = rows.embed(t, sparse.width)
-        (a, ma), (b, mb) = sparse(x, ours, False), dense(x, theirs, False)
+        (a, _), (b, _) = sparse(x, ours, False), dense(x, theirs, False)
         assert np.array_equal(_bits(a), _bits(b)), f"logits of token {i}"
         assert np.array_equal(_bits(ours[0]), _bits(theirs[0])), f"conv states after token {i}"
         assert np.array_equal(_bits(ours[1]), _bits(theirs[1])), f"recurrent states after token {i}"
@@ -55,17 +41,9 @@ def test_a_quiet_count_waits_three_steps_after_a_non_zero_key_row(store, module)
     steps' conv states, the sparse step's activity bytes set as that step would have set
     them) is not quiet for the next three steps: its conv state moves the value on as the
     dense step does. A count that trusted one zero step would leave the value in place."""
-    machine = LARGE_MACHINE
-    runner = store.runner(machine)
-    spec = json.loads((KERNELS / "dot.json").read_text())
-    prog = bound_program(KERNELS / "dot.cu", spec["kernel"], args=spec["args"], block=spec["block"],
-                         grid=spec["grid"], machine=machine)
-    launch = on_runner(prog, runner)
-    circuit = CircuitRunner(store.compact(machine), machine)
-    rows = SparseRows.of(np.array(circuit.embedding), np.array(circuit.embedding_pos))
-    sparse, dense = NativeStep(circuit.narrow, module), NativeStep(circuit.narrow, module, sparse=False)
+    pair = step_pair(store, module, LARGE_MACHINE)
+    rows, sparse, dense, fed = pair.rows, pair.sparse, pair.dense, pair.fed
     ours, theirs = sparse.zeros(), dense.zeros()
-    fed = prompt_tokens(prog, machine) + launch.tokens[:-1]
     for t in fed[:-12]:
         x = rows.embed(t, sparse.width)
         sparse(x, ours, False), dense(x, theirs, False)
