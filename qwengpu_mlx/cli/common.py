@@ -39,6 +39,7 @@ def launch_model(ns, memo: ModelMemo | None = None, *, runner: bool = False):
     # lazy: opening --model needs the chat's demo and mlx-lm (seconds of imports) that a
     # launch on the embedded circuit never uses
     from qwengpu_mlx.chat.models import open_launch_model
+    from qwengpu_mlx.splice.machine_choice import named_machine as chosen_machine
     from qwengpu_mlx.splice.open import ModelOpenError
 
     memo = memo if memo is not None else ModelMemo()
@@ -46,7 +47,8 @@ def launch_model(ns, memo: ModelMemo | None = None, *, runner: bool = False):
     if held is not None and (held.runner is not None or not runner):
         return held
     try:
-        held = open_launch_model(ns.model, CircuitStore(), machine=_named_machine(ns), runner=runner,
+        held = open_launch_model(ns.model, CircuitStore(), machine=chosen_machine(_stated_machine(ns)),
+                                 runner=runner,
                                  log=lambda line: print(f"[{line}]", file=sys.stderr, flush=True))
     except ModelOpenError as e:
         raise ModelError(f"--model {ns.model}: {e}") from None
@@ -67,14 +69,14 @@ def machine_for(ns, memo: ModelMemo | None = None):
     return _flag_machine(ns)
 
 
-def _named_machine(ns):
-    """``--machine``, else the launch file's; None where neither names one or names the
-    ``default`` alias (a base then gets the default machine when its circuit fits it, else
-    the published one: ``splice.machine_choice``)."""
+def _stated_machine(ns) -> str | None:
+    """The machine's name ``--machine`` or the launch file states; None where neither does
+    (with a base, ``splice.machine_choice.named_machine`` reads None and the ``default`` alias
+    alike: the default machine when its circuit fits the base, else the published one)."""
     name = getattr(ns, "machine", None)
     if not name and getattr(ns, "source", None) is not None:
         name = cli_args.resolve(ns).machine
-    return None if name in (None, "default") else MACHINES[name]
+    return name
 
 
 def _flag_machine(ns):
