@@ -20,6 +20,7 @@ import time
 
 from rich.console import Console
 
+from qwengpu_mlx.core.errors import QwenGpuError
 from qwengpu_mlx.tui.app import DashboardApp
 from qwengpu_mlx.tui.chat import NoChat, chat_backend
 
@@ -75,17 +76,37 @@ async def session(lines: list[str], chat, size: tuple[int, int], show_timing: bo
             print(screen_text(app), file=out, flush=True)
 
 
+def terminal_size(text: str) -> tuple[int, int]:
+    """``COLUMNSxROWS`` as argparse reads it: a bad one is a usage error, not a traceback."""
+    try:
+        w, h = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not COLUMNSxROWS (e.g. 160x48)") from None
+    if w < 1 or h < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: columns and rows are counts of at least 1")
+    return w, h
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("lines", nargs="+", help=f"lines to enter, in order ({CANCEL}LINE: cancel it once its first launch shows)")
     p.add_argument("--model", help="a chat model as `chat --model` takes it (demo: the toy shipped); none: commands only")
-    p.add_argument("--size", default="160x48", help="the terminal, COLUMNSxROWS (default 160x48)")
+    p.add_argument("--size", type=terminal_size, default="160x48", help="the terminal, COLUMNSxROWS (default 160x48)")
     p.add_argument("--no-timing", action="store_true", help="hide tokens/s and durations")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds a line's job may take (default 300)")
     ns = p.parse_args(argv)
-    w, h = (int(x) for x in ns.size.lower().split("x"))
-    chat = chat_backend(ns.model, log=lambda s: print(f"[{s}]", file=sys.stderr)) if ns.model else NoChat()
-    asyncio.run(session(ns.lines, chat, (w, h), not ns.no_timing, ns.timeout, sys.stdout))
+    try:
+        chat = chat_backend(ns.model, log=lambda s: print(f"[{s}]", file=sys.stderr)) if ns.model else NoChat()
+        asyncio.run(session(ns.lines, chat, ns.size, not ns.no_timing, ns.timeout, sys.stdout))
+    except QwenGpuError as e:  # a --model that cannot be opened
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except TimeoutError as e:  # a line's job outlived --timeout
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
     return 0
 
 

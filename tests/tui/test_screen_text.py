@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("textual")
 
 from qwengpu_mlx.tui.chat import NoChat  # noqa: E402
-from qwengpu_mlx.tui.screen_text import session  # noqa: E402
+from qwengpu_mlx.tui.screen_text import main, session  # noqa: E402
 
 
 def test_each_line_is_entered_and_the_screen_printed_after_it():
@@ -28,3 +28,17 @@ def test_each_line_is_entered_and_the_screen_printed_after_it():
     assert "out = [32]" in screens[0] and "check: exact" in screens[0]
     assert "launch cancelled after" in screens[1] and "│  cancelled" in screens[1]
     assert "/run" in screens[2] and "error:" not in out.getvalue()
+
+
+def test_a_model_that_cannot_be_opened_is_one_error_line(tmp_path, capsys):
+    missing = tmp_path / "no-such-model"
+    assert main(["--model", str(missing), "hi"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --model {missing}: no such directory") and "Traceback" not in err
+
+
+@pytest.mark.parametrize("size", ["abc", "160x", "0x48"])
+def test_a_bad_size_is_a_usage_error(size, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--size", size, "/help"])
+    assert stop.value.code == 2 and "argument --size" in capsys.readouterr().err
