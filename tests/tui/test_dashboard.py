@@ -10,6 +10,7 @@ after an intended change of the layout or of the launch tokens, refresh it with
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import textwrap
@@ -31,9 +32,13 @@ from qwengpu_mlx.tui.screens.kernel_picker import KernelPicker  # noqa: E402
 from qwengpu_mlx.tui.widgets.token_stream import wrap_rows  # noqa: E402
 from textual.widgets import Input, OptionList  # noqa: E402
 from tests.support.dashboard import LAUNCH_TIMEOUT, SIZE, type_command, wait_until  # noqa: E402
+from tests.support.oracles_float import ORACLES  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 DOT = "/run examples/kernels/dot.cu a=1,2,3 b=4,5,6 out=0 n=3"
+
+
+KERNELS = Path(__file__).resolve().parents[2] / "examples" / "kernels"
 
 
 def run_async(coro):
@@ -320,8 +325,8 @@ def test_commands_kernels_help_check_and_chat():
 def test_cancel_then_rerun():
     """escape stops a running launch at its next token; ctrl+r reruns it on a fresh MLX thread.
 
-    The kernel is the suite's longest-running shared-memory reduction (602 tokens): on the
-    native step the dot product's 24 tokens end before a key press lands."""
+    The kernel is a float sum (1,461 tokens): on the native step the dot product's 24 tokens,
+    and at times a 602-token reduction, end before a key press lands."""
 
     async def go():
         app = DashboardApp(show_timing=False)
@@ -332,12 +337,12 @@ def test_cancel_then_rerun():
             picker = app.screen
             assert isinstance(picker, KernelPicker)
             picker.query_one(OptionList).focus()
-            picker.option_list.highlighted = picker.option_list.get_option_index("reduce_shared_tree")
+            picker.option_list.highlighted = picker.option_list.get_option_index("float_sum")
             await pilot.press("enter")
             await wait_until(pilot, lambda: screen.decoder is not None and screen.decoder.kinds.get("EXEC"),
                              what="the first EXEC")
-            assert app.screen is screen and screen.last_request.source.name == "reduce_shared_tree.cu"
-            assert ("user", "/run reduce_shared_tree") in screen.transcript.entries
+            assert app.screen is screen and screen.last_request.source.name == "float_sum.cu"
+            assert ("user", "/run float_sum") in screen.transcript.entries
             await pilot.press("escape")
             await wait_until(pilot, lambda: launch_finished(screen), timeout=30, what="the cancel")
             assert screen.last_outcome.cancelled
@@ -350,8 +355,9 @@ def test_cancel_then_rerun():
             await pilot.press("ctrl+r")
             await wait_until(pilot, lambda: launch_finished(screen), what="the rerun")
             assert screen.last_outcome.status == "done", screen.last_outcome.error
-            x = [5, -3, 8, 1, 100, 7, -50, 2, 9, 9, 9, 9, 2147483647, 1, -4, 6]  # its launch file's input
-            assert screen.last_outcome.outputs["out"] == [(sum(x) + 2**31) % 2**32 - 2**31]  # the int32 sum
+            spec = json.loads((KERNELS / "float_sum.json").read_text())  # its launch file's input
+            expected = ORACLES["float_sum"](spec)["out"]  # the float32 sum in index order, from fractions
+            assert [w % 2**32 for w in screen.last_outcome.outputs["out"]] == [w % 2**32 for w in expected]
             assert "check: exact" in screen.status_bar.plain()
 
     run_async(go())
