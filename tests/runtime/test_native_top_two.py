@@ -48,6 +48,32 @@ def test_the_native_pair_is_numpys(module):
         assert top_two(lg) == _numpy_pair(lg)
 
 
+def _lane_cases() -> list[np.ndarray]:
+    """Ties the native pass's sixteen lanes split: the largest value held in two lanes (the
+    later lane first in the array, or the same lane twice), in the tail after the last
+    sixteen, a -inf everywhere but one place, and signed zeros as the largest."""
+    cases = []
+    for n in (16, 33, 40, 100):
+        for first, then in ((21 % n, 6), (20 % n, 4), (4, 20 % n), (3, 19 % n), (n - 1, 0), (0, n - 1), (n - 2, n - 1)):
+            a = np.arange(n, dtype=np.float32) % 7
+            a[first] = a[then] = 50.0
+            cases.append(a)
+            b = np.full(n, -np.inf, np.float32)
+            b[first] = 1.0
+            cases.append(b)
+            z = np.full(n, -1.0, np.float32)
+            z[first], z[then] = -0.0, 0.0
+            cases.append(z)
+    return cases
+
+
+def test_ties_across_lanes_are_numpys(module):
+    for lg in _lane_cases():
+        tok, margin = module.top_two(lg)
+        want = _numpy_pair(lg)
+        assert tok == want[0] and margin == want[1], lg
+
+
 def test_a_nan_takes_numpys_path(module, store):
     from qwengpu_mlx.runtime.native_step import NativeStep
 

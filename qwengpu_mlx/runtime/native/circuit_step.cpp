@@ -1050,47 +1050,69 @@ float run_token(const std::shared_ptr<Plan>& plan, Vec<const float> x, Vec<float
 // handing the vocabulary's logits to NumPy. A NaN anywhere gives index -1: the caller then
 // takes NumPy's own path (argmax's and max's NaN rules). Only a zero margin can differ
 // from NumPy's, in its sign (which of a tied +0 and -0 a maximum returns).
-// The largest of v[a, b) (-inf when empty), in eight lanes that vectorize; `nan` is set
-// when one of them is a NaN.
-float largest(const float* v, long a, long b, bool& nan) {
-  const float lowest = -std::numeric_limits<float>::infinity();
-  float m[8] = {lowest, lowest, lowest, lowest, lowest, lowest, lowest, lowest};
-  int odd = 0;
-  long i = a;
-  for (; i + 8 <= b; i += 8)
-    for (int l = 0; l < 8; l++) {
-      float x = v[i + l];
-      odd |= x != x;
-      m[l] = x > m[l] ? x : m[l];
-    }
-  for (; i < b; i++) {
-    odd |= v[i] != v[i];
-    m[0] = v[i] > m[0] ? v[i] : m[0];
+//
+// One pass in sixteen lanes that vectorize (the large machine's 37k logits took three
+// scalar ones): each lane keeps its two largest values as a multiset (a value held twice
+// is both; the smaller of x and the lane's largest can only raise the second) and where
+// its largest first appeared (a later equal value is not larger). The first index of the
+// largest value is the smallest such place among the lanes that hold it; the runner-up
+// is the largest of the rest of the lanes' pairs.
+struct TopTwo {
+  long at = -1;
+  float first = -std::numeric_limits<float>::infinity(), second = first;
+  bool nan = false;
+  void take(float x, long i) {  // one more value, at a later index than any before
+    nan |= x != x;
+    float low = x < first ? x : first;
+    second = low > second ? low : second;
+    if (x > first || at < 0) first = x, at = i;
   }
-  nan = nan || odd;
-  float best = m[0];
-  for (int l = 1; l < 8; l++) best = m[l] > best ? m[l] : best;
-  return best;
+};
+
+TopTwo top_two_of(const float* __restrict v, long n) {
+  constexpr int L = 16;
+  const float lowest = -std::numeric_limits<float>::infinity();
+  float m1[L], m2[L];
+  int where[L];
+  unsigned odd[L];
+  for (int l = 0; l < L; l++) m1[l] = m2[l] = lowest, where[l] = -1, odd[l] = 0;
+  int i = 0;
+  for (; i + L <= n; i += L)
+    for (int l = 0; l < L; l++) {
+      float x = v[i + l];
+      odd[l] |= x != x;
+      float low = x < m1[l] ? x : m1[l];
+      m2[l] = low > m2[l] ? low : m2[l];
+      where[l] = x > m1[l] || where[l] < 0 ? i + l : where[l];
+      m1[l] = x > m1[l] ? x : m1[l];
+    }
+  TopTwo t;
+  if (i > 0) {  // the lanes: the first place of the largest, then the pairs of the others
+    int lead = 0;
+    for (int l = 1; l < L; l++)
+      if (m1[l] > m1[lead] || (m1[l] == m1[lead] && where[l] < where[lead])) lead = l;
+    t.first = m1[lead], t.at = where[lead], t.second = m2[lead];
+    for (int l = 0; l < L; l++) {
+      t.nan |= odd[l] != 0;
+      if (l == lead) continue;
+      float top = m1[l] > m2[l] ? m1[l] : m2[l];
+      t.second = top > t.second ? top : t.second;
+    }
+  }
+  for (; i < n; i++) t.take(v[i], i);
+  return t;
 }
 
 std::pair<long, float> top_two(Vec<const float> logits) {
-  const float* v = logits.data();
   long n = (long)logits.shape(0);
-  if (n == 0) return {-1, 0.0f};
-  bool nan = false;
-  long at = 0;
-  float best, second;
+  if (n == 0 || n > std::numeric_limits<int>::max()) return {-1, 0.0f};
+  TopTwo t;
   {
     nb::gil_scoped_release quiet;
-    best = largest(v, 0, n, nan);
-    if (!nan) {
-      while (v[at] != best) at++;  // the first index that holds it (argmax's)
-      best = v[at];  // +0 and -0 compare equal: the value at that index, as NumPy takes it
-      second = std::max(largest(v, 0, at, nan), largest(v, at + 1, n, nan));
-    }
+    t = top_two_of(logits.data(), n);
   }
-  if (nan) return {-1, 0.0f};
-  return {at, best - second};
+  if (t.nan) return {-1, 0.0f};
+  return {t.at, t.first - t.second};
 }
 
 // How many of the floats with bit patterns 0, stride, 2 stride, ... (all 2^32 for stride
