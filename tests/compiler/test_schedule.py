@@ -18,6 +18,7 @@ from qwengpu_mlx.compiler.residual import ResidualLayout
 from qwengpu_mlx.compiler.schedule import ScheduleError, schedule_plan, spread_mlps
 from qwengpu_mlx.compiler.sizing import QWEN35_2B
 from qwengpu_mlx.compiler.wiring import LINEAR_HEADS
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
 
 
 def writers_seen(plan: CircuitPlan) -> dict:
@@ -52,7 +53,7 @@ def writers_seen(plan: CircuitPlan) -> dict:
 
 @pytest.fixture(scope="module")
 def unscheduled():
-    mc = build_circuit()
+    mc = build_circuit(PUBLISHED_MACHINE)
     mc.plan.finalize()
     return mc
 
@@ -115,7 +116,7 @@ def test_an_impossible_cap_is_refused_by_name_and_changes_nothing():
 
 def test_the_machine_schedule_fits_2b_widths_and_keeps_the_dataflow():
     """The whole pass (MLPs, then heads with the gates that read them, then MLPs again)."""
-    mc = build_circuit()
+    mc = build_circuit(PUBLISHED_MACHINE)
     mc.plan.finalize()
     plan = mc.plan
     before = writers_seen(plan)

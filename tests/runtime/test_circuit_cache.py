@@ -129,7 +129,8 @@ def test_cli_run_rebuilds_a_corrupt_cache(store, tmp_path):
     shutil.copytree(cache.cache_dir() / "native", tmp_path / "native")  # the built native step: not rebuilt
     env = {**__import__("os").environ, "QWENGPU_MLX_CACHE": str(tmp_path)}
     argv = [sys.executable, "-m", "qwengpu_mlx.cli.main", "run", str(ROOT / "examples/kernels/dot.cu"),
-            "--arg", "a=1,2,3", "--arg", "b=4,5,6", "--arg", "out=0", "--arg", "n=3", "--json"]
+            "--arg", "a=1,2,3", "--arg", "b=4,5,6", "--arg", "out=0", "--arg", "n=3", "--json",
+            "--machine", "published"]  # the machine whose entry was corrupted, whichever is the default
     (weights,) = tmp_path.glob("circuit-*.safetensors")
     assert cache.load(key, tmp_path) is not None  # a good entry, as a first run leaves it
     data = bytearray(weights.read_bytes())
