@@ -272,7 +272,8 @@ class JobsMixin:
         if self._panes_title is None:
             return
         self.launch_pane.clear()
-        self.launch_pane.border_title, self._panes_title = self._panes_title, None
+        self.launch_pane.show_title(self._panes_title)
+        self._panes_title = None
         self._show_machine(None)
 
     def _launch_begin(self, program, prompt) -> None:
@@ -280,7 +281,7 @@ class JobsMixin:
         self._fresh_panes()
         if job.kind == "chat":  # a launch the chat started: the panes follow it as they follow /run
             self.launch_pane.clear()
-            self.launch_pane.border_title = f"launch (chat): {program.kernel}"
+            self.launch_pane.show_title(f"launch (chat): {program.kernel}")
             self.status_bar.set(tokens=0, tokens_per_s=None, steps=0)
             self._chat_launching = True
         elif job.kind == "program":  # its launches one after another in the pane

@@ -174,7 +174,7 @@ class MainScreen(JobsMixin, ProgramsMixin, Screen):
         self.transcript.clear_all()
         if not self.running:
             self.launch_pane.clear()
-            self.launch_pane.border_title = "launch"
+            self.launch_pane.show_title("launch")
             self.machine_pane.show(None)
 
     async def stop_launch(self) -> None:

@@ -21,7 +21,7 @@ class ProgramsMixin:
     def start_program(self, req: ProgramRequest) -> None:
         self.program_records = []  # this program's launches so far
         self.launch_pane.clear()
-        self.launch_pane.border_title = f"program: {req.describe()}"
+        self.launch_pane.show_title(f"program: {req.describe()}")
         self.machine_pane.show(None)
         self.activity.reset()
         self.status_bar.set(model=run_label(req.machine, self.chat), kernel=req.source.stem, tokens=0,

@@ -71,7 +71,7 @@ class LaunchPane(Vertical):
     def __init__(self, **kw):
         super().__init__(**kw)
         self._rows: dict[int, int] = {}  # id(Line) -> stream row
-        self.border_title = "launch"
+        self.border_title = self._title = "launch"
         self.kind_counts: dict[str, int] = {}
         self._held = 0  # inside batch(): lines are formatted at its end
         self._pending: dict[int, Line] = {}  # id(Line) -> a line added or changed in the batch, in order
@@ -112,7 +112,15 @@ class LaunchPane(Vertical):
         self._rows.clear()
         self.kind_counts.clear()
         self.stream.clear()
-        self.border_subtitle = ""
+        if self.border_subtitle:
+            self.border_subtitle = ""
+
+    def show_title(self, title: str) -> None:
+        """The border's title. Why not ``border_title`` itself: setting it repaints the whole pane
+        (every row of its border, in the frame that shows a launch's outcome) even when a rerun's
+        title is the one already shown."""
+        if title != self._title:
+            self.border_title = self._title = title
 
     def add(self, line: Line) -> None:
         if line.index >= 0:

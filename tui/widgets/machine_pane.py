@@ -18,6 +18,7 @@ from qwengpu_mlx.core.float32 import float32_text, float_words
 from qwengpu_mlx.core.machine import to_signed
 
 from qwengpu_mlx.tui.decode import MachineState, lane_list, mask_bits
+from qwengpu_mlx.tui.widgets.text_rows import TextRows
 
 CHANGED = "bold reverse #87d75f"
 CHANGED_MEM = "bold reverse #5fafff"
@@ -200,7 +201,7 @@ class MachinePane(Vertical):
     MachinePane VerticalScroll { width: 1fr; height: 1fr; }
     MachinePane #memory-scroll { width: auto; min-width: 30; max-width: 50%; border-left: vkey $primary 40%; }
     MachinePane .section { color: $text-muted; text-style: bold; padding: 0 1; }
-    MachinePane Static.table { padding: 0 1; width: auto; }
+    MachinePane .table { padding: 0 1; width: auto; }
     """
 
     def __init__(self, **kw):
@@ -216,10 +217,10 @@ class MachinePane(Vertical):
             with VerticalScroll(id="registers-scroll"):
                 yield Static("registers (VAL) · predicates (PVAL) · mask (EXEC)", classes="section",
                              id="registers-title")
-                yield Static(registers_table(None), id="registers", classes="table")
+                yield TextRows(table_text(registers_table(None)), id="registers", classes="table")
             with VerticalScroll(id="memory-scroll"):
                 yield Static("memory", classes="section", id="memory-title")
-                yield Static(memory_table(None), id="memory", classes="table")
+                yield TextRows(table_text(memory_table(None)), id="memory", classes="table")
 
     def show(self, state: MachineState | None, draw: bool = True) -> None:
         """A new launch's state (None: none): the tables fit to it when its kernel is not the last
@@ -257,7 +258,7 @@ class MachinePane(Vertical):
         during a launch most updates change values, and a table only grows; a new launch of the
         same kernel fits the room of the last), or with ``fit`` when it is smaller than its room
         (``show``: another kernel's launch)."""
-        static = self.query_one(selector, Static)
+        static = self.query_one(selector, TextRows)
         width = max((line.cell_len for line in text.split()), default=0)
         height = len(text.plain.splitlines())
         room = getattr(static, "table_room", None)

@@ -17,6 +17,9 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from qwengpu_mlx.tui.widgets.row_memo import memo_rows
+from qwengpu_mlx.tui.widgets.scrollbars import SharedRowScrollbars
+
 MIN_BODY = 16  # narrower than this beside the indent, continuation rows start at column 0
 
 
@@ -35,7 +38,7 @@ def wrap_rows(text: Text, console, width: int, indent: int = 0) -> list[Text]:
                                                                   no_wrap=False)]
 
 
-class TokenStream(ScrollView, can_focus=True):
+class TokenStream(SharedRowScrollbars, ScrollView, can_focus=True):
     """Holds Rich ``Text`` lines (each wrapped to the width); ``set_line`` rewrites one in place.
 
     Only the visible rows are rendered (Textual's line API), so long launches stay cheap:
@@ -44,7 +47,8 @@ class TokenStream(ScrollView, can_focus=True):
     into rows when it comes, to count them), and the pane's style is read once per frame
     (``rich_style`` walks every ancestor's background). The oldest lines are dropped beyond
     ``max_lines``. The vertical scrollbar is always there, so the wrapping width does not
-    change when the stream grows past the pane.
+    change when the stream grows past the pane. Rows scrolled up by new ones, and the
+    scrollbar's, are reused as styled before (``row_memo``, ``scrollbars``).
     """
 
     DEFAULT_CSS = """
@@ -71,6 +75,8 @@ class TokenStream(ScrollView, can_focus=True):
         self._held = 0  # inside batch(): size and scroll updates wait for its end
         self._held_scroll: bool | None = None  # what the batch changed (None: nothing)
         self._style = None  # the pane's rich style during one frame's render_lines
+        self._view = None  # (content width, first row shown) during one frame's render_lines
+        memo_rows(self)
 
     # ------------------------------------------------------------------ content
     @property
@@ -200,15 +206,16 @@ class TokenStream(ScrollView, can_focus=True):
     # ------------------------------------------------------------------ rendering
     def render_lines(self, crop):
         self._style = self.rich_style  # once a frame, not twice a row
+        self._view = (self.scrollable_content_region.width, self.scroll_offset.y)  # likewise (CSS lookups)
         try:
             return super().render_lines(crop)
         finally:
-            self._style = None
+            self._style = self._view = None
 
     def render_line(self, y: int) -> Strip:
         style = self._style or self.rich_style
-        width = self.scrollable_content_region.width
-        row = self.scroll_offset.y + y
+        width, top = self._view or (self.scrollable_content_region.width, self.scroll_offset.y)
+        row = top + y
         if not self._lines or row >= self.row_count:
             return Strip.blank(width, style)
         i = bisect_right(self._starts, row) - 1
