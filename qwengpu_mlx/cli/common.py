@@ -57,7 +57,8 @@ def launch_model(ns, memo: ModelMemo | None = None, *, runner: bool = False):
 
 
 def named_machine(ns, launch: cli_args.LaunchArgs | None = None):
-    """``--machine``, else the machine the launch file names, else the default (published) one."""
+    """``--machine``, else the machine the launch file names, else the default one
+    (``core.machine.DEFAULT_MACHINE``, which ``machine`` prints)."""
     name = getattr(ns, "machine", None) or (launch.machine if launch is not None else None) or "default"
     return MACHINES[name]
 
