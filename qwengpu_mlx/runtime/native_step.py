@@ -45,7 +45,26 @@ def by_row(p: Product):
 
 def _aux_bytes(H: int, C: int, Dk: int) -> int:
     """A mixer's activity bytes (:meth:`NativeStep.activity` names them)."""
-    return 4 * H + C + H * Dk + 1
+    return 5 * H + C + H * Dk + 1
+
+
+def split_rows(p: Product, H: int, Dk: int, Dv: int) -> tuple[tuple, tuple]:
+    """A mixer's input projection [q, k, v, z, beta, a] as two by-row parts: the front
+    ``[q, k, beta, a]`` every token scatters (its key rows say which heads are quiet), and
+    the back, each head's value then z rows (``[v_0, z_0, v_1, z_1, ...]``), which only
+    the heads that run compute (``circuit_step.cpp``'s lazy values). Each part is
+    ``(rows, rowptr, cols, vals)``, a row's non-zeros in input order as in :func:`by_row`."""
+    rowptr, cols, vals, _ = by_row(p)
+    C = H * (2 * Dk + Dv)
+    front = np.concatenate([np.arange(2 * H * Dk), C + H * Dv + np.arange(2 * H)])
+    back = np.concatenate([[2 * H * Dk + h * Dv + np.arange(Dv), C + h * Dv + np.arange(Dv)] for h in range(H)]).ravel()
+
+    def part(rows):
+        n = np.diff(rowptr)[rows]
+        take = np.concatenate([np.arange(rowptr[r], rowptr[r + 1]) for r in rows]) if n.sum() else np.zeros(0, int)
+        return len(rows), np.concatenate([[0], np.cumsum(n)]), cols[take], vals[take]
+
+    return part(front), part(back)
 
 
 class _Blobs:
@@ -74,10 +93,14 @@ class _Blobs:
         rowptr, cols, vals, targets = by_row(p)
         if targets is not None and np.unique(targets).size != targets.size:  # the step adds rows in any order
             raise ValueError("the native step needs a product's rows to add into distinct residual dims")
-        rows = np.repeat(np.arange(p.out), np.diff(rowptr))
+        return self.rows(p.out, p.inp, rowptr, cols, vals, targets)
+
+    def rows(self, out: int, inp: int, rowptr, cols, vals, targets=None) -> list[int]:
+        """:meth:`product`'s record of rows given by row (``rowptr``, ``cols``, ``vals``)."""
+        rows = np.repeat(np.arange(out), np.diff(rowptr))
         order = np.lexsort((rows, cols))  # by input column, then row
-        colptr = np.searchsorted(cols[order], np.arange(p.inp + 1))
-        return [p.out, p.inp, self.i(rowptr), self.i(cols), self.f(vals), -1 if targets is None else self.i(targets),
+        colptr = np.searchsorted(cols[order], np.arange(inp + 1))
+        return [out, inp, self.i(rowptr), self.i(cols), self.f(vals), -1 if targets is None else self.i(targets),
                 self.i(colptr), self.i(rows[order]), self.f(vals[order])]
 
     def row_groups(self, p: Product, most: int = 64) -> list[int]:
@@ -164,14 +187,19 @@ class NativeStep:
             if mz is not None:
                 C = mz.H * (2 * mz.Dk + mz.Dv)
                 self.layout[L] = ((3, C), conv_at, (1, mz.H, mz.Dv, mz.Dk), state_at)
+                front, back = split_rows(mz.w_in, mz.H, mz.Dk, mz.Dv)
                 body += [MIXER, blobs.f(w_in), blobs.i(mz.inputs), mz.inputs.size, *blobs.product(mz.w_in),
                          C, mz.H, mz.Dk, mz.Dv, blobs.f(mz.conv), blobs.f(mz.dt_bias), blobs.f(mz.A_log),
                          blobs.f(mz.norm), *blobs.product(mz.out), conv_at, state_at, aux_at,
-                         blobs.f(np.array(mz.conv).T)]  # the taps again by tap: [4, C]
-                conv_at += 3 * C
+                         blobs.f(np.array(mz.conv).T),  # the taps again by tap: [4, C]
+                         *blobs.rows(front[0], mz.w_in.inp, *front[1:]), *blobs.rows(back[0], mz.w_in.inp, *back[1:])]
+                # conv state: the ring's three rows, then the layer's normed inputs of the same
+                # three steps (a head's values are rebuilt from them: circuit_step.cpp's Ring)
+                conv_at += 3 * C + 3 * mz.inputs.size
                 state_at += mz.H * mz.Dv * mz.Dk
                 # activity: heads' conv and state, channels, state columns; heads' quiet key and query
-                # counts; the conv state's oldest row (the conv rows are a ring: circuit_step.cpp's Ring)
+                # counts; the conv state's oldest row (the conv rows are a ring: circuit_step.cpp's Ring);
+                # heads whose values' conv states are not kept (rebuilt when the head runs)
                 aux_at += _aux_bytes(mz.H, C, mz.Dk)
                 blocks += 1
             if ml is not None:
@@ -303,27 +331,38 @@ class NativeStep:
         at, margin = self.module.top_two(np.ascontiguousarray(logits, np.float32))
         return (int(at), float(margin)) if at >= 0 else top_two(logits)
 
+    def settled(self, packed) -> np.ndarray:
+        """The packed conv states as the dense step holds them (a copy): the sparse step
+        keeps no value conv states for heads that do not run (``values_stale``); these are
+        rebuilt here from the layer's normed inputs, as the step rebuilds them when such a
+        head runs again (the same products, the same floats)."""
+        conv, aux = packed[0].copy(), packed[2].copy()
+        self.module.settle(self._plans[False, False], conv, aux, self.floats, self.ints)
+        return conv
+
     def layer_states(self, packed, layer: int) -> tuple[np.ndarray, np.ndarray]:
         """Mixer ``layer``'s conv state [3, C] (oldest row first: a copy, as the step keeps its
-        rows as a ring) and recurrent state [1, H, Dv, Dk] (a view: the next step changes
-        it), of packed states. The step stores each head's state by key dim ([Dk, Dv]: a key
-        dim in use is contiguous); the view is transposed back."""
-        conv, state, _ = packed
+        rows as a ring, its stale values rebuilt: :meth:`settled`) and recurrent state [1, H,
+        Dv, Dk] (a view: the next step changes it), of packed states. The step stores each
+        head's state by key dim ([Dk, Dv]: a key dim in use is contiguous); the view is
+        transposed back."""
+        _, state, _ = packed
         cs, co, (_, H, Dv, Dk), so = self.layout[layer]
         by_key = state[so:so + H * Dv * Dk].reshape(H, Dk, Dv)
         oldest = int(self.activity(packed, layer)["oldest_row"][0])
-        rows = conv[co:co + int(np.prod(cs))].reshape(cs)
+        rows = self.settled(packed)[co:co + int(np.prod(cs))].reshape(cs)
         return rows[[(oldest + i) % 3 for i in range(3)]], by_key.transpose(0, 2, 1)[None]
 
     def activity(self, packed, layer: int) -> dict[str, np.ndarray]:
         """Mixer ``layer``'s activity bytes (views, as ``circuit_step.cpp``'s mixer_sparse lays
         them out): which heads' conv channels and states ever held a non-zero, which conv
-        channels and state columns did, and each head's quiet key and query counts."""
+        channels and state columns did, each head's quiet key and query counts, the conv
+        ring's oldest row, and which heads' value conv states are stale (:meth:`settled`)."""
         at = 0
         for L, ((_, C), _, (_, H, _, Dk), _) in sorted(self.layout.items()):
             if L == layer:
                 parts = {"head_conv": H, "head_state": H, "channels": C, "columns": H * Dk, "key_quiet": H,
-                         "query_quiet": H, "oldest_row": 1}
+                         "query_quiet": H, "oldest_row": 1, "values_stale": H}
                 views = {}
                 for name, n in parts.items():
                     views[name], at = packed[2][at:at + n], at + n

@@ -5,7 +5,9 @@ its key's conv (and its query's, when those rows are quiet too: ``quiet_now`` in
 kernel never touches) and wakes some of them again (a key row turns non-zero), so a skip
 that left a conv state other than the dense step's would show at the next waking.
 Expected values: the dense step (every channel and head, no skip) over the same tokens,
-every logit, conv state and recurrent state bit for bit after every token.
+every logit, conv state and recurrent state bit for bit after every token (the sparse
+step's conv states as :meth:`NativeStep.settled` reads them: the values of heads that did
+not run rebuilt).
 """
 
 import numpy as np
@@ -29,10 +31,11 @@ def test_quiet_heads_skip_and_wake_with_the_dense_steps_bits(store, module, mach
         x = rows.embed(t, sparse.width)
         (a, _), (b, _) = sparse(x, ours, False), dense(x, theirs, False)
         assert np.array_equal(_bits(a), _bits(b)), f"logits of token {i}"
-        assert np.array_equal(_bits(ours[0]), _bits(theirs[0])), f"conv states after token {i}"
+        assert np.array_equal(_bits(sparse.settled(ours)), _bits(theirs[0])), f"conv states after token {i}"
         assert np.array_equal(_bits(ours[1]), _bits(theirs[1])), f"recurrent states after token {i}"
     _, work = sparse.profile_report()
-    assert work["heads quiet (no key conv)"] > 50  # per token: the untouched memory parts' heads
+    assert work["heads quiet (no key conv)"] > 20  # per token: the untouched memory parts' heads (those
+    # whose values alone are live are not even visited)
     assert work["quiet keys woken"] > 0.5  # and heads that were quiet run again, per token
 
 
@@ -61,6 +64,6 @@ def test_a_quiet_count_waits_three_steps_after_a_non_zero_key_row(store, module)
     for i, t in enumerate(fed[-12:]):
         x = rows.embed(t, sparse.width)
         (a, _), (b, _) = sparse(x, ours, False), dense(x, theirs, False)
-        assert np.array_equal(_bits(ours[0]), _bits(theirs[0])), f"conv states after step {i}"
+        assert np.array_equal(_bits(sparse.settled(ours)), _bits(theirs[0])), f"conv states after step {i}"
         assert np.array_equal(_bits(ours[1]), _bits(theirs[1])), f"recurrent states after step {i}"
         assert np.array_equal(_bits(a), _bits(b)), f"logits of step {i}"

@@ -73,7 +73,7 @@ inline float rsqrt(float v) { return mx::detail::Rsqrt{}(v); }
 enum Stage : int { MIX_IN, MIX_CONV, MIX_HEADS, MIX_OUT, MLP_GATE, MLP_ACT, MLP_DOWN, LOGITS, N_STAGES };
 // The work a profiling plan counts (bench/profile_step.py --machines prints it per token).
 enum Count : int { TERMS, ROWS, HEADS, RECURRENCES, KEY_DIMS, CHANNELS, CHANNELS_NONZERO, UNITS, LOGIT_TERMS, LIVE, QUIET, WOKEN,
-                   N_COUNTS };
+                   REBUILT, N_COUNTS };
 thread_local long* counts = nullptr;  // the running plan's counts while it profiles, else null
 inline void count(Count c, long n) {
   if (counts) counts[c] += n;
@@ -500,6 +500,8 @@ struct MixerRec {
   Product o_proj;
   int conv_off, state_off, aux_off;
   const float* taps;  // cw by tap, [4, C]: eight channels' taps are one vector each
+  Product front;  // w_in's rows [q, k, beta, a]: every token (the sparse step)
+  Product back;  // w_in's value and z rows head by head, [v_0, z_0, v_1, z_1, ...]: heads that run
   static MixerRec read(Cursor& c, const Blobs& b) {
     MixerRec m;
     m.nw = b.f + c.next();
@@ -514,6 +516,8 @@ struct MixerRec {
     m.o_proj = Product::read(c, b);
     m.conv_off = c.next(), m.state_off = c.next(), m.aux_off = c.next();
     m.taps = b.f + c.next();
+    m.front = Product::read(c, b);
+    m.back = Product::read(c, b);
     if (m.Dk % 8) throw std::runtime_error("circuit_step: key dims must be a multiple of 8");
     return m;
   }
@@ -530,20 +534,54 @@ struct MixerRec {
 // the layer's activity bytes) holds the projection three steps back, the rows after it
 // (mod 3) the two later ones. A step writes its projection over the oldest row and moves
 // `oldest` on, where moving every value one row back wrote three rows: a head whose
-// values alone move on writes one row of them.
+// values alone move on writes one row of them. Three rows of the layer's normed inputs
+// follow, a ring of the same steps: the values' rows of a head that does not run are not
+// computed (the sparse step), and are rebuilt from these when it runs (rebuild_values).
 struct Ring {
-  float* s0;  // the oldest row: read, then overwritten by this step's projection
-  const float* s1;
-  const float* s2;  // the newest row
+  float* s[3];  // oldest first: s[0] is read, then overwritten by this step's projection
+  float* hi[3];  // the normed inputs of the same steps
   unsigned char* oldest;
   static Ring of(const MixerRec& m, float* conv, unsigned char* aux) {
     unsigned char* at = aux + m.aux_off + 4 * m.H + m.C + m.H * m.Dk;
     float* rows = conv + m.conv_off;
+    float* inputs = rows + 3 * (size_t)m.C;
     int o = *at;
-    return {rows + (size_t)o * m.C, rows + (size_t)((o + 1) % 3) * m.C, rows + (size_t)((o + 2) % 3) * m.C, at};
+    Ring r;
+    for (int i = 0; i < 3; i++) {
+      r.s[i] = rows + (size_t)((o + i) % 3) * m.C;
+      r.hi[i] = inputs + (size_t)((o + i) % 3) * m.n_in;
+    }
+    r.oldest = at;
+    return r;
   }
-  void move_on() { *oldest = (unsigned char)((*oldest + 1) % 3); }
+  // this step's normed inputs over the oldest row's, and the rings move on
+  void move_on(const float* hi_now, int n_in) {
+    std::copy(hi_now, hi_now + n_in, hi[0]);
+    *oldest = (unsigned char)((*oldest + 1) % 3);
+  }
 };
+
+// The bytes after the ring's oldest-row byte: [H] a head's values' conv states are stale
+// (not kept while the head did not run; the dense step's are their rows of the projection
+// of the ring's normed inputs).
+inline unsigned char* stale_values(const MixerRec& m, unsigned char* aux) {
+  return aux + m.aux_off + 4 * m.H + m.C + m.H * m.Dk + 1;
+}
+
+// Head h's value channels in the ring's three rows, from the ring's normed inputs: each
+// value is its row of the projection over that step's inputs (Product::row: every term in
+// input order, a zero input's a signed zero), the float the step computed then, or would
+// have. The channels that hold a non-zero are marked live.
+void rebuild_values(const MixerRec& m, const Ring& ring, unsigned char* chan, unsigned char* head_conv, int h) {
+  count(REBUILT, 1);
+  int first = 2 * m.H * m.Dk + h * m.Dv;
+  for (int i = 0; i < 3; i++)
+    for (int e = 0; e < m.Dv; e++) {
+      float v = m.back.row(2 * m.Dv * h + e, ring.hi[i]);
+      ring.s[i][first + e] = v;
+      if (v != 0.0f) chan[first + e] = 1, head_conv[h] = 1;
+    }
+}
 
 // A Gated DeltaNet layer added into the residual x (every channel and head: the dense step).
 void mixer(const MixerRec& m, const Consts& k, Clock& clock, float* x, int W, float* conv, unsigned char* aux,
@@ -561,12 +599,12 @@ void mixer(const MixerRec& m, const Consts& k, Clock& clock, float* x, int W, fl
   Ring ring = Ring::of(m, conv, aux);
   std::vector<float> cv(C);
   for (int j = 0; j < C; j++) {
-    float c0 = ring.s0[j], c1 = ring.s1[j], c2 = ring.s2[j], c3 = qkv[j];
+    float c0 = ring.s[0][j], c1 = ring.s[1][j], c2 = ring.s[2][j], c3 = qkv[j];
     const float* t = m.cw + 4 * j;
     cv[j] = c0 * t[0] + c1 * t[1] + c2 * t[2] + c3 * t[3];
-    ring.s0[j] = c3;
+    ring.s[0][j] = c3;
   }
-  ring.move_on();
+  ring.move_on(hi.data(), m.n_in);
   silu_all(cv.data(), C);
   clock.mark(MIX_CONV);
 
@@ -593,24 +631,25 @@ void mixer(const MixerRec& m, const Consts& k, Clock& clock, float* x, int W, fl
   clock.mark(MIX_OUT);
 }
 
-// conv_channels' arithmetic for the eight live channels [j, j + 8), lane by lane (each
-// lane's float operations are the scalar ones, in the same order; they vectorize).
-inline void conv_eight(const MixerRec& m, const Ring& ring, const float* qkv, int j, float* cv) {
+// conv_channels' arithmetic for the eight live channels [j, j + 8), this step's projection
+// `now` [8], lane by lane (each lane's float operations are the scalar ones, in the same
+// order; they vectorize).
+inline void conv_eight(const MixerRec& m, const Ring& ring, const float* now, int j, float* cv) {
   int C = m.C;
   float c0[8], c1[8], c2[8], c3[8];
-  std::memcpy(c0, ring.s0 + j, sizeof c0);
-  std::memcpy(c1, ring.s1 + j, sizeof c1);
-  std::memcpy(c2, ring.s2 + j, sizeof c2);
-  std::memcpy(c3, qkv + j, sizeof c3);
+  std::memcpy(c0, ring.s[0] + j, sizeof c0);
+  std::memcpy(c1, ring.s[1] + j, sizeof c1);
+  std::memcpy(c2, ring.s[2] + j, sizeof c2);
+  std::memcpy(c3, now, sizeof c3);
   const float *t0 = m.taps + j, *t1 = t0 + C, *t2 = t1 + C, *t3 = t2 + C;
   for (int l = 0; l < 8; l++) cv[l] = c0[l] * t0[l] + c1[l] * t1[l] + c2[l] * t2[l] + c3[l] * t3[l];
-  std::memcpy(ring.s0 + j, c3, sizeof c3);
+  std::memcpy(ring.s[0] + j, c3, sizeof c3);
 }
 
 // One head's conv channels [first, first + n): their conv outputs before SiLU into cv, this
-// step's projection written over the ring's oldest row; a channel whose conv state was
-// never non-zero holds +0 there and gives 0.
-void conv_channels(const MixerRec& m, const Ring& ring, const float* qkv, const unsigned char* chan, int first,
+// step's projection now [n] written over the ring's oldest row; a channel whose conv state
+// was never non-zero holds +0 there and gives 0.
+void conv_channels(const MixerRec& m, const Ring& ring, const float* now, const unsigned char* chan, int first,
                    int n, float* cv) {
   for (int i = 0; i < n; i++) {
     int j = first + i;
@@ -624,7 +663,7 @@ void conv_channels(const MixerRec& m, const Ring& ring, const float* qkv, const 
       }
       if (eight == 0x0101010101010101ull) {
         count(CHANNELS, 8);
-        conv_eight(m, ring, qkv, j, cv + i);
+        conv_eight(m, ring, now + i, j, cv + i);
         i += 7;
         continue;
       }
@@ -634,15 +673,15 @@ void conv_channels(const MixerRec& m, const Ring& ring, const float* qkv, const 
       continue;
     }
     count(CHANNELS, 1);
-    float c0 = ring.s0[j], c1 = ring.s1[j], c2 = ring.s2[j], c3 = qkv[j];
+    float c0 = ring.s[0][j], c1 = ring.s[1][j], c2 = ring.s[2][j], c3 = now[i];
     const float* t = m.cw + 4 * j;
     cv[i] = c0 * t[0] + c1 * t[1] + c2 * t[2] + c3 * t[3];
-    ring.s0[j] = c3;
+    ring.s[0][j] = c3;
   }
 }
 
 // conv_channels' state update alone (for channels whose outputs no one reads).
-void shift_channels(const Ring& ring, const float* qkv, const unsigned char* chan, int first, int n) {
+void shift_channels(const Ring& ring, const float* now, const unsigned char* chan, int first, int n) {
   for (int i = 0; i < n; i++) {
     int j = first + i;
     if (i % 8 == 0 && i + 8 <= n) {
@@ -653,13 +692,13 @@ void shift_channels(const Ring& ring, const float* qkv, const unsigned char* cha
         continue;
       }
       if (eight == 0x0101010101010101ull) {
-        std::memcpy(ring.s0 + j, qkv + j, 8 * sizeof(float));
+        std::memcpy(ring.s[0] + j, now + i, 8 * sizeof(float));
         i += 7;
         continue;
       }
     }
     if (!chan[j]) continue;
-    ring.s0[j] = qkv[j];
+    ring.s[0][j] = now[i];
   }
 }
 
@@ -706,30 +745,34 @@ inline bool quiet_now(unsigned char& quiet, const float* rows, int n) {
 // or key is non-zero (the activity bytes in aux record both). A head with neither a key
 // nor a state writes y = +0 and adds nothing; when its key channels are quiet (see
 // quiet_now) it has no key without its key's conv, and quiet query channels are left as
-// they are. conv, state and aux are updated in place.
+// they are. Only the heads that run compute their value and z rows: a head that does not
+// run leaves its values' conv states stale (stale_values) and rebuilds them from the
+// ring's normed inputs when it runs again (rebuild_values: the same floats). conv, state
+// and aux are updated in place.
 void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, float* x, Live& live, int W,
                   float* conv, float* state, unsigned char* aux) {
-  int C = m.C, H = m.H, Dk = m.Dk, Dv = m.Dv;
+  int H = m.H, Dk = m.Dk, Dv = m.Dv, QK = 2 * H * Dk;
   unsigned char* head_conv = aux + m.aux_off;  // [H] a conv channel of the head held a non-zero
   unsigned char* head_state = head_conv + H;  // [H] a state column of the head is non-zero
   unsigned char* chan = head_state + H;  // [C] the channel's conv state held a non-zero
-  unsigned char* col = chan + C;  // [H * Dk] the state column holds a non-zero
+  unsigned char* col = chan + m.C;  // [H * Dk] the state column holds a non-zero
   unsigned char* key_quiet = col + H * Dk;  // [H] steps in a row the head's key rows were zeros (quiet_now)
   unsigned char* query_quiet = key_quiet + H;  // [H] the same for its query rows
+  unsigned char* stale = stale_values(m, aux);  // [H] the head's values' conv states are not kept
   std::vector<float> hi = m.normed(x, W, k, &live);
-  // the projection's rows the non-zero inputs reach; every other row is +0 in w.proj.y,
-  // as apply_sparse leaves it
-  m.w_in.scatter(hi.data(), w.proj);
+  // the front rows [q, k, beta, a] the non-zero inputs reach; every other row is +0 in
+  // w.proj.y, as apply_sparse leaves it
+  m.front.scatter(hi.data(), w.proj);
   const float* proj = w.proj.y.data();
   auto mark = [&](int r) {
     if (proj[r] != 0.0f && !chan[r]) {
       chan[r] = 1;
-      head_conv[r < 2 * H * Dk ? (r % (H * Dk)) / Dk : (r - 2 * H * Dk) / Dv] = 1;
+      head_conv[(r % (H * Dk)) / Dk] = 1;
     }
   };
   if (w.proj.every)
-    for (int r = 0; r < C; r++) {
-      if (r % 8 == 0 && r + 8 <= C) {  // eight channels that have all held a non-zero
+    for (int r = 0; r < QK; r++) {
+      if (r % 8 == 0 && r + 8 <= QK) {  // eight channels that have all held a non-zero
         uint64_t eight;
         std::memcpy(&eight, chan + r, sizeof eight);
         if (eight == 0x0101010101010101ull) {
@@ -741,31 +784,35 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
     }
   else
     for (int r : w.proj.touched)
-      if (r < C) mark(r);
-  const float* z = proj + C;
-  const float* beta_in = z + H * Dv;
+      if (r < QK) mark(r);
+  const float* beta_in = proj + QK;
   const float* a = beta_in + H;
   Ring ring = Ring::of(m, conv, aux);
   clock.mark(MIX_IN);
 
-  std::vector<float> q(Dk), kk(Dk), cv(2 * Dk + Dv), y(Dv), o(H * Dv, 0.0f);
+  std::vector<float> q(Dk), kk(Dk), cv(2 * Dk + Dv), y(Dv), o(H * Dv, 0.0f), vz(2 * Dv);
   std::vector<int> act(Dk);
   for (int h = 0; h < H; h++) {
-    if (!head_conv[h] && !head_state[h]) continue;
+    if (!head_conv[h] && !head_state[h]) {  // no key, no state, no query: nothing to run
+      stale[h] = 1;
+      continue;
+    }
     count(HEADS, 1);
+    const float* key_now = proj + H * Dk + h * Dk;
+    const float* query_now = proj + h * Dk;
     bool was_silent = key_quiet[h] >= 3;
-    bool key_silent = quiet_now(key_quiet[h], proj + H * Dk + h * Dk, Dk);
+    bool key_silent = quiet_now(key_quiet[h], key_now, Dk);
     count(WOKEN, was_silent && key_quiet[h] == 0);
-    bool query_silent = quiet_now(query_quiet[h], proj + h * Dk, Dk);
-    if (key_silent && !head_state[h]) {  // no key and no state: only the values' conv states move on
+    bool query_silent = quiet_now(query_quiet[h], query_now, Dk);
+    if (key_silent && !head_state[h]) {  // no key and no state: only the query's conv states move on
       count(QUIET, 1);
-      shift_channels(ring, proj, chan, 2 * H * Dk + h * Dv, Dv);
-      if (!query_silent) shift_channels(ring, proj, chan, h * Dk, Dk);
+      stale[h] = 1;
+      if (!query_silent) shift_channels(ring, query_now, chan, h * Dk, Dk);
       continue;
     }
     // the key first: a head with neither a key nor a state needs no query or value, and
-    // their conv states only move on
-    conv_channels(m, ring, proj, chan, H * Dk + h * Dk, Dk, cv.data() + Dk);
+    // the query's conv states only move on
+    conv_channels(m, ring, key_now, chan, H * Dk + h * Dk, Dk, cv.data() + Dk);
     if (counts) count(CHANNELS_NONZERO, std::count_if(cv.begin() + Dk, cv.begin() + 2 * Dk, [](float v) { return v != 0.0f; }));
     bool keyed = may_key(cv.data() + Dk, Dk);
     if (keyed || head_state[h]) {
@@ -774,12 +821,21 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
       for (int d = 0; d < Dk; d++) keyed |= cv[Dk + d] != 0.0f;
     }
     if (!keyed && !head_state[h]) {
-      if (!query_silent) shift_channels(ring, proj, chan, h * Dk, Dk);
-      shift_channels(ring, proj, chan, 2 * H * Dk + h * Dv, Dv);
+      if (!query_silent) shift_channels(ring, query_now, chan, h * Dk, Dk);
+      stale[h] = 1;
       continue;
     }
-    conv_channels(m, ring, proj, chan, h * Dk, Dk, cv.data());
-    conv_channels(m, ring, proj, chan, 2 * H * Dk + h * Dv, Dv, cv.data() + 2 * Dk);
+    if (stale[h]) {
+      rebuild_values(m, ring, chan, head_conv, h);
+      stale[h] = 0;
+    }
+    int values = QK + h * Dv;  // the head's first value channel
+    for (int e = 0; e < 2 * Dv; e++) vz[e] = m.back.row(2 * Dv * h + e, hi.data());
+    count(TERMS, m.back.rowptr[2 * Dv * (h + 1)] - m.back.rowptr[2 * Dv * h]);
+    for (int e = 0; e < Dv; e++)
+      if (vz[e] != 0.0f && !chan[values + e]) chan[values + e] = 1, head_conv[h] = 1;
+    conv_channels(m, ring, query_now, chan, h * Dk, Dk, cv.data());
+    conv_channels(m, ring, vz.data(), chan, values, Dv, cv.data() + 2 * Dk);
     if (counts) {
       auto nonzero = [](float v) { return v != 0.0f; };
       count(CHANNELS_NONZERO, std::count_if(cv.begin(), cv.begin() + Dk, nonzero) +
@@ -808,13 +864,13 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
     head_step(st, q.data(), kk.data(), cv.data() + 2 * Dk, g, sigmoid(beta_in[h]), Dv, act.data(), n, y.data());
     rms_norm(y.data(), Dv, k.eps, m.gnorm, o.data() + h * Dv);
     // silu(z) * 0 is a signed zero when z is finite, and the output product skips zeros
+    const float* z = vz.data() + Dv;
     for (int e = 0; e < Dv; e++) {
       float& oe = o[h * Dv + e];
-      float ze = z[h * Dv + e];
-      oe = (oe == 0.0f && std::isfinite(ze)) ? 0.0f : silu(ze) * oe;
+      oe = (oe == 0.0f && std::isfinite(z[e])) ? 0.0f : silu(z[e]) * oe;
     }
   }
-  ring.move_on();
+  ring.move_on(hi.data(), m.n_in);
   w.proj.clear();
   clock.mark(MIX_HEADS);
   m.o_proj.scatter_into(o.data(), x, w.out, &live);
@@ -942,6 +998,32 @@ float mlp(const MlpRec& m, const Consts& k, Clock& clock, Work& w, float* x, int
       if (m.down.rowptr[row] != m.down.rowptr[row + 1]) live->add(m.down.targets[row]);
   clock.mark(MLP_DOWN);
   return margin;
+}
+
+// Every stale head's values' conv states rebuilt in conv (rebuild_values), as the dense
+// step holds them: what a reader of the conv states sees (NativeStep.settled, on copies).
+void settle(const Plan& plan, float* conv, unsigned char* aux, const float* floats, const int* ints) {
+  Cursor c{plan.program};
+  Blobs b{floats, ints};
+  int n_blocks = plan.program.at(2);
+  c.i = 8;  // W, V, blocks, track, one_pos, |out|, out_pos, final_norm
+  Product::read(c, b);  // the tied logits
+  RowGroups::read(c, b);
+  for (int blk = 0; blk < n_blocks; blk++) {
+    int op = c.next();
+    if (op == MLP) {
+      MlpRec::read(c, b);
+      continue;
+    }
+    if (op != MIXER) throw std::runtime_error("circuit_step: unknown layer record");
+    MixerRec m = MixerRec::read(c, b);
+    Ring ring = Ring::of(m, conv, aux);
+    unsigned char* head_conv = aux + m.aux_off;
+    unsigned char* chan = head_conv + 2 * m.H;
+    unsigned char* stale = stale_values(m, aux);
+    for (int h = 0; h < m.H; h++)
+      if (stale[h]) rebuild_values(m, ring, chan, head_conv, h), stale[h] = 0;
+  }
 }
 
 // The buffers of one token: the input residual, the states it updates in place, the
@@ -1144,9 +1226,14 @@ NB_MODULE(_circuit_step, m) {
   m.attr("COUNTS") = std::vector<std::string>{
       "product terms (scatters)", "product rows reached", "heads visited", "heads run (key or state)",
       "state key dims run", "conv channels computed", "conv outputs non-zero", "MLP units run", "logit terms",
-      "residual dims live", "heads quiet (no key conv)", "quiet keys woken"};
+      "residual dims live", "heads quiet (no key conv)", "quiet keys woken", "heads' values rebuilt"};
   m.attr("STAGES") = std::vector<std::string>{"mixer: norm+projection", "mixer: conv", "mixer: normalize+gates+recurrence+gated norm",
                                               "mixer: out", "mlp: norm+gate", "mlp: activation", "mlp: down", "final norm+logits"};
+  m.def(
+      "settle",
+      [](const std::shared_ptr<Plan>& plan, Vec<float> conv, Vec<uint8_t> aux, Vec<const float> floats,
+         Vec<const int32_t> ints) { settle(*plan, conv.data(), aux.data(), floats.data(), ints.data()); },
+      nb::arg("plan"), nb::arg("conv"), nb::arg("aux"), nb::arg("floats"), nb::arg("ints"));
   m.def("run", &run_token, nb::arg("plan"), nb::arg("x"), nb::arg("conv"), nb::arg("state"), nb::arg("aux"),
         nb::arg("floats"), nb::arg("ints"), nb::arg("logits"), nb::arg("residual"));
   m.def("math_mismatches", &math_mismatches, nb::arg("stride"));
