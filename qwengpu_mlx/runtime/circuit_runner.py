@@ -279,7 +279,7 @@ class CircuitRunner:
         i = mz.heads.index(head)
         st = self.state[layer]
         if self.native is not None:
-            st = None if self._packed is None else self.native.layer_states(self._packed, layer)[1]
+            st = None if self._packed is None else self.native.recurrent(self._packed, layer)
         if st is None:
             return np.zeros((mz.Dv, mz.Dk), np.float32)
         return np.array(st[0, i])

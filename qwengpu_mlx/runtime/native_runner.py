@@ -82,7 +82,7 @@ class PackedRunner:
         if self._packed is None:
             _, _, (_, _, Dv, Dk), _ = self.native.layout[layer]
             return np.zeros((Dv, Dk), np.float32)
-        return np.array(self.native.layer_states(self._packed, layer)[1][0, i])
+        return np.array(self.native.recurrent(self._packed, layer)[0, i])
 
 
 def pack_key(machine) -> str:

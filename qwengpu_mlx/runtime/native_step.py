@@ -346,12 +346,17 @@ class NativeStep:
         Dv, Dk] (a view: the next step changes it), of packed states. The step stores each
         head's state by key dim ([Dk, Dv]: a key dim in use is contiguous); the view is
         transposed back."""
-        _, state, _ = packed
-        cs, co, (_, H, Dv, Dk), so = self.layout[layer]
-        by_key = state[so:so + H * Dv * Dk].reshape(H, Dk, Dv)
+        cs, co, _, _ = self.layout[layer]
         oldest = int(self.activity(packed, layer)["oldest_row"][0])
         rows = self.settled(packed)[co:co + int(np.prod(cs))].reshape(cs)
-        return rows[[(oldest + i) % 3 for i in range(3)]], by_key.transpose(0, 2, 1)[None]
+        return rows[[(oldest + i) % 3 for i in range(3)]], self.recurrent(packed, layer)
+
+    def recurrent(self, packed, layer: int) -> np.ndarray:
+        """:meth:`layer_states`' recurrent state alone (a launch's memory read: no conv
+        states to settle)."""
+        _, (_, H, Dv, Dk), so = self.layout[layer][1:]
+        by_key = packed[1][so:so + H * Dv * Dk].reshape(H, Dk, Dv)
+        return by_key.transpose(0, 2, 1)[None]
 
     def activity(self, packed, layer: int) -> dict[str, np.ndarray]:
         """Mixer ``layer``'s activity bytes (views, as ``circuit_step.cpp``'s mixer_sparse lays

@@ -245,17 +245,26 @@ struct Product {
   // reach costs more than taking every row as reached (`every`; a row no term reached
   // holds +0, which every user of the rows treats as nothing).
   void scatter(const float* v, Scratch& s) const {
-    s.fit(out);
     s.inputs.resize(in + 1);
-    int* nz = s.inputs.data();
     int n = 0;
     long terms = 0;
-    for (int j = 0; j < in; j++) {  // without branches: most inputs are zeros, in no pattern
+    nonzero_inputs(v, 0, in, s.inputs.data(), n, terms);
+    scatter_listed(v, n, terms, s);
+  }
+  // Appends the non-zero inputs among v[a, b) to nz (n of them so far) and counts their terms.
+  void nonzero_inputs(const float* v, int a, int b, int* nz, int& n, long& terms) const {
+    for (int j = a; j < b; j++) {  // without branches: most inputs are zeros, in no pattern
       nz[n] = j;
       bool on = v[j] != 0.0f;
       n += on;
       terms += on * (colptr[j + 1] - colptr[j]);
     }
+  }
+  // scatter over the n non-zero inputs listed in s.inputs (ascending), `terms` terms in all:
+  // a caller that knows where the non-zeros can be lists only those ranges.
+  void scatter_listed(const float* v, int n, long terms, Scratch& s) const {
+    s.fit(out);
+    const int* nz = s.inputs.data();
     float* __restrict y = s.y.data();
     const int* __restrict rows = crows;
     const float* __restrict w = cvals;
@@ -487,6 +496,8 @@ struct Work {
   Scratch proj;  // a mixer's input projection
   Scratch gate;  // an MLP's shared gate rows
   std::vector<float> g;  // an MLP's gate
+  std::vector<float> o;  // a mixer's gated head outputs
+  std::vector<int> ran;  // the mixer's heads that ran, ascending
 };
 
 // A mixer's record in the program (native_step.py writes it).
@@ -772,10 +783,10 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
   };
   if (w.proj.every)
     for (int r = 0; r < QK; r++) {
-      if (r % 8 == 0 && r + 8 <= QK) {  // eight channels that have all held a non-zero
+      if (r % 8 == 0 && r + 8 <= QK) {  // eight channels that have all held a non-zero, or are all zeros
         uint64_t eight;
         std::memcpy(&eight, chan + r, sizeof eight);
-        if (eight == 0x0101010101010101ull) {
+        if (eight == 0x0101010101010101ull || all_zero(proj + r, 8)) {
           r += 7;
           continue;
         }
@@ -790,8 +801,12 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
   Ring ring = Ring::of(m, conv, aux);
   clock.mark(MIX_IN);
 
-  std::vector<float> q(Dk), kk(Dk), cv(2 * Dk + Dv), y(Dv), o(H * Dv, 0.0f), vz(2 * Dv);
+  std::vector<float> q(Dk), kk(Dk), cv(2 * Dk + Dv), y(Dv), vz(2 * Dv);
   std::vector<int> act(Dk);
+  std::vector<float>& o = w.o;  // each head's gated output: written (and read) only for heads that run
+  o.resize((size_t)H * Dv);
+  std::vector<int>& ran = w.ran;
+  ran.clear();
   for (int h = 0; h < H; h++) {
     if (!head_conv[h] && !head_state[h]) {  // no key, no state, no query: nothing to run
       stale[h] = 1;
@@ -844,6 +859,7 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
     silu_conv(cv.data(), Dk);
     silu_conv(cv.data() + 2 * Dk, Dv);
     count(RECURRENCES, 1);
+    ran.push_back(h);
     rms_norm(cv.data(), Dk, k.qk_eps, nullptr, q.data());
     rms_norm(cv.data() + Dk, Dk, k.qk_eps, nullptr, kk.data());
     for (int d = 0; d < Dk; d++) {
@@ -873,7 +889,13 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
   ring.move_on(hi.data(), m.n_in);
   w.proj.clear();
   clock.mark(MIX_HEADS);
-  m.o_proj.scatter_into(o.data(), x, w.out, &live);
+  // the output product over the heads that ran: every other head's output is +0
+  w.out.inputs.resize((size_t)H * Dv + 1);
+  int n = 0;
+  long terms = 0;
+  for (int h : ran) m.o_proj.nonzero_inputs(o.data(), h * Dv, (h + 1) * Dv, w.out.inputs.data(), n, terms);
+  m.o_proj.scatter_listed(o.data(), n, terms, w.out);
+  m.o_proj.add_touched(x, w.out, &live);
   clock.mark(MIX_OUT);
 }
 
