@@ -216,6 +216,10 @@ def serve(inbox: Connection, outbox: _Outbox) -> None:
 
 
 # ---------------------------------------------------------------------------- the dashboard's side
+def _job_message(req: RunRequest | ProgramRequest, job: int, check: bool) -> tuple:
+    return ("program" if isinstance(req, ProgramRequest) else "launch", job, req, check)
+
+
 def _forward(message: tuple, sink, vocab) -> None:
     """One event from the process, to the job's sink."""
     kind = message[0]
@@ -244,6 +248,7 @@ class LaunchProcess:
         self._to: Connection | None = None
         self._from: Connection | None = None
         self._one_at_a_time = threading.Lock()  # a job cancelled on the screen drains before the next starts
+        self._sent_ahead: int | None = None  # the job :meth:`send_ahead` sent, until its run() reads it
 
     @property
     def pid(self) -> int | None:
@@ -270,15 +275,36 @@ class LaunchProcess:
         with self._one_at_a_time:
             return self._run(req, sink, cancel, job, check)
 
+    def send_ahead(self, req: RunRequest | ProgramRequest, job: int, *, check: bool) -> None:
+        """Job ``job`` sent to the process now, from the key press's handler; its :meth:`run` (on
+        the job's thread) then only reads its events. Why: the thread starts once the handler has
+        returned, and on a loaded machine once the frame echoing the command is drawn, which a
+        short launch waited for (the process itself is idle). Only when no other job's thread is
+        left (the caller's to know): their turns would read this job's events as theirs."""
+        if not self._one_at_a_time.acquire(blocking=False):
+            return
+        try:
+            if self._proc is None or self._proc.poll() is not None:
+                self._start()
+            self._to.send(_job_message(req, job, check))
+            self._sent_ahead = job
+        except (OSError, ValueError):  # the process is gone: run() starts one and sends the job
+            self._sent_ahead = None
+        finally:
+            self._one_at_a_time.release()
+
     def _run(self, req: RunRequest | ProgramRequest, sink, cancel: threading.Event, job: int,
              check: bool) -> LaunchOutcome | ProgramOutcome:
         if self._proc is None or self._proc.poll() is not None:
             self._start()
+            self._sent_ahead = None
         proc, to, from_ = self._proc, self._to, self._from  # close() may drop them meanwhile
         vocab = vocab_for(MACHINES[req.machine])
         kind = "program" if isinstance(req, ProgramRequest) else "launch"
         try:
-            to.send((kind, job, req, check))
+            if self._sent_ahead != job:
+                to.send(_job_message(req, job, check))
+            self._sent_ahead = None
             while self._wait(proc, to, from_, cancel, job):
                 message = from_.recv()
                 if message[0] == "done":

@@ -65,7 +65,8 @@ def cli_tokens(name: str) -> list[int]:
 def test_the_launch_process_streams_the_cli_tokens_and_stops_when_cancelled():
     """Its events are the CLI's launch, token for token; a cancel set mid-launch stops it within
     a token or two (well under a second even on a loaded machine), and the next launch shows
-    only its own tokens (the cancelled one's rest was drained)."""
+    only its own tokens (the cancelled one's rest was drained); a job sent ahead of its run() runs
+    once, and the next job after it shows only its own tokens."""
     proc = LaunchProcess()
     try:
         dot = Recorder()
@@ -86,6 +87,14 @@ def test_the_launch_process_streams_the_cli_tokens_and_stops_when_cancelled():
         again = Recorder()
         out = proc.run(parse("/run dot").run, again, threading.Event(), 3, check=True)
         assert out.status == "done" and again.tokens == dot.tokens
+
+        ahead = Recorder()  # sent from the key press's handler, read by the job's run(): sent once
+        proc.send_ahead(parse("/run dot").run, 4, check=True)
+        out = proc.run(parse("/run dot").run, ahead, threading.Event(), 4, check=True)
+        assert out.status == "done" and ahead.tokens == dot.tokens
+        after = Recorder()
+        out = proc.run(parse("/run dot").run, after, threading.Event(), 5, check=True)
+        assert out.status == "done" and after.tokens == dot.tokens
     finally:
         proc.close()
     assert proc.pid is None

@@ -105,6 +105,7 @@ class JobsMixin:
             self._job_started(job)
             return
         self.job = job = Job("run", req)
+        self._send_ahead(job)
         self._panes_title = f"launch: {req.describe()}"  # the panes change at the launch's first event
         self.activity.run()
         self.status_bar.set(model=run_label(req.machine, self.chat), kernel=req.source.stem, tokens=0,
@@ -113,6 +114,14 @@ class JobsMixin:
         self.transcript.say(f"launch {req.describe()} on the {circuit_label(req.machine)}", "dim")
         self.job_workers.append(self._launch_worker(job, self.check))
         self._job_started(job)
+
+    def _send_ahead(self, job: Job) -> None:
+        """The launch process gets the job now, before the screen echoes it (``LaunchProcess.send_ahead``),
+        when no earlier job's thread is still draining the process's pipe."""
+        self.job_workers = [w for w in self.job_workers if not w.is_finished]
+        send = getattr(self.launches, "send_ahead", None)
+        if send is not None and not self.job_workers:
+            send(job.request, job.id, check=self.check)
 
     def send_chat(self, text: str) -> None:
         if self.running:
