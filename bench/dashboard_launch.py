@@ -1,6 +1,6 @@
 """The dashboard's launch against the command line's, the same launch, as a ratio.
 
-    .venv/bin/python -m bench.dashboard_launch [KERNEL ...] [--repeat 3] [--in-process]
+    .venv/bin/python -m bench.dashboard_launch [KERNEL ...] [--repeat 3] [--machine NAME] [--in-process]
 
 Both sides run in this one process, taking turns launch by launch (the machine is shared
 and noisy: both meet the same load), after one launch each to warm up (the circuit's
@@ -27,11 +27,16 @@ the screen:
 * ``in-process`` (with ``--in-process``): the same dashboard with the launch on its MLX
   thread, as before the launch process (the screen and the launch sharing one GIL).
 
+``--machine NAME``: both sides launch on that machine (``/run K --machine NAME`` typed into
+the dashboard, ``LaunchRequest(machine=...)`` for the CLI); without it each kernel runs on the
+machine its launch file names, else the default, on both sides alike.
+
 Printed per kernel: its tokens, the median wall time of each side, the dashboard's ratio to
-the CLI (its target: at most 1.25), each side's generation tokens/s, and the median CPU seconds
+the CLI (its target: at most 1.25), each side's generation tokens/s, the median CPU seconds
 each side spent (the dashboard's: its screen's process and the launch process, from /proc; "-"
-where there is none): on a machine whose cores are all busy the wall-time ratio tends to the
-CPU ratio, on an idle one the screen draws on a core of its own beside the launch.
+where there is none), and of those the screen's process alone: on a machine whose cores are
+all busy the wall-time ratio tends to the CPU ratio, on an idle one the screen draws on a core
+of its own beside the launch.
 """
 
 from __future__ import annotations
@@ -68,17 +73,23 @@ def process_cpu(pid: int | None) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def cli_launch(name: str, store: CircuitStore) -> tuple[float, float, int, float]:
-    """(wall seconds, generation tokens/s, tokens, CPU seconds) of ``run NAME --check`` in-process."""
-    req = parse(f"/run {name}").run
-    request = LaunchRequest(req.source, req.args, kernel=req.kernel, block=req.block, grid=req.grid, check=True)
+def command(name: str, machine: str | None) -> str:
+    """The dashboard's line for kernel ``name`` (on ``machine`` when given)."""
+    return f"/run {name}" + (f" --machine {machine}" if machine else "")
+
+
+def cli_launch(name: str, store: CircuitStore, machine: str | None = None) -> tuple:
+    """(wall seconds, generation tokens/s, tokens, CPU seconds, None) of ``run NAME --check`` in-process."""
+    req = parse(command(name, machine)).run
+    request = LaunchRequest(req.source, req.args, kernel=req.kernel, block=req.block, grid=req.grid,
+                            shared=req.shared, machine=MACHINES[req.machine], check=True)
     console = Console(file=io.StringIO(), force_terminal=True, width=120)  # the live line, drawn as on a tty
     c0, t0 = time.process_time(), time.perf_counter()
     with Display(console) as shown:
         result = launch(request, store=store, events=shown)
     for name, values in result.outputs.items():  # the result, as run prints it
         console.print(f"  {name} = {outputs_text(result.program, name, values)}")
-    return time.perf_counter() - t0, result.tokens_per_s, len(result.tokens), time.process_time() - c0
+    return time.perf_counter() - t0, result.tokens_per_s, len(result.tokens), time.process_time() - c0, None
 
 
 def drawn(screen) -> bool:
@@ -109,15 +120,15 @@ class FrameClock:
             self.last_end = time.perf_counter()
 
 
-async def dashboard_launch(pilot, name: str) -> tuple[float, float, int, float | None]:
-    """(wall seconds, generation tokens/s, tokens, CPU seconds of both processes) of ``/run NAME``
-    typed into the dashboard."""
+async def dashboard_launch(pilot, name: str, machine: str | None = None) -> tuple:
+    """(wall seconds, generation tokens/s, tokens, CPU seconds of both processes, of the screen's)
+    of ``/run NAME`` typed into the dashboard."""
     app, screen = pilot.app, pilot.app.main
     clock = app._display if isinstance(app._display, FrameClock) else FrameClock(app)
     before = screen.last_outcome
     prompt = screen.query_one("#prompt")
     await pilot.pause()  # what the last launch left for after its outcome (the footer's keys) done, as a user's
-    prompt.value = f"/run {name}"
+    prompt.value = command(name, machine)
     while not drawn(screen):  # the typed line on the screen, as the user sees it before pressing enter
         await asyncio.sleep(0.005)
     worker = getattr(screen.launches, "pid", None)  # the launch process (started at the first /run)
@@ -130,12 +141,13 @@ async def dashboard_launch(pilot, name: str) -> tuple[float, float, int, float |
         await asyncio.sleep(0.005)
     wall = max(clock.last_end, outcome_at) - t0
     w1 = process_cpu(worker)
-    cpu = time.process_time() - c0 + (w1 - w0 if w0 is not None and w1 is not None else 0.0)
+    screen_cpu = time.process_time() - c0
+    cpu = screen_cpu + (w1 - w0 if w0 is not None and w1 is not None else 0.0)
     cpu = cpu if worker is None or w0 is not None else None
     out = screen.last_outcome
     if out.status != "done":
-        raise RuntimeError(f"/run {name}: {out.status} {out.error}")
-    return wall, out.launch.tokens_per_s, out.tokens, cpu
+        raise RuntimeError(f"{command(name, machine)}: {out.status} {out.error}")
+    return wall, out.launch.tokens_per_s, out.tokens, cpu, screen_cpu
 
 
 class InProcessLaunches:
@@ -153,7 +165,7 @@ class InProcessLaunches:
         pass
 
 
-async def measure(kernels, repeat: int, in_process: bool = False) -> dict:
+async def measure(kernels, repeat: int, in_process: bool = False, machine: str | None = None) -> dict:
     """Per kernel and side, ``repeat`` (wall s, tokens/s, tokens), the sides taking turns."""
     store = CircuitStore()
     rows = {}
@@ -163,24 +175,25 @@ async def measure(kernels, repeat: int, in_process: bool = False) -> dict:
         if in_process:
             launchers["in-process"] = InProcessLaunches()
         for name in kernels:
-            cli_launch(name, store)  # warm-up: the circuit's cache read, clang
+            cli_launch(name, store, machine)  # warm-up: the circuit's cache read, clang
             for launcher in launchers.values():
                 screen.launches = launcher
-                await dashboard_launch(pilot, name)
+                await dashboard_launch(pilot, name, machine)
             sides = {"cli": [], **{side: [] for side in launchers}}
             for _ in range(repeat):  # taking turns: every side under the same load
-                sides["cli"].append(cli_launch(name, store))
+                sides["cli"].append(cli_launch(name, store, machine))
                 for side, launcher in launchers.items():
                     screen.launches = launcher
-                    sides[side].append(await dashboard_launch(pilot, name))
+                    sides[side].append(await dashboard_launch(pilot, name, machine))
             rows[name] = sides
         screen.launches = launchers["dashboard"]
     return rows
 
 
 def report(rows: dict) -> None:
-    """One line per kernel and side: median wall s, ratio to the CLI, median tokens/s, median CPU s."""
-    print(f"{'kernel':<16}{'tokens':>7}  {'side':<12}{'wall s':>8}{'ratio':>8}{'tok/s':>9}{'cpu s':>8}")
+    """One line per kernel and side: median wall s, ratio to the CLI, median tokens/s, median CPU s
+    (the screen's process alone beside it)."""
+    print(f"{'kernel':<16}{'tokens':>7}  {'side':<12}{'wall s':>8}{'ratio':>8}{'tok/s':>9}{'cpu s':>8}{'screen':>8}")
     for name, sides in rows.items():
         cli = statistics.median(run[0] for run in sides["cli"])
         for side, runs in sides.items():
@@ -188,6 +201,8 @@ def report(rows: dict) -> None:
             tps = statistics.median(run[1] for run in runs)
             cpus = [run[3] for run in runs if run[3] is not None]
             cpu = f"{statistics.median(cpus):8.2f}" if cpus else f"{'-':>8}"
+            screens = [run[4] for run in runs if run[4] is not None]
+            cpu += f"{statistics.median(screens):8.3f}" if screens else f"{'-':>8}"
             print(f"{name:<16}{runs[0][2]:>7}  {side:<12}{wall:>8.2f}{wall / cli:>8.2f}{tps:>9.1f}{cpu}")
 
 
@@ -195,10 +210,14 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("kernels", nargs="*", default=list(KERNELS))
     p.add_argument("--repeat", type=int, default=3, help="launches per side per kernel (default 3)")
+    p.add_argument("--machine", choices=list(MACHINES), default=None,
+                   help="launch every kernel on this machine, both sides (default: its launch file's, else the default)")
     p.add_argument("--in-process", action="store_true",
                    help="also time the dashboard with the launch on its MLX thread (before the launch process)")
     ns = p.parse_args(argv)
-    report(asyncio.run(measure(ns.kernels, ns.repeat, ns.in_process)))
+    if ns.machine:
+        print(f"machine: {ns.machine}")
+    report(asyncio.run(measure(ns.kernels, ns.repeat, ns.in_process, ns.machine)))
     return 0
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from qwengpu_mlx.core.errors import LaunchError
 from qwengpu_mlx.core.launch_spec import dims_text, dims_value, parse_dims, read_launch_spec, spec_beside
+from qwengpu_mlx.core.machine import MACHINES
 from qwengpu_mlx.host.program_build import has_main
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -18,10 +19,11 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 HELP = """\
 commands
   /run KERNEL.cu NAME=v1,v2 NAME=v ... [--block X[,Y[,Z]]] [--grid X[,Y[,Z]]]
-       [--shared BYTES] [--kernel NAME]
+       [--shared BYTES] [--kernel NAME] [--machine NAME]
         run a launch on the GPU compiled into the model; tokens stream live
         e.g. /run examples/kernels/dot.cu a=1,2,3 b=4,5,6 out=0 n=3
-        KERNEL may be a name from /kernels; without NAME=... the kernel's .json arguments are used
+        KERNEL may be a name from /kernels; without NAME=... the kernel's .json arguments are used;
+        --machine picks the machine (as run --machine; else the one its .json names, else the default)
   /run PROGRAM.cu [-- ARGS...]
         a file with main() runs as a program: its output here, each launch in the launch pane
         e.g. /run examples/programs/argv_scale.cu -- 5 3
@@ -68,6 +70,7 @@ class RunRequest:
         args = " ".join(f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in self.args.items())
         extra = "" if (self.block, self.grid) == (4, 1) else f" --block {dims_text(self.block)} --grid {dims_text(self.grid)}"
         extra += f" --shared {self.shared}" if self.shared else ""
+        extra += f" --machine {self.machine}" if self.machine != "default" else ""
         return f"{self.source.name} {args}{extra}".strip()
 
 
@@ -119,8 +122,12 @@ def _parse_value(name: str, text: str):
 
 
 def _option_value(key: str, val: str):
-    """``--kernel NAME``, ``--shared BYTES``, ``--block 8`` or ``--block 8,4`` (``--grid`` alike)."""
+    """``--kernel NAME``, ``--machine NAME``, ``--shared BYTES``, ``--block 8`` or ``--block 8,4`` (``--grid`` alike)."""
     if key == "kernel":
+        return val
+    if key == "machine":
+        if val not in MACHINES:
+            raise CommandError(f"/run: --machine {val!r}: one of {', '.join(MACHINES)}")
         return val
     if key == "shared":
         try:
@@ -161,9 +168,9 @@ def parse_run(rest: str, kernels: Path | None = None, full: str = "") -> RunRequ
         w = words[i]
         if w.startswith("--"):
             key, _, val = w[2:].partition("=")
-            if key not in ("block", "grid", "shared", "kernel"):
+            if key not in ("block", "grid", "shared", "kernel", "machine"):
                 raise CommandError(f"/run: unknown option --{key} (use --block X[,Y[,Z]], --grid X[,Y[,Z]], "
-                                   f"--shared BYTES, --kernel NAME)")
+                                   f"--shared BYTES, --kernel NAME, --machine NAME)")
             if not val:
                 i += 1
                 if i >= len(words):
@@ -186,7 +193,7 @@ def parse_run(rest: str, kernels: Path | None = None, full: str = "") -> RunRequ
         opts.setdefault("grid", desc.get("grid", 1))
         opts.setdefault("shared", desc.get("shared", 0))
         opts.setdefault("kernel", desc.get("kernel"))
-    machine = (desc or {}).get("machine", "default")
+    machine = opts.get("machine") or (desc or {}).get("machine", "default")
     return RunRequest(source, args, dims_value(opts.get("block", 4)), dims_value(opts.get("grid", 1)), opts.get("kernel"),
                       full, machine, opts.get("shared", 0))
 

@@ -407,9 +407,13 @@ def test_snapshot_after_dot_launch(snap_compare):
 
 
 def test_run_takes_the_machine_its_launch_file_names():
-    """/run of a 32-thread example runs on the large machine its launch file asks for."""
+    """/run of a 32-thread example runs on the large machine its launch file asks for; --machine picks one."""
     from qwengpu_mlx.tui import commands
 
     req = commands.parse("/run block32_reduce").run
     assert req.machine == "large" and req.block == 32
     assert commands.parse("/run dot").run.machine == "default"
+    typed = commands.parse("/run dot --machine large").run  # as run --machine: over the launch file's
+    assert typed.machine == "large" and typed.args["n"] == 3 and "--machine large" in typed.describe()
+    with pytest.raises(CommandError, match="one of default"):
+        commands.parse("/run dot --machine huge")
