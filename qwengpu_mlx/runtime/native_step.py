@@ -103,10 +103,13 @@ class _Blobs:
         return [out, inp, self.i(rowptr), self.i(cols), self.f(vals), -1 if targets is None else self.i(targets),
                 self.i(colptr), self.i(rows[order]), self.f(vals[order])]
 
-    def row_groups(self, p: Product, most: int = 64) -> list[int]:
+    def row_groups(self, p: Product, most: int = 64, most_runs: int = 1024) -> list[int]:
         """A product's leading columns that every row holds, its rows grouped by their values
         there (``circuit_step.cpp``'s RowGroups): ``[columns, groups, group of each row,
-        the groups' values]``; no columns when there are more than ``most`` groups."""
+        the groups' values, runs, (first row, end, group) of each run]``; no columns when
+        there are more than ``most`` groups. A run is consecutive rows of one group (a token
+        kind's rows): the step fills each with its group's partial sum instead of looking
+        up every row's group; no runs when there are more than ``most_runs``."""
         rowptr, cols, vals, _ = by_row(p)
         held = np.bincount(cols, minlength=p.inp)
         lead = int(np.argmin(held == p.out)) if (held != p.out).any() else p.inp
@@ -116,8 +119,13 @@ class _Blobs:
         W[rows[first], cols[first]] = vals[first]
         table, group_of = np.unique(W, axis=0, return_inverse=True)
         if lead == 0 or len(table) > most:
-            return [0, 0, self.i(np.zeros(p.out, np.int64)), self.f(np.zeros(0))]
-        return [lead, len(table), self.i(group_of.ravel()), self.f(table)]
+            return [0, 0, self.i(np.zeros(p.out, np.int64)), self.f(np.zeros(0)), 0, self.i(np.zeros(0))]
+        group_of = group_of.ravel()
+        starts = np.flatnonzero(np.diff(group_of, prepend=-1))
+        runs = np.stack([starts, np.append(starts[1:], p.out), group_of[starts]], axis=1)
+        if len(runs) > most_runs:
+            runs = np.zeros((0, 3), np.int64)
+        return [lead, len(table), self.i(group_of), self.f(table), len(runs), self.i(runs)]
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         cat = lambda parts, dt: np.concatenate(parts) if parts else np.zeros(0, dt)  # noqa: E731

@@ -103,6 +103,17 @@ def test_the_logits_without_row_groups_are_the_same_floats(store, module, monkey
     _assert_same_logits(grouped, plain, "shfl_broadcast", PUBLISHED_MACHINE)
 
 
+def test_the_logits_filled_by_runs_are_the_same_floats(store, module, monkeypatch):
+    """Row groups started run by run (a token kind's consecutive rows filled with its
+    partial sum) give the same bits as every row looking its group up."""
+    cc = store.compact(PUBLISHED_MACHINE)
+    runs = CircuitRunner(cc, PUBLISHED_MACHINE, native=module)
+    original = _Blobs.row_groups
+    monkeypatch.setattr(_Blobs, "row_groups", lambda self, p: original(self, p, most_runs=0))
+    looked_up = CircuitRunner(cc, PUBLISHED_MACHINE, native=module)
+    _assert_same_logits(runs, looked_up, "shfl_broadcast", PUBLISHED_MACHINE)
+
+
 def _assert_same_logits(first, second, name, machine):
     """The example's launch, as ``first`` runs it, fed token by token to both runners: the
     same logits bits at every token."""

@@ -349,13 +349,28 @@ struct RowGroups {
   int cols = 0, groups = 0;
   const int* group_of = nullptr;  // [out]
   const float* vals = nullptr;  // [groups, cols]
+  int n_runs = 0;  // consecutive rows of one group: (first, end, group) each, or none
+  const int* runs = nullptr;
   static RowGroups read(Cursor& c, const Blobs& b) {
     RowGroups g;
     g.cols = c.next();
     g.groups = c.next();
     g.group_of = b.i + c.next();
     g.vals = b.f + c.next();
+    g.n_runs = c.next();
+    g.runs = b.i + c.next();
     return g;
+  }
+  // y[r] = the partial sum of row r's group, for r in [r0, r1): run by run where there are runs
+  void start(const float* head, float* y, int r0, int r1) const {
+    if (n_runs == 0) {
+      for (int r = r0; r < r1; r++) y[r] = head[group_of[r]];
+      return;
+    }
+    for (int i = 0; i < n_runs; i++) {
+      int a = std::max(r0, runs[3 * i]), e = std::min(r1, runs[3 * i + 1]);
+      if (a < e) std::fill(y + a, y + e, head[runs[3 * i + 2]]);
+    }
   }
   // y = p v (p.apply_sparse's floats) over `threads` threads by row ranges
   void apply(const Product& p, const float* v, float* y, int threads) const {
@@ -373,7 +388,7 @@ struct RowGroups {
     }
     auto rows = [&](int r0, int r1) {
       if (cols == 0) return p.apply_rows(v, y, r0, r1, 0);  // no shared columns: from +0
-      for (int r = r0; r < r1; r++) y[r] = head[group_of[r]];
+      start(head.data(), y, r0, r1);
       p.apply_rows(v, y, r0, r1, cols);
     };
     int out = p.out;
