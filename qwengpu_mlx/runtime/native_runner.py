@@ -85,13 +85,25 @@ class PackedRunner:
         return np.array(self.native.recurrent(self._packed, layer)[0, i])
 
 
-def pack_key(machine) -> str:
-    """The circuit's cache key, the packing code's source and the native step's build key
-    (the program a pack holds is read by that step's C++), hashed."""
-    h = hashlib.sha256(f"native pack {FORMAT}\n{circuit_key(machine, NARROW, DEFAULT_LEVELS)}\n".encode())
-    h.update(native.build_key().encode())
+def _source_digest() -> bytes:
+    h = hashlib.sha256()
     for name in _SOURCES:
         h.update(name.encode() + b"\0" + (_HERE / name).read_bytes() + b"\0")
+    return h.digest()
+
+
+# the packing code this process runs, read when it was imported: a process whose sources
+# were edited since writes its packs under its own code's key, not the edited one's
+_SOURCE_DIGEST = _source_digest()
+
+
+def pack_key(machine, build: str | None = None) -> str:
+    """The circuit's cache key, the packing code's source and the native step's build key
+    (the program a pack holds is read by that step's C++: ``build``, the key of the module
+    that runs it; by default the source's now), hashed."""
+    h = hashlib.sha256(f"native pack {FORMAT}\n{circuit_key(machine, NARROW, DEFAULT_LEVELS)}\n".encode())
+    h.update((build or native.build_key()).encode())
+    h.update(_SOURCE_DIGEST)
     return h.hexdigest()
 
 
@@ -101,7 +113,11 @@ def _paths(key: str, directory: Path | None) -> tuple[Path, Path]:
 
 
 def save_pack(runner, machine, directory: Path | None = None) -> None:
-    """Write the pack of a circuit runner whose native step runs ``machine``'s own circuit."""
+    """Write the pack of a circuit runner whose native step runs ``machine``'s own circuit
+    (not for a step over a module ``native.load`` did not load: no build key to file it under)."""
+    build = native.key_of(runner.native.module)
+    if build is None:
+        return
     arrays = runner.native.arrays()
     heads = {L: list(mz.heads) for L, mz in enumerate(runner.mixers) if mz is not None}
     rows = SparseRows.of(np.array(runner.embedding), np.array(runner.embedding_pos))
@@ -109,7 +125,7 @@ def save_pack(runner, machine, directory: Path | None = None) -> None:
                   memory_heads=np.array(runner.memory_heads, np.int64).reshape(-1, 2),
                   head_layers=np.array([L for L, hs in heads.items() for _ in hs], np.int64),
                   heads=np.array([h for hs in heads.values() for h in hs], np.int64))
-    key = pack_key(machine)
+    key = pack_key(machine, build)
     path, manifest = _paths(key, directory)
     path.parent.mkdir(parents=True, exist_ok=True)
 
@@ -133,10 +149,11 @@ def _prune(folder: Path) -> None:
                 f.unlink()
 
 
-def load_pack(machine, directory: Path | None = None) -> dict | None:
+def load_pack(machine, directory: Path | None = None, build: str | None = None) -> dict | None:
     """The pack's arrays when its manifest vouches for them, else None (the caller builds):
-    read-only views of the memory-mapped file (``mapped_arrays``: no copy of 48 MB at start-up)."""
-    key = pack_key(machine)
+    read-only views of the memory-mapped file (``mapped_arrays``: no copy of 48 MB at start-up).
+    ``build``: the key of the native module that will run it (:func:`pack_key`)."""
+    key = pack_key(machine, build)
     path, manifest = _paths(key, directory)
     try:
         meta = json.loads(manifest.read_text())
@@ -169,7 +186,7 @@ def trusted_module():
 def packed_runner(machine, directory: Path | None = None) -> PackedRunner | None:
     """A runner over ``machine``'s cached pack, or None when there is none to trust."""
     module = trusted_module()
-    arrays = load_pack(machine, directory) if module is not None else None
+    arrays = load_pack(machine, directory, native.key_of(module)) if module is not None else None
     if arrays is None:
         return None
     heads: dict[int, list[int]] = {}

@@ -6,6 +6,7 @@ path) and from the kernels' NumPy oracles; the packed runner is the code under t
 """
 
 import json
+import types
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,13 @@ def test_a_pack_of_another_native_build_is_not_used(tmp_path, monkeypatch):
     monkeypatch.setattr(native, "build_key", lambda: "another build of circuit_step.cpp")
     assert pack_key(PUBLISHED_MACHINE) != saved
     assert load_pack(PUBLISHED_MACHINE, tmp_path) is None
+
+
+def test_a_pack_is_filed_under_the_build_that_runs_it(module):
+    """A pack's key names the build of the module that runs its program (``native.key_of``:
+    the source that module was built from, whatever the source on disk says now), and a
+    module ``native.load`` did not load has no key: no pack is filed for it."""
+    assert native.key_of(module) == native.build_key()
+    assert native.key_of(types.ModuleType("elsewhere")) is None
+    assert pack_key(PUBLISHED_MACHINE, native.key_of(module)) == pack_key(PUBLISHED_MACHINE)
+    assert pack_key(PUBLISHED_MACHINE, "another build") != pack_key(PUBLISHED_MACHINE)

@@ -80,6 +80,15 @@ def _import(folder: Path) -> ModuleType | None:
     return module
 
 
+def key_of(module: ModuleType) -> str | None:
+    """The build key of a module :func:`load` loaded (the source it was built from, which
+    may no longer be the source on disk), or None for a module it did not load."""
+    for folder, loaded in _LOADED.items():
+        if loaded is module:
+            return folder.name
+    return None
+
+
 def find_cmake() -> str | None:
     """``$QWENGPU_MLX_CMAKE``, else CMake on PATH, else the one pip puts beside this Python
     (``scripts/dev.sh`` installs it there when the machine has none)."""
