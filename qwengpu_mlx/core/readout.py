@@ -41,19 +41,16 @@ def read_memory(runner, machine: MachineConfig) -> tuple[list[int], float]:
     Column c of head j's state is word ``j * rows + c``, stored dual-rail (rows 2i and 2i+1
     hold bit i and its complement), so a bit is read as which rail is larger; the margin is
     the gap between the rails as a fraction of the column's level (1.0 is perfect). A
-    column never written reads as all zeros: the word is 0.
+    column never written reads as all zeros: the word is 0. All words are read at once
+    (the large machine's 1,024 one by one took 5 ms, more than a short launch's tokens).
     """
     states = [runner.recurrent_state(layer, head) for layer, head in runner.memory_heads]  # each [Dv, Dk]
-    rows = states[0].shape[1]
-    words, worst = [], 1.0
-    for w in range(machine.mem_words):
-        col = states[w // rows][:, w % rows]
-        level = float(np.max(np.abs(col))) if np.any(col) else 0.0
-        if level == 0.0:
-            words.append(0)
-            continue
-        b, nb = col[0:2 * machine.word_bits:2], col[1:2 * machine.word_bits:2]
-        bits = (b > nb).astype(int)
-        worst = min(worst, float(np.min(np.abs(b - nb)) / level))
-        words.append(int(sum(int(x) << i for i, x in enumerate(bits))))
-    return words, worst
+    cols = np.concatenate([np.asarray(s, np.float32) for s in states], axis=1)[:, :machine.mem_words]
+    level = np.max(np.abs(cols), axis=0)
+    b, nb = cols[0:2 * machine.word_bits:2], cols[1:2 * machine.word_bits:2]
+    weights = np.left_shift(np.uint64(1), np.arange(machine.word_bits, dtype=np.uint64))
+    written = level > 0.0  # a column never written reads as all zeros: the word is 0
+    words = np.where(written, (b > nb).astype(np.uint64).T @ weights, 0)
+    gaps = np.min(np.abs(b - nb), axis=0)  # a float32 gap over a float32 level, as one word's read gives
+    worst = min(1.0, float(np.min(gaps[written] / level[written]))) if written.any() else 1.0
+    return [int(w) for w in words], worst
