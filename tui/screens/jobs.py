@@ -338,9 +338,12 @@ class JobsMixin:
         self._end_job()
 
     def _end_job(self) -> None:
+        """The job is over; the footer's keys follow once the frame with its outcome is drawn (after
+        a job longer than KEYS_AFTER_S they change, and the footer's rebuild lays the whole screen
+        out: the outcome's frame had waited for that layout)."""
         self.job = None
         self._chat_launching = False
-        self._show_keys()
+        self.call_after_refresh(self._show_keys)
 
     def _launch_done(self, out: LaunchOutcome) -> None:
         self.last_outcome = out

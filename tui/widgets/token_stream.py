@@ -66,7 +66,7 @@ class TokenStream(SharedRowScrollbars, ScrollView, can_focus=True):
         self.max_lines = max_lines
         self._lines: list[Text] = []
         self._indents: list[int] = []
-        self._rows: list[list[Strip] | None] = []  # per line, its wrapped rows (None: not rendered yet)
+        self._rows: list[list | None] = []  # per line, its wrapped rows: None (one row, not drawn yet), Texts, Strips
         self._counts: list[int] = []  # per line, how many rows it wraps to
         self._starts: list[int] = []  # per line, the row it starts at
         self._first = 0  # absolute index of self._lines[0]
@@ -94,28 +94,32 @@ class TokenStream(SharedRowScrollbars, ScrollView, can_focus=True):
         """The rows as shown (wrapped), for tests."""
         return [strip.text.rstrip() for i in range(len(self._lines)) for strip in self._strips(i)]
 
-    def _wrap(self, text: Text, indent: int) -> list[Strip]:
+    def _render(self, rows: list[Text]) -> list[Strip]:
         console = self.app.console
         strips = []
-        for row in wrap_rows(text, console, self._width, indent):
+        for row in rows:
             row.no_wrap = True
             segs = [s for s in row.render(console) if s.text != "\n"]
             strips.append(Strip(Segment.simplify(segs), row.cell_len))
         return strips
 
     def _lay_out(self, i: int) -> None:
-        """Line ``i``'s row count; its strips now only when it wraps (else when first shown)."""
+        """Line ``i``'s row count: a line wider than the pane is wrapped now (its rows kept as text),
+        drawn into strips only when first shown (most of a long launch's lines never are)."""
         text = self._lines[i]
         if self._width <= 0 or text.cell_len <= self._width:
             self._rows[i], self._counts[i] = None, 1
         else:
-            self._rows[i] = self._wrap(text, self._indents[i])
+            self._rows[i] = wrap_rows(text, self.app.console, self._width, self._indents[i])
             self._counts[i] = len(self._rows[i])
 
     def _strips(self, i: int) -> list[Strip]:
-        if self._rows[i] is None:
-            self._rows[i] = self._wrap(self._lines[i], self._indents[i])
-        return self._rows[i]
+        rows = self._rows[i]
+        if rows is None:
+            rows = wrap_rows(self._lines[i], self.app.console, self._width, self._indents[i])
+        if not isinstance(rows[0], Strip):
+            rows = self._rows[i] = self._render(rows)
+        return rows
 
     def append(self, text: Text, indent: int = 0) -> int:
         """Add a line; returns its absolute index (for :meth:`set_line`)."""
