@@ -154,7 +154,8 @@ def test_cli_timeout_is_an_error_that_says_how_far_the_launch_got(store, capsys)
     from qwengpu_mlx.cli.main import main
 
     store.runner(PUBLISHED_MACHINE)  # the circuit is in the (test session's) cache
-    rc = main(["run", str(KERNELS / "dot.cu"), *DOT_ARGS, "--timeout", "0.000001"])
+    rc = main(["run", str(KERNELS / "dot.cu"), *DOT_ARGS, "--timeout", "0.000001",
+               "--machine", "published"])  # that circuit's machine, whichever is the default: none is built here
     err = capsys.readouterr().err
     assert rc == 1 and err.startswith("error: time bound exceeded: --timeout 1e-06 s")  # a launch that fails
     assert "generated tokens" in err or "before the prefill" in err
