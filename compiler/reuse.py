@@ -1,7 +1,7 @@
 """Residual dim reuse: fold the compiler's logical dims onto the fewest physical ones.
 
 The stages allocate a fresh residual dim for every value (``ResidualLayout``), about
-9,600 for the default machine, while far fewer hold a live value at any layer. A dense
+9,600 for the published machine, while far fewer hold a live value at any layer. A dense
 Qwen3.5 checkpoint pays for every dim in every layer, so ``reuse_dims`` hands a dim whose
 value is dead to a later value, like a register allocator. The residual only adds, so
 the old value must first be cancelled: a *clear* gate reads it after its last reader and

@@ -64,7 +64,7 @@ PUBLISHED_MACHINE = MachineConfig()
 
 ONE_SLOT_MACHINE = MachineConfig(slots_per_block=1)
 """The published machine with one instruction per block instead of three: every other
-limit is the default's. Its circuit needs 25 layers instead of 45 (both fit Qwen3.5-2B's
+limit is the published machine's. Its circuit needs 25 layers instead of 45 (both fit Qwen3.5-2B's
 shape: ``qwengpu-mlx build [--machine one-slot] --shape qwen3.5-2b``, docs/CIRCUIT.md,
 "Dense checkpoints"); launches take more steps (one per instruction) and more tokens."""
 
@@ -75,10 +75,11 @@ smallest block most CUDA code uses) and 1,024 memory words (8x). Registers fill 
 128 key rows (8 warps x 16 registers) and so does the ROM (one row per block); memory
 spreads over 8 heads of 128 words per slot and lane."""
 
-DEFAULT_MACHINE = PUBLISHED_MACHINE
-"""The machine a launch, a build and the command line use when none is named. Switching
-it is this one line (and the docs): code and tests that mean a particular machine name it
-(``PUBLISHED_MACHINE``, ``LARGE_MACHINE``)."""
+DEFAULT_MACHINE = LARGE_MACHINE
+"""The machine a launch, a build and the command line use when none is named: the large
+machine, whose sizes fit the kernels people write first (``--machine published`` keeps the
+published sizes). Switching it is this one line (and the docs): code and tests that mean a
+particular machine name it (``PUBLISHED_MACHINE``, ``LARGE_MACHINE``)."""
 
 MACHINES = {"default": DEFAULT_MACHINE, "published": PUBLISHED_MACHINE, "large": LARGE_MACHINE,
             "one-slot": ONE_SLOT_MACHINE}

@@ -1,6 +1,6 @@
 """A circuit matrix times a vector, stored the cheaper way: dense, or as its non-zeros.
 
-The circuit's projections are mostly zeros (the default machine: 80 million dense
+The circuit's projections are mostly zeros (the published machine: 80 million dense
 entries, 0.8 million non-zero), and on MLX's CPU back end a dense product costs about
 0.5 ns per stored entry while gathering and scattering cost about 14 and 28 ns per
 non-zero (measured on this project's 2-core Linux machine, ``bench/profile_step.py``).

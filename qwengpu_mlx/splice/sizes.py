@@ -29,11 +29,11 @@ import re
 from dataclasses import dataclass, field
 
 GB = 1e9
-LAUNCH_TOKENS = 10_414  # the default machine's vocabulary (the launch rows)
+LAUNCH_TOKENS = 10_414  # the published machine's vocabulary (the launch rows)
 WIDTH = 4  # layout.WIDTH_FACTOR, kept here so the model needs the config alone
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 
-# How storage.py stored the default machine's 45 circuit layers at Qwen3.5-2B's layout:
+# How storage.py stored the published machine's 45 circuit layers at Qwen3.5-2B's layout:
 # module -> {format: matrices} (bench/size_model.py --circuit prints this table;
 # measured 2026-12-04). Other widths are predicted with the same formats.
 CIRCUIT_FORMATS: dict[str, dict[str, int]] = {
