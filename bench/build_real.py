@@ -35,7 +35,7 @@ from tests.support.oracles import ORACLES  # noqa: E402
 
 import qwengpu_mlx.host.frontend  # noqa: E402,F401
 from qwengpu_mlx.runtime.checkpoint import save_checkpoint  # noqa: E402
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE  # noqa: E402
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE  # noqa: E402
 from qwengpu_mlx.runtime import CircuitStore  # noqa: E402
 from tests.support.launching import bound_program, on_runner
 from qwengpu_mlx.splice.random_base import qwen4b_like_config, qwen_like_config, qwen_like_weights  # noqa: E402
@@ -122,7 +122,7 @@ def launch_dot(combined) -> None:
     """The dot product (unseen arguments) through our runner's combined model, checked."""
     spec = {"a": [7, -3, 12, 5], "b": [2, 9, -4, 11], "out": [1], "n": 4}
     prog = bound_program(ROOT / "examples" / "kernels" / "dot.cu", "dot", args=spec, block=4, grid=1,
-                machine=DEFAULT_MACHINE)
+                machine=PUBLISHED_MACHINE)
     start = time.perf_counter()
     launch = on_runner(prog, combined.circuit, check=True)
     dt = time.perf_counter() - start

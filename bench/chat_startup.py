@@ -62,7 +62,7 @@ BEFORE = """
 import time, sys, json
 from pathlib import Path
 from qwengpu_mlx.compiler.sizing import QWEN35_2B
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
 from qwengpu_mlx.runtime import CircuitStore
 from qwengpu_mlx.splice.build import load_base
 from qwengpu_mlx.splice.logits import suppression_row
@@ -70,7 +70,7 @@ from qwengpu_mlx.splice.pipeline import calibration_text
 from qwengpu_mlx.splice.source import acquire
 out = {}
 t = time.perf_counter(); acquire(sys.argv[1]); out["hashes"] = time.perf_counter() - t
-t = time.perf_counter(); compiled = CircuitStore().compiled(DEFAULT_MACHINE, QWEN35_2B); compiled.compact()
+t = time.perf_counter(); compiled = CircuitStore().compiled(PUBLISHED_MACHINE, QWEN35_2B); compiled.compact()
 out["fold"] = time.perf_counter() - t
 model, tok = load_base(Path(sys.argv[1]))
 ids = tok.encode(calibration_text())

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.circuit_size
 
-Prints, for the default machine: the parameters a dense checkpoint would hold at the
+Prints, for the published machine: the parameters a dense checkpoint would hold at the
 narrow shape (the compiled plan's own: hidden 2^17, the schedule pass's MLP and head
 widths) and at Qwen3.5-2B's shape (45 layers of 2048 x 6144, 16 heads), the
 non-zero parameters the compact path runs, the ratio of the two, what the logical plan
@@ -21,16 +21,16 @@ import sys
 from qwengpu_mlx.compiler.compact import compact
 from qwengpu_mlx.compiler.pipeline import compile_machine
 from qwengpu_mlx.compiler.sizing import QWEN35_2B, DoesNotFit, dense_parameters, misfits, needs, nonzero_parameters
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE, MACHINES
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE, MACHINES
 
 MIN_FREE = 64  # residual dims of the 2B shape a folded machine should leave for a host's signal
 
 
 def main() -> int:
-    plan = compile_machine(DEFAULT_MACHINE).plan
+    plan = compile_machine(PUBLISHED_MACHINE).plan
     n = needs(plan)
     nz = nonzero_parameters(compact(plan))
-    print(f"default machine: {n.layers} layers, vocabulary {n.vocab}; {n.dims_used} residual dims allocated, "
+    print(f"published machine: {n.layers} layers, vocabulary {n.vocab}; {n.dims_used} residual dims allocated, "
           f"{n.live_max} live at once (layer {n.live_layer}); {n.reuse_bound} with every dead dim reused "
           f"({n.embedding_dims} embedding dims kept); widest MLP {n.units_max} units (layer "
           f"{n.units_layer}); most heads {n.heads_max} (layer {n.heads_layer})")

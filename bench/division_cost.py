@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from tests.support.launching import bound_program
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE
 from qwengpu_mlx.runtime.check import reference_run
 from qwengpu_mlx.runtime.expect import expected_segments
 
@@ -41,7 +41,7 @@ CASES = [  # (label, operator, right-hand side, the lanes' dividends, d)
 
 def launch_cost(source: Path, a: list[int], d: int) -> tuple[int, int]:
     """(EXEC steps, generated launch tokens) of the launch on the published machine."""
-    m = DEFAULT_MACHINE
+    m = PUBLISHED_MACHINE
     prog = bound_program(source, args={"a": a, "out": [0] * 4, "d": d}, block=4, grid=1, machine=m)
     ref = reference_run(prog, m, budget=m.step_budget)
     segs = expected_segments(prog, m, ref.trace, fault=ref.fault, inside_step=ref.inside_step)

@@ -34,7 +34,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 
 from tests.support.host_front import HostFront, random_host  # noqa: E402
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE  # noqa: E402
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE  # noqa: E402
 from tests.support.runner_wide import WideCircuitRunner as CircuitRunner  # noqa: E402
 from qwengpu_mlx.runtime import CircuitStore  # noqa: E402
 from tests.support.launching import TokenEvents, bound_program, on_runner
@@ -88,7 +88,7 @@ def subset(runner: CircuitRunner, free: np.ndarray, scale: float, host_dims: int
         spec = json.loads((ROOT / f"examples/kernels/{name}.json").read_text())
         prog = bound_program(ROOT / f"examples/kernels/{name}.cu", spec["kernel"], args=spec["args"],
                     block=spec["block"], grid=spec["grid"])
-        budget = 2 * run_program(prog, DEFAULT_MACHINE, trace=False).steps + 8  # bounds a wrong launch's time
+        budget = 2 * run_program(prog, PUBLISHED_MACHINE, trace=False).steps + 8  # bounds a wrong launch's time
         ok, r = launch_with_host(runner, HostFront(host, free, scale), prog, max_tokens=60 * budget,
                                  expected=ORACLES[name](spec), step_budget=budget)
         exact += ok is True
@@ -102,11 +102,11 @@ def folded_2b(store: CircuitStore) -> tuple[CircuitRunner, np.ndarray]:
     """A runner of the circuit folded for the Qwen3.5-2B shape (the checkpoint's own weights); its free dims."""
     from qwengpu_mlx.compiler.sizing import QWEN35_2B
 
-    compiled = store.compiled(DEFAULT_MACHINE, QWEN35_2B)
+    compiled = store.compiled(PUBLISHED_MACHINE, QWEN35_2B)
     r = compiled.reuse
     print(f"folded for the Qwen3.5-2B shape: {r.physical} of {QWEN35_2B.hidden} dims used; the host gets "
           f"the other {QWEN35_2B.hidden - r.physical}", flush=True)
-    return CircuitRunner(compiled.compact(), DEFAULT_MACHINE), np.arange(r.physical, QWEN35_2B.hidden)
+    return CircuitRunner(compiled.compact(), PUBLISHED_MACHINE), np.arange(r.physical, QWEN35_2B.hidden)
 
 
 def main() -> int:
@@ -118,8 +118,8 @@ def main() -> int:
         runner, free = folded_2b(store)
         host_dims = min(64, len(free))  # 49 free dims since the VALU and short-record gates
     else:
-        mc = store.machine_circuit(DEFAULT_MACHINE)
-        runner = CircuitRunner(store.compact(DEFAULT_MACHINE), DEFAULT_MACHINE)
+        mc = store.machine_circuit(PUBLISHED_MACHINE)
+        runner = CircuitRunner(store.compact(PUBLISHED_MACHINE), PUBLISHED_MACHINE)
         free = np.arange(mc.lay.used, mc.plan.shape.hidden)
     if args[:1] == ["--subset"]:
         return subset(runner, free, float(args[1]) if len(args) > 1 else 2500.0, host_dims)

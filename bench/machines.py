@@ -24,7 +24,7 @@ from pathlib import Path
 from qwengpu_mlx.compiler.compact import compact
 from qwengpu_mlx.compiler.pipeline import compile_machine
 from qwengpu_mlx.compiler.sizing import QWEN35_2B, dense_parameters, needs, nonzero_parameters
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE, LARGE_MACHINE
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE, LARGE_MACHINE
 from qwengpu_mlx.runtime import CircuitStore
 from tests.support.launching import bound_program, on_runner
 from qwengpu_mlx.runtime.check import reference_run
@@ -32,7 +32,7 @@ from qwengpu_mlx.runtime.expect import expected_segments
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "kernels"
-MACHINES = {"published": DEFAULT_MACHINE, "large": LARGE_MACHINE}
+MACHINES = {"published": PUBLISHED_MACHINE, "large": LARGE_MACHINE}
 SPEED_KERNELS = ("dot", "collatz_steps", "shared_scan", "histogram", "div_const_signed")
 
 

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 import mlx.core as mx  # noqa: E402
 
 from qwengpu_mlx.runtime import native  # noqa: E402
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE  # noqa: E402
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE  # noqa: E402
 from qwengpu_mlx.runtime.circuit_runner import CircuitRunner, live_dims  # noqa: E402
 from tests.support.runner_wide import WideCircuitRunner  # noqa: E402
 from qwengpu_mlx.runtime import CircuitStore  # noqa: E402
@@ -110,8 +110,8 @@ def print_native_profile(r: CircuitRunner, prompt: list[int]) -> None:
 
 def step_ratio(cc, prompt: list[int], repeat: int, module) -> None:
     """Decode-token and prefill medians, the runners interleaved (the machine is noisy)."""
-    runners = {"wide": WideCircuitRunner(cc, DEFAULT_MACHINE), "ops": CircuitRunner(cc, DEFAULT_MACHINE),
-               "native": CircuitRunner(cc, DEFAULT_MACHINE, native=module)}
+    runners = {"wide": WideCircuitRunner(cc, PUBLISHED_MACHINE), "ops": CircuitRunner(cc, PUBLISHED_MACHINE),
+               "native": CircuitRunner(cc, PUBLISHED_MACHINE, native=module)}
     token, prefill = defaultdict(list), defaultdict(list)
     for _ in range(max(1, repeat // 3)):
         for name, r in runners.items():
@@ -147,7 +147,7 @@ def subset(cc, module) -> int:
     from qwengpu_mlx.core.readout import read_outputs
 
     bad = 0
-    runners = (CircuitRunner(cc, DEFAULT_MACHINE), CircuitRunner(cc, DEFAULT_MACHINE, native=module))
+    runners = (CircuitRunner(cc, PUBLISHED_MACHINE), CircuitRunner(cc, PUBLISHED_MACHINE, native=module))
     speed = defaultdict(list)
     for name in SUBSET:
         spec, prog = program(name)
@@ -207,21 +207,21 @@ def main(argv: list[str]) -> int:
     if ns.shape == "qwen3.5-2b":
         from qwengpu_mlx.compiler.sizing import QWEN35_2B
 
-        cc = store.compiled(DEFAULT_MACHINE, QWEN35_2B).compact()
+        cc = store.compiled(PUBLISHED_MACHINE, QWEN35_2B).compact()
     else:
-        cc = store.compact(DEFAULT_MACHINE)
+        cc = store.compact(PUBLISHED_MACHINE)
     print(f"circuit at the {ns.shape} shape: {cc.hidden} residual dims, {len(live_dims(cc))} live")
     spec, prog = program("dot")
-    prompt = prompt_tokens(prog, DEFAULT_MACHINE)
+    prompt = prompt_tokens(prog, PUBLISHED_MACHINE)
     found = native.load()
     if found.module is None:
         print(f"no native step here: {found.reason}")
         return 1
-    ops = CircuitRunner(cc, DEFAULT_MACHINE)
+    ops = CircuitRunner(cc, PUBLISHED_MACHINE)
     ops.step(prompt)
     ops.step([5])
     print_profile(stage_profile(ops, ns.repeat))
-    print_native_profile(CircuitRunner(cc, DEFAULT_MACHINE, native=found.module), prompt)
+    print_native_profile(CircuitRunner(cc, PUBLISHED_MACHINE, native=found.module), prompt)
     step_ratio(cc, prompt, ns.repeat, found.module)
     if ns.subset:
         return 1 if subset(cc, found.module) else 0

@@ -3,8 +3,8 @@
     .venv/bin/python -m bench.splice [--layers N] [--vocab V] [--tokens N] [--width 2b|4b]
 
 A random Qwen3.5 base at a real width (Qwen-like statistics, massive dims; depth and
-vocabulary reduced, this CPU decodes the whole 2B at 0.6 tokens/s) and the default
-machine's circuit, spliced as ``build --base`` does (``qwengpu_mlx/splice``). Measured in
+vocabulary reduced, this CPU decodes the whole 2B at 0.6 tokens/s) and the published
+machine's circuit (its figures in bench/README.md were measured on it), spliced as ``build --base`` does (``qwengpu_mlx/splice``). Measured in
 one run, as ratios (the machine is shared and noisy):
 
 * text decode: our runner's combined model (the base's own mlx-lm model, plus the launch
@@ -35,7 +35,7 @@ from tests.support.oracles import ORACLES  # noqa: E402
 
 import qwengpu_mlx.host.frontend  # noqa: E402,F401
 from qwengpu_mlx.compiler.sizing import QWEN35_2B  # noqa: E402
-from qwengpu_mlx.core.machine import DEFAULT_MACHINE  # noqa: E402
+from qwengpu_mlx.core.machine import PUBLISHED_MACHINE  # noqa: E402
 from qwengpu_mlx.runtime.circuit_runner import CircuitRunner  # noqa: E402
 from qwengpu_mlx.runtime import CircuitStore  # noqa: E402
 from tests.support.launching import bound_program, on_runner
@@ -128,7 +128,7 @@ def main() -> int:
     base = base_model_from_config(cfg)
     base.load_weights(list(qwen_like_weights(cfg, seed=5, dtype=mx.bfloat16).items()), strict=True)
     mx.eval(base.parameters())
-    compiled = CircuitStore().compiled(DEFAULT_MACHINE, QWEN35_2B)
+    compiled = CircuitStore().compiled(PUBLISHED_MACHINE, QWEN35_2B)
     plan = compiled.plan
     from qwengpu_mlx.splice.pipeline import calibration_text, sample_text
 
@@ -136,7 +136,7 @@ def main() -> int:
         return [b % ns.vocab for b in text.encode("utf-8")]
 
     sup = suppression_row(base, ids(calibration_text())[:512], len(plan.vocab))
-    circuit = CircuitRunner(compiled.compact(), DEFAULT_MACHINE)
+    circuit = CircuitRunner(compiled.compact(), PUBLISHED_MACHINE)
     combined = combine(base, SpliceLayout(cfg, plan.config(), len(plan.vocab)), circuit, sup.row)
 
     sample = ids(sample_text())[:512]
@@ -150,7 +150,7 @@ def main() -> int:
 
     spec = {"a": [9, 4, 1, 7], "b": [2, 8, 6, 3], "out": [11], "n": 4}
     prog = bound_program(ROOT / "examples" / "kernels" / "dot.cu", "dot", args=spec, block=4, grid=1,
-                machine=DEFAULT_MACHINE)
+                machine=PUBLISHED_MACHINE)
     launch = on_runner(prog, circuit, check=True)
     want = ORACLES["dot"]({"kernel": "dot", "block": 4, "grid": 1, "args": spec})
     print(f"launch: {len(launch.tokens)} tokens, {launch.tokens_per_s:.1f} tokens/s, "
@@ -161,7 +161,7 @@ def main() -> int:
 
     found = native.load()
     if found.module is not None:  # the same launch on the native step over the same circuit
-        fast = combine(base, combined.layout, CircuitRunner(compiled.compact(), DEFAULT_MACHINE, native=found.module),
+        fast = combine(base, combined.layout, CircuitRunner(compiled.compact(), PUBLISHED_MACHINE, native=found.module),
                        sup.row)
         quick = on_runner(prog, fast.circuit, check=True)
         print(f"launch on the native step: {quick.tokens_per_s:.1f} tokens/s, "
