@@ -60,7 +60,7 @@ from qwengpu_mlx.core.machine import MACHINES
 from qwengpu_mlx.runtime import CircuitStore, LaunchRequest, launch
 from qwengpu_mlx.tui.app import DashboardApp
 from qwengpu_mlx.tui.chat import NoChat
-from qwengpu_mlx.tui.commands import parse
+from qwengpu_mlx.tui.commands import CommandError, parse
 from qwengpu_mlx.tui.launcher import execute_launch
 
 KERNELS = ("dot", "collatz_steps")
@@ -230,7 +230,11 @@ def main(argv=None) -> int:
     ns = p.parse_args(argv)
     if ns.machine:
         print(f"machine: {ns.machine}")
-    report(asyncio.run(measure(ns.kernels, ns.repeat, ns.in_process, ns.machine)))
+    try:
+        report(asyncio.run(measure(ns.kernels, ns.repeat, ns.in_process, ns.machine)))
+    except CommandError as e:  # a kernel the dashboard's /run would refuse: its message, not a traceback
+        print(f"error: {e}")
+        return 2
     return 0
 
 
