@@ -22,7 +22,7 @@ falls back to the unconverted program when the guards would need more registers.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from qwengpu_mlx.core.isa import Imm, Op
 
@@ -39,34 +39,53 @@ def if_convert(bbs: list[BasicBlock], *, zero_rows: bool, max_body: int = MAX_BO
     ``zero_rows``: every register the program has not written reads 0 on the machine
     as in the reference (a launch of one thread block: its rows start empty); else a
     guarded write to such a register is given a value first (``_defined``).
+    The first convertible branch from the top is converted, then the scan starts over
+    (converting an inner branch can make an enclosing one convertible); liveness is
+    carried from one conversion to the next (``_live_after``), so a kernel of many
+    branches lowers in time linear in its branches, not quadratic.
     """
     bbs = [replace(b, items=list(b.items)) for b in bbs]
-    while True:
-        live = _live_in(bbs)
-        for k in range(len(bbs)):
-            done = _convert_at(bbs, k, live, max_body, zero_rows)
-            if done is not None:
-                bbs = done
-                break
+    live = _live_in(bbs)
+    shape = _Shape.of(bbs)
+    k = 0
+    while k < len(bbs):
+        done = _convert_at(bbs, k, live, shape, max_body, zero_rows)
+        if done is None:
+            k += 1
         else:
-            return bbs
+            bbs, live = done
+            shape, k = _Shape.of(bbs), 0
+    return bbs
 
 
-def _convert_at(bbs: list[BasicBlock], k: int, live: dict[int, tuple[set, set]],
-                max_body: int, zero_rows: bool) -> list[BasicBlock] | None:
-    """``bbs`` with the branch ending block ``k`` converted, or None when it cannot be."""
+@dataclass(frozen=True)
+class _Shape:
+    """Where each label is and how many branches target it, for one list of blocks."""
+
+    at: dict[str, int]
+    refs: Counter
+
+    @classmethod
+    def of(cls, bbs: list[BasicBlock]) -> _Shape:
+        return cls({b.label: j for j, b in enumerate(bbs) if b.label is not None},
+                   Counter(b.term.target for b in bbs if b.term is not None and b.term.kind == "bra"))
+
+
+def _convert_at(bbs: list[BasicBlock], k: int, live: list[tuple[set, set]], shape: _Shape,
+                max_body: int, zero_rows: bool) -> tuple[list[BasicBlock], list[tuple[set, set]]] | None:
+    """``bbs`` with the branch ending block ``k`` converted, and their liveness; None
+    when it cannot be converted."""
     a, t = bbs[k], bbs[k].term
     if t is None or t.guard is None:
         return None
     if t.kind == "bra":
-        end = next((j for j in range(k + 1, len(bbs)) if bbs[j].label == t.target), None)
-        if end is None:
+        end = shape.at.get(t.target, -1)
+        if end <= k:
             return None  # a backward branch (a loop) or an unknown label
     else:
         end = len(bbs)  # a guarded exit: the body is the rest of the kernel
     body = bbs[k + 1:end]
-    refs = Counter(b.term.target for b in bbs if b.term is not None and b.term.kind == "bra")
-    if any(b.label is not None and refs[b.label] for b in body):
+    if any(b.label is not None and shape.refs[b.label] for b in body):
         return None  # something else jumps into the body
     if any(b.term is not None for b in body[:-1]) or (body and not _plain_end(body[-1], t.kind)):
         return None
@@ -81,15 +100,26 @@ def _convert_at(bbs: list[BasicBlock], k: int, live: dict[int, tuple[set, set]],
     rest = bbs[end:]
     if t.kind == "exit":
         merged.term = body[-1].term
-    elif refs[t.target] == 1:  # the join has no other way in: it continues this block
+    elif shape.refs[t.target] == 1:  # the join has no other way in: it continues this block
         merged.items += rest[0].items
         merged.term = rest[0].term
         rest = rest[1:]
     out = bbs[:k] + [merged] + rest
-    entry = _live_in(out)[0]
+    out_live = _live_after(out, k, live[len(live) - len(rest):])
+    entry = out_live[0]
     if not zero_rows and not (entry[0] <= live[0][0] and entry[1] <= live[0][1]):
         return None  # a guard would keep a value no path defined (a register's stale row)
-    return out
+    return out, out_live
+
+
+def _live_after(out: list[BasicBlock], k: int, tail: list[tuple[set, set]]) -> list[tuple[set, set]]:
+    """Liveness of ``out``, whose blocks after ``k`` are the old program's, unchanged:
+    their liveness (``tail``) still holds unless one of them branches back to ``k`` or
+    before it; then everything is recomputed."""
+    at = {b.label: j for j, b in enumerate(out[:k + 1]) if b.label is not None}
+    if any(b.term is not None and b.term.kind == "bra" and b.term.target in at for b in out[k + 1:]):
+        return _live_in(out)
+    return _live_in(out, tail)
 
 
 def _defined(guarded: list[LInstr], live_before: set) -> list[LInstr]:
@@ -129,8 +159,12 @@ def _guarded(it: LInstr, guard: VPred, dlive: set, plive: set) -> LInstr:
     return replace(it, guard=guard)
 
 
-def _live_in(bbs: list[BasicBlock]) -> dict[int, tuple[set, set]]:
-    """(data, predicate) virtual names live on entry to each basic block, by position."""
+def _live_in(bbs: list[BasicBlock], tail: list[tuple[set, set]] = ()) -> list[tuple[set, set]]:
+    """(data, predicate) virtual names live on entry to each basic block, by position.
+
+    ``tail``: the known liveness of the last ``len(tail)`` blocks, none of which can
+    reach a block before them; only the blocks before them are solved.
+    """
     at = {b.label: j for j, b in enumerate(bbs) if b.label is not None}
 
     def succ(j: int) -> list[int]:
@@ -140,11 +174,12 @@ def _live_in(bbs: list[BasicBlock]) -> dict[int, tuple[set, set]]:
             out.append(at[t.target])
         return out
 
-    live = {j: (set(), set()) for j in range(len(bbs))}
+    solved = len(bbs) - len(tail)
+    live = [(set(), set()) for _ in range(solved)] + list(tail)
     changed = True
     while changed:
         changed = False
-        for j in reversed(range(len(bbs))):
+        for j in reversed(range(solved)):
             dl = set().union(*(live[s][0] for s in succ(j)))
             pl = set().union(*(live[s][1] for s in succ(j)))
             t = bbs[j].term
