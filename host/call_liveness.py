@@ -117,7 +117,7 @@ def routine_names(blocks: list[MBlock]) -> set[str]:
     calls = [b for b in blocks if b.returns_to is not None]
     by = {b.index: b for b in blocks}
     continuations = {b.returns_to for b in calls}
-    inside = set().union(*(_routine_blocks(by, b.term.target, continuations) for b in calls))
+    inside = set().union(*(_routine_blocks(by, entry, continuations) for entry in {b.term.target for b in calls}))
     return {name for i in inside for name in _names(by[i])}
 
 

@@ -15,6 +15,7 @@ across calls runs it: kernels that fit without it keep their blocks exactly.
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 from qwengpu_mlx.core.isa import Op
 
@@ -39,7 +40,7 @@ def coalesce_moves(bbs: list[BasicBlock], usable: int) -> int:
                      and it.srcs[0].name not in graph.get(it.dst, ())), None)
         if pair is None:
             return gone
-        trial = copy.deepcopy(bbs)
+        trial = _copied(bbs)
         _rename(trial, lambda n: pair[0] if n == pair[1] else n)
         merged, needed = _colouring(trial)
         if needed > usable or _empty_continuation(trial):
@@ -48,6 +49,13 @@ def coalesce_moves(bbs: list[BasicBlock], usable: int) -> int:
         bbs[:] = trial
         graph = merged
         gone += 1
+
+
+def _copied(bbs: list[BasicBlock]) -> list[BasicBlock]:
+    """The blocks with their own item lists and instruction objects: ``_rename`` rewrites
+    an instruction's names in place, and nothing else of a trial is changed (a deep copy
+    of every block was most of a refusal's minutes)."""
+    return [replace(bb, items=[copy.copy(it) if isinstance(it, LInstr) else it for it in bb.items]) for bb in bbs]
 
 
 def _empty_continuation(bbs: list[BasicBlock]) -> bool:

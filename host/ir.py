@@ -22,6 +22,10 @@ from dataclasses import dataclass, field
 from qwengpu_mlx.core.isa import Op, Terminator, TermKind
 
 
+PRED_WRITING_OPS = frozenset({Op.SETP, Op.PAND, Op.POR, Op.PXOR, Op.PNOT, Op.PMOV})
+"""Operations whose destination is a predicate (a set: the lowering asks millions of times)."""
+
+
 @dataclass(frozen=True)
 class VReg:
     name: str
@@ -61,7 +65,7 @@ class LInstr:
 
     @property
     def writes_pred(self) -> bool:
-        return self.op is Op.SETP or self.op in (Op.PAND, Op.POR, Op.PXOR, Op.PNOT, Op.PMOV)
+        return self.op in PRED_WRITING_OPS
 
 
 @dataclass
