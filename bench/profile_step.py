@@ -15,7 +15,10 @@
    the reference and the oracle.
 5. ``--machines`` (alone): the published and the large machine's native step over
    ``bench/machines.py``'s kernels: each stage's CPU time per token and the work
-   (product terms, heads, conv channels, MLP units, logit terms, live residual dims).
+   (product terms, heads, conv channels, MLP units, logit terms, live residual dims), and
+   each part's CPU time per layer that has it (the machines differ most in how many
+   layers have a mixer: a stage of the large machine's 1,024-word memory takes 32 heads,
+   two layers of Qwen3.5-2B's 16).
 """
 
 from __future__ import annotations
@@ -180,7 +183,9 @@ def machines_profile() -> None:
             spec = _spec(k)
             on_runner(bound_program(EXAMPLES / f"{k}.cu", spec["kernel"], args=spec["args"], block=spec["block"],
                                     grid=spec["grid"], machine=machine), runner)
-        rows[name] = runner.native.profile_report()
+        seconds, work = runner.native.profile_report()
+        work = {"mixer layers": len(runner.native.layout), "MLP layers": runner.native.mlp_layers, **work}
+        rows[name] = seconds, work
     names = list(rows)
     print("per step call (prompt and launch tokens) over " + ", ".join(SPEED_KERNELS) + ": CPU us / work")
     print(f"{'':46}" + "".join(f"{n:>14}" for n in names))
@@ -189,6 +194,10 @@ def machines_profile() -> None:
     print(f"  {'total':44}" + "".join(f"{sum(rows[n][0].values()) * 1e6:14.1f}" for n in names))
     for what in rows[names[0]][1]:
         print(f"  {what:44}" + "".join(f"{rows[n][1][what]:14,.0f}" for n in names))
+    for part, layers in (("mixer", "mixer layers"), ("mlp", "MLP layers")):
+        per = {n: sum(t for stage, t in rows[n][0].items() if stage.startswith(part)) / rows[n][1][layers]
+               for n in names}
+        print(f"  {part + ' CPU us per ' + layers[:-1]:44}" + "".join(f"{per[n] * 1e6:14.1f}" for n in names))
 
 
 def main(argv: list[str]) -> int:

@@ -214,6 +214,7 @@ class NativeStep:
                 body += self._mlp(blobs, ml, w_post)
                 blocks += 1
         self.conv_size, self.state_size, self.aux_size = conv_at, state_at, aux_at
+        self.mlp_layers = blocks - len(self.layout)  # layers with an MLP (``layout``: those with a mixer)
         self.V = weights.emb_out.shape[1]
         tied = Product(np.array(weights.emb_out).T)  # the tied rows, [V, |out|]
         header = [weights.width, self.V, blocks, 0, weights.one_pos, weights.out_pos.size,
