@@ -44,7 +44,7 @@ def by_row(p: Product):
 
 
 def _aux_bytes(H: int, C: int, Dk: int) -> int:
-    """A mixer's activity bytes (:meth:`NativeStep.activity` names them)."""
+    """A mixer's activity bytes (``circuit_step.cpp``'s Activity lays them out, :meth:`NativeStep.activity` names them)."""
     return 5 * H + C + H * Dk + 1
 
 

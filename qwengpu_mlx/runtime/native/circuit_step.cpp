@@ -556,7 +556,32 @@ struct MixerRec {
   }
 };
 
-// A mixer's conv state, three rows of C values, used as a ring: row `oldest` (a byte after
+// A mixer's activity bytes in aux, in the order native_step.py's _aux_bytes counts and
+// NativeStep.activity names them: the one place their offsets are written.
+struct Activity {
+  unsigned char* head_conv;  // [H] a conv channel of the head held a non-zero
+  unsigned char* head_state;  // [H] a state column of the head is non-zero
+  unsigned char* chan;  // [C] the channel's conv state held a non-zero
+  unsigned char* col;  // [H * Dk] the state column holds a non-zero
+  unsigned char* key_quiet;  // [H] steps in a row the head's key rows were zeros (quiet_now)
+  unsigned char* query_quiet;  // [H] the same for its query rows
+  unsigned char* oldest;  // [1] the conv ring's oldest row (Ring)
+  unsigned char* stale;  // [H] the head's values' conv states are not kept (rebuild_values)
+  static Activity of(const MixerRec& m, unsigned char* aux) {
+    Activity a;
+    a.head_conv = aux + m.aux_off;
+    a.head_state = a.head_conv + m.H;
+    a.chan = a.head_state + m.H;
+    a.col = a.chan + m.C;
+    a.key_quiet = a.col + (size_t)m.H * m.Dk;
+    a.query_quiet = a.key_quiet + m.H;
+    a.oldest = a.query_quiet + m.H;
+    a.stale = a.oldest + 1;
+    return a;
+  }
+};
+
+// A mixer's conv state, three rows of C values, used as a ring: row `oldest` (a byte among
 // the layer's activity bytes) holds the projection three steps back, the rows after it
 // (mod 3) the two later ones. A step writes its projection over the oldest row and moves
 // `oldest` on, where moving every value one row back wrote three rows: a head whose
@@ -568,7 +593,7 @@ struct Ring {
   float* hi[3];  // the normed inputs of the same steps
   unsigned char* oldest;
   static Ring of(const MixerRec& m, float* conv, unsigned char* aux) {
-    unsigned char* at = aux + m.aux_off + 4 * m.H + m.C + m.H * m.Dk;
+    unsigned char* at = Activity::of(m, aux).oldest;
     float* rows = conv + m.conv_off;
     float* inputs = rows + 3 * (size_t)m.C;
     int o = *at;
@@ -586,13 +611,6 @@ struct Ring {
     *oldest = (unsigned char)((*oldest + 1) % 3);
   }
 };
-
-// The bytes after the ring's oldest-row byte: [H] a head's values' conv states are stale
-// (not kept while the head did not run; the dense step's are their rows of the projection
-// of the ring's normed inputs).
-inline unsigned char* stale_values(const MixerRec& m, unsigned char* aux) {
-  return aux + m.aux_off + 4 * m.H + m.C + m.H * m.Dk + 1;
-}
 
 // Head h's value channels in the ring's three rows, from the ring's normed inputs: each
 // value is its row of the projection over that step's inputs (Product::row: every term in
@@ -772,19 +790,16 @@ inline bool quiet_now(unsigned char& quiet, const float* rows, int n) {
 // nor a state writes y = +0 and adds nothing; when its key channels are quiet (see
 // quiet_now) it has no key without its key's conv, and quiet query channels are left as
 // they are. Only the heads that run compute their value and z rows: a head that does not
-// run leaves its values' conv states stale (stale_values) and rebuilds them from the
+// run leaves its values' conv states stale (Activity::stale) and rebuilds them from the
 // ring's normed inputs when it runs again (rebuild_values: the same floats). conv, state
 // and aux are updated in place.
 void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, float* x, Live& live, int W,
                   float* conv, float* state, unsigned char* aux) {
   int H = m.H, Dk = m.Dk, Dv = m.Dv, QK = 2 * H * Dk;
-  unsigned char* head_conv = aux + m.aux_off;  // [H] a conv channel of the head held a non-zero
-  unsigned char* head_state = head_conv + H;  // [H] a state column of the head is non-zero
-  unsigned char* chan = head_state + H;  // [C] the channel's conv state held a non-zero
-  unsigned char* col = chan + m.C;  // [H * Dk] the state column holds a non-zero
-  unsigned char* key_quiet = col + H * Dk;  // [H] steps in a row the head's key rows were zeros (quiet_now)
-  unsigned char* query_quiet = key_quiet + H;  // [H] the same for its query rows
-  unsigned char* stale = stale_values(m, aux);  // [H] the head's values' conv states are not kept
+  Activity act_bytes = Activity::of(m, aux);
+  unsigned char *head_conv = act_bytes.head_conv, *head_state = act_bytes.head_state, *chan = act_bytes.chan;
+  unsigned char *col = act_bytes.col, *key_quiet = act_bytes.key_quiet, *query_quiet = act_bytes.query_quiet;
+  unsigned char* stale = act_bytes.stale;
   std::vector<float> hi = m.normed(x, W, k, &live);
   // the front rows [q, k, beta, a] the non-zero inputs reach; every other row is +0 in
   // w.proj.y, as apply_sparse leaves it
@@ -1037,15 +1052,31 @@ float mlp(const MlpRec& m, const Consts& k, Clock& clock, Work& w, float* x, int
   return margin;
 }
 
+// The program's header (native_step.py writes it), read before its layer records.
+struct Header {
+  int W, V, n_blocks, track, one_pos, n_out;
+  const int* out_pos;
+  const float* final_norm;
+  Product logits_of;  // the tied output rows [V, n_out], by row
+  RowGroups logit_groups;
+  static Header read(Cursor& c, const Blobs& b) {
+    Header h;
+    h.W = c.next(), h.V = c.next(), h.n_blocks = c.next(), h.track = c.next(), h.one_pos = c.next();
+    h.n_out = c.next();
+    h.out_pos = b.i + c.next();
+    h.final_norm = b.f + c.next();
+    h.logits_of = Product::read(c, b);
+    h.logit_groups = RowGroups::read(c, b);
+    return h;
+  }
+};
+
 // Every stale head's values' conv states rebuilt in conv (rebuild_values), as the dense
 // step holds them: what a reader of the conv states sees (NativeStep.settled, on copies).
 void settle(const Plan& plan, float* conv, unsigned char* aux, const float* floats, const int* ints) {
   Cursor c{plan.program};
   Blobs b{floats, ints};
-  int n_blocks = plan.program.at(2);
-  c.i = 8;  // W, V, blocks, track, one_pos, |out|, out_pos, final_norm
-  Product::read(c, b);  // the tied logits
-  RowGroups::read(c, b);
+  int n_blocks = Header::read(c, b).n_blocks;
   for (int blk = 0; blk < n_blocks; blk++) {
     int op = c.next();
     if (op == MLP) {
@@ -1055,11 +1086,9 @@ void settle(const Plan& plan, float* conv, unsigned char* aux, const float* floa
     if (op != MIXER) throw std::runtime_error("circuit_step: unknown layer record");
     MixerRec m = MixerRec::read(c, b);
     Ring ring = Ring::of(m, conv, aux);
-    unsigned char* head_conv = aux + m.aux_off;
-    unsigned char* chan = head_conv + 2 * m.H;
-    unsigned char* stale = stale_values(m, aux);
+    Activity a = Activity::of(m, aux);
     for (int h = 0; h < m.H; h++)
-      if (stale[h]) rebuild_values(m, ring, chan, head_conv, h), stale[h] = 0;
+      if (a.stale[h]) rebuild_values(m, ring, a.chan, a.head_conv, h), a.stale[h] = 0;
   }
 }
 
@@ -1080,13 +1109,12 @@ struct Buffers {
 float run(const Plan& plan, const Buffers& io) {
   Cursor c{plan.program};
   Blobs b{io.floats, io.ints};
-  int W = c.next(), V = c.next(), n_blocks = c.next(), track = c.next(), one_pos = c.next();
-  (void)V;
-  int n_out = c.next();
-  const int* out_pos = b.i + c.next();
-  const float* final_norm = b.f + c.next();
-  Product logits_of = Product::read(c, b);  // the tied output rows [V, n_out], by row
-  RowGroups logit_groups = RowGroups::read(c, b);
+  Header head = Header::read(c, b);
+  int W = head.W, n_blocks = head.n_blocks, track = head.track, one_pos = head.one_pos, n_out = head.n_out;
+  const int* out_pos = head.out_pos;
+  const float* final_norm = head.final_norm;
+  const Product& logits_of = head.logits_of;
+  const RowGroups& logit_groups = head.logit_groups;
   const auto& kc = plan.consts;
   Consts k{kc[0], kc[1], kc[2], kc[3], kc[4], kc[5], kc[6], kc[7]};
   if (plan.blocks >= 0) n_blocks = plan.blocks;
