@@ -24,6 +24,7 @@ The IR the stages pass along (``LInstr``, ``MBlock``, ...) is defined in ``ir.py
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 from qwengpu_mlx.core.errors import ResourceError, RomError, UnsupportedError
@@ -148,6 +149,7 @@ def finish_program(bbs: list, wide: set, kernel: PtxKernel, params: list[KernelP
                 raise
             refusals.append(inlined)
     tried = _chosen(variants() if variants is not None else [], tries.sharings)
+    coalesced: dict = {}  # one coalescing per translation, budget and frame, whichever cut follows
     for translate in tried:
         for few in dict.fromkeys((few_tokens, False) if tries.greedy_cut else (few_tokens,)):
             for spill in float_spill.budgets(translate, tries.budgets):
@@ -157,7 +159,7 @@ def finish_program(bbs: list, wide: set, kernel: PtxKernel, params: list[KernelP
                         return _finish(shared_bbs, shared_wide, kernel, params, values, layout, block, grid, machine,
                                        few)
                     return _finish_saving(translate, spill, kernel, params, values, layout, block, grid, machine,
-                                          few, frame_first)
+                                          few, frame_first, coalesced)
                 except RomError as shared:  # saving more values only adds instructions
                     refusals.append(shared)
                     break
@@ -180,9 +182,12 @@ def _chosen(variants: list, levels: tuple[int | str, ...] | None) -> list:
 
 def _finish_saving(translate, budget: float_spill.Budget, kernel: PtxKernel, params: list[KernelParam],
                    values: dict, layout: binding.MemoryLayout, block: Dims, grid: Dims, machine: MachineConfig,
-                   few_tokens: bool, frame_first: bool) -> Program:
+                   few_tokens: bool, frame_first: bool, coalesced: dict) -> Program:
     """A translation at the sharing level that saves what is live across a call to a frame
-    (``float_spill``), laid out with two words a thread, then as many as the calls save."""
+    (``float_spill``), laid out with two words a thread, then as many as the calls save.
+    ``coalesced``: the blocks after ``float_coalesce`` by (translation, budget, frame), as
+    the fewest-token cut left them for the greedy cut (they are the same blocks: the cut
+    comes after; coalescing is most of the time a kernel this level refuses takes)."""
     slots = 2
     while True:
         framed, *frame = float_spill.framed(layout, block[0] * block[1] * block[2], machine.mem_words, frame_first,
@@ -190,16 +195,31 @@ def _finish_saving(translate, budget: float_spill.Budget, kernel: PtxKernel, par
         bbs, wide = translate()
         try:
             return _finish(bbs, wide, kernel, params, values, framed, block, grid, machine, few_tokens,
-                           (budget, tuple(frame)))
+                           (budget, tuple(frame)), coalesced.setdefault((id(translate), budget, tuple(frame)), []))
         except float_spill.FrameTooSmall as small:
             if small.slots <= slots:
                 raise
             slots = small.slots
 
 
+def _saved_and_coalesced(bbs: list, spill: tuple, block_dim: int, kname: str, machine: MachineConfig,
+                         coalesced: list) -> list:
+    """What is live across calls saved to the frame and the calls' moves coalesced
+    (``float_spill``, ``float_coalesce``), or a copy of the blocks ``coalesced`` holds from
+    an earlier cut of the same translation (later stages change instructions in place)."""
+    if not coalesced:
+        float_spill.save_across_calls(bbs, *spill, block_dim, kname)
+        float_coalesce.coalesce_moves(bbs, machine.usable_regs)
+        coalesced.append(copy.deepcopy(bbs))
+        return bbs
+    return copy.deepcopy(coalesced[0])
+
+
 def _finish(bbs: list, wide: set, kernel: PtxKernel, params: list[KernelParam], values: dict,
             layout: binding.MemoryLayout, block: Dims, grid: Dims, machine: MachineConfig,
-            few_tokens: bool, spill: tuple | None = None) -> Program:
+            few_tokens: bool, spill: tuple | None = None, coalesced: list | None = None) -> Program:
+    """``coalesced``: empty, or the blocks an earlier call with the same translation and
+    ``spill`` had after coalescing (it is filled with them here)."""
     kname = demangle_kernel_name(kernel.name)
     lower_launch_specials(bbs, block, grid)
     blocks.check_size(bbs, machine, kname)
@@ -211,8 +231,7 @@ def _finish(bbs: list, wide: set, kernel: PtxKernel, params: list[KernelParam], 
     wide_index.clamp_wide_products(bbs, wide, specials)
     exact_addresses(bbs, wide, specials, 4 * machine.mem_words)
     if spill is not None:  # the last sharing: (budget, frame) to save what is live across a routine's call
-        float_spill.save_across_calls(bbs, *spill, block_dim, kname)
-        float_coalesce.coalesce_moves(bbs, machine.usable_regs)
+        bbs = _saved_and_coalesced(bbs, spill, block_dim, kname, machine, [] if coalesced is None else coalesced)
 
     floats = regalloc.float_registers(kernel.reg_decls)  # their machine registers shown as floats
     mblocks, regs_used, preds_used = blocks.fewest_token_blocks(bbs, machine, kname, grid_dim, floats) \
