@@ -34,7 +34,6 @@ from qwengpu_mlx.compiler.machine_circuit import MLP_UNITS, NARROW, MachineCircu
 from qwengpu_mlx.compiler.reuse import Reuse
 from qwengpu_mlx.compiler.schedule import ScheduleOutcome, schedule_plan
 from qwengpu_mlx.compiler.sizing import DoesNotFit
-from qwengpu_mlx.compiler.wiring import LINEAR_HEADS
 
 
 @dataclass
@@ -87,11 +86,18 @@ def schedule_stage(plan: CircuitPlan, units: int, heads: int) -> ScheduleOutcome
 
 
 def logical_circuit(machine: MachineConfig, shape: Shape = NARROW, *, units: int = MLP_UNITS,
-                    heads: int = LINEAR_HEADS, dense: bool = False) -> tuple[MachineCircuit, ScheduleOutcome]:
-    """build, finalize, schedule: the logical plan, one residual dim per value."""
+                    heads: int | None = None, dense: bool = False) -> tuple[MachineCircuit, ScheduleOutcome]:
+    """build, finalize, schedule: the logical plan, one residual dim per value.
+
+    ``heads``: the most a layer keeps after scheduling (None: the shape's own linear
+    heads). The narrow circuit the CLI runs keeps a memory stage's heads in one layer (the
+    large machine's 1,024 words are 32 heads a stage): a layer with a mixer costs every
+    token its norm and projections, so fewer such layers make a faster step; a dense
+    shape's fold is scheduled for that shape's heads (``fold_attempt``).
+    """
     circuit = build_stage(machine, shape, dense)
     plan = finalize_stage(circuit.plan)
-    return circuit, schedule_stage(plan, units, heads)
+    return circuit, schedule_stage(plan, units, shape.linear_heads if heads is None else heads)
 
 
 @dataclass
