@@ -15,13 +15,15 @@ from qwengpu_mlx.compiler.sizing import QWEN35_2B, DoesNotFit, Misfit
 from qwengpu_mlx.core.machine import PUBLISHED_MACHINE, ONE_SLOT_MACHINE
 
 BEFORE_REFACTOR = {
-    "default": "e04cabbc5d68396c3840f454b5f1a77e6c34b99283ec9d72a2b2c3b4a96b1b41",
-    "one-slot": "da9b87f631b38c08c15d458ac4a49ec5fee43e34f46ff15ca0186d13f1eff121",
+    "default": "c40377e14beeb75bb8e5ce48bb9858743444eeb77833bbc364a452c48ac613cc",
+    "one-slot": "9a8486a49bf0ed2c273945c0319d9dc45657fc57b7fddba12b9d75cfcc5eef7e",
 }
 """The compact circuits' fingerprints (updated for the short records and ``VALU``, which
 change the emission and register-write weights; then for ``memory_heads``, a tuple of
 heads where one ``memory_head`` was: every array the
-same, checked by hashing the arrays alone before and after).
+same, checked by hashing the arrays alone before and after; then for the narrow schedule
+keeping its shape's heads per layer, which moves heads between layers: the same launches
+token for token).
 A change meant to change the weights (a new circuit feature, fewer tokens per launch)
 updates them in the same commit and says so; a refactor never does."""
 
