@@ -214,7 +214,6 @@ class NativeStep:
                 body += self._mlp(blobs, ml, w_post)
                 blocks += 1
         self.conv_size, self.state_size, self.aux_size = conv_at, state_at, aux_at
-        self.mlp_layers = blocks - len(self.layout)  # layers with an MLP (``layout``: those with a mixer)
         self.V = weights.emb_out.shape[1]
         tied = Product(np.array(weights.emb_out).T)  # the tied rows, [V, |out|]
         header = [weights.width, self.V, blocks, 0, weights.one_pos, weights.out_pos.size,
@@ -238,6 +237,12 @@ class NativeStep:
                                                          sparse=sparse, threads=threads, logits=logits)
                        for track in (False, True) for logits in (False, True)}
         self._program, self._consts, self.sparse = program[:3] + [0] + program[4:], consts, sparse
+
+    @property
+    def mlp_layers(self) -> int:
+        """Layers with an MLP: the program's layer blocks (its header's third int) less the
+        mixers ``layout`` holds; the same whether built or read from a pack."""
+        return self._program[2] - len(self.layout)
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Everything this step is, as arrays (``native_runner`` caches them): the weight
