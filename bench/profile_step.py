@@ -16,9 +16,9 @@
 5. ``--machines`` (alone): the published and the large machine's native step over
    ``bench/machines.py``'s kernels: each stage's CPU time per token and the work
    (product terms, heads, conv channels, MLP units, logit terms, live residual dims), and
-   each part's CPU time per layer that has it (the machines differ most in how many
-   layers have a mixer: a stage of the large machine's 1,024-word memory takes 32 heads,
-   two layers of Qwen3.5-2B's 16).
+   each part's CPU time per layer that has it (the machines differ in how many layers
+   have a mixer and an MLP: a stage of the large machine's 1,024-word memory takes 32
+   heads, one layer of the narrow circuit, two of Qwen3.5-2B's 16 in a fold).
 """
 
 from __future__ import annotations
