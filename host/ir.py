@@ -19,11 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from qwengpu_mlx.core.isa import Op, Terminator, TermKind
-
-
-PRED_WRITING_OPS = frozenset({Op.SETP, Op.PAND, Op.POR, Op.PXOR, Op.PNOT, Op.PMOV})
-"""Operations whose destination is a predicate (a set: the lowering asks millions of times)."""
+from qwengpu_mlx.core.isa import PRED_WRITING_OPS, Op, Terminator, TermKind
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,8 @@ class Op(str, Enum):
 ALU_BINARY = (Op.ADD, Op.SUB, Op.MUL, Op.MIN, Op.MAX, Op.AND, Op.OR, Op.XOR, Op.SHL, Op.SHR)
 ALU_UNARY = (Op.MOV, Op.NEG, Op.ABS, Op.NOT)
 PRED_OPS = (Op.PAND, Op.POR, Op.PXOR, Op.PNOT, Op.PMOV)
+PRED_WRITING_OPS = frozenset((Op.SETP, *PRED_OPS))
+"""Operations whose destination is a predicate (a set: the lowering asks millions of times)."""
 MEM_OPS = (Op.LD, Op.ST, Op.ATOM_ADD)
 
 OPERAND_COUNTS: dict[Op, tuple[int, int, bool]] = {
@@ -141,7 +143,7 @@ class Instr:
 
     @property
     def writes_pred(self) -> bool:
-        return self.op is Op.SETP or self.op in PRED_OPS
+        return self.op in PRED_WRITING_OPS
 
     def __str__(self) -> str:
         parts = []
