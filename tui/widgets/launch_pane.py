@@ -70,7 +70,9 @@ class LaunchPane(Vertical):
 
     def __init__(self, **kw):
         super().__init__(**kw)
-        self._rows: dict[int, int] = {}  # id(Line) -> stream row
+        # id(Line) -> (stream row, the Line): the Line is held so that no later line, made after
+        # it was freed, takes its id and is drawn over its row instead of after the others
+        self._rows: dict[int, tuple[int, Line]] = {}
         self.border_title = self._title = "launch"
         self.kind_counts: dict[str, int] = {}
         self._held = 0  # inside batch(): lines are formatted at its end
@@ -101,11 +103,18 @@ class LaunchPane(Vertical):
     def _flush(self) -> None:
         pending, self._pending = self._pending, {}
         for line in pending.values():
-            row = self._rows.get(id(line))
+            row = self._row(line)
             if row is None:
-                self._rows[id(line)] = self.stream.append(format_line(line), indent=MEANING_COLUMN)
+                self._append(line)
             else:
                 self.stream.set_line(row, format_line(line))
+
+    def _row(self, line: Line) -> int | None:
+        at = self._rows.get(id(line))
+        return None if at is None else at[0]
+
+    def _append(self, line: Line) -> None:
+        self._rows[id(line)] = self.stream.append(format_line(line), indent=MEANING_COLUMN), line
 
     def clear(self) -> None:
         self._pending.clear()
@@ -128,7 +137,7 @@ class LaunchPane(Vertical):
         if self._held:
             self._pending[id(line)] = line
         else:
-            self._rows[id(line)] = self.stream.append(format_line(line), indent=MEANING_COLUMN)
+            self._append(line)
 
     def add_lines(self, lines) -> None:
         with self.batch():
@@ -136,7 +145,7 @@ class LaunchPane(Vertical):
                 self.add(line)
 
     def update(self, line: Line) -> None:
-        row = self._rows.get(id(line))
+        row = self._row(line)
         if row is None and id(line) not in self._pending:
             self.add(line)
         elif self._held:
