@@ -241,17 +241,25 @@ class CircuitRunner:
         native step in one pass over its logits, without handing them to MLX."""
         if self.native is None:
             return top_two(np.array(self.step(tokens)))
-        return self.native.top_two(self._native_logits(tokens))
+        self._native_ready()
+        at, logit_margin, margin = self.native.tokens_top_two(tokens, self._packed, self._rows, self.track_margins)
+        if self.track_margins:
+            self.min_margin = min(self.min_margin, margin)
+        return at, logit_margin
 
     def _native_steps(self, tokens: list[int]) -> mx.array:
         return mx.array(self._native_logits(tokens))
 
-    def _native_logits(self, tokens: list[int]) -> np.ndarray:
-        """The tokens one by one on the native step (its states updated in place)."""
+    def _native_ready(self) -> None:
+        """The native step's states and embedding rows, made at its first token."""
         if self._packed is None:
             self._packed = self.native.zeros()
         if self._rows is None:
             self._rows = SparseRows.of(np.array(self.embedding), np.array(self.embedding_pos))
+
+    def _native_logits(self, tokens: list[int]) -> np.ndarray:
+        """The tokens one by one on the native step (its states updated in place)."""
+        self._native_ready()
         lg, margin = self.native.tokens(tokens, self._packed, self._rows, self.track_margins)
         if self.track_margins:
             self.min_margin = min(self.min_margin, margin)

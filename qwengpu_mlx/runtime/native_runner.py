@@ -61,7 +61,12 @@ class PackedRunner:
     def step_top_two(self, tokens: list[int]) -> tuple[int, float]:
         """:meth:`step`'s greedy token and logit margin (``native_step.top_two``), without
         handing the logits to MLX."""
-        return self.native.top_two(self._logits(tokens))
+        if self._packed is None:
+            self._packed = self.native.zeros()
+        at, logit_margin, margin = self.native.tokens_top_two(tokens, self._packed, self._rows, self.track_margins)
+        if self.track_margins:
+            self.min_margin = min(self.min_margin, margin)
+        return at, logit_margin
 
     def _logits(self, tokens: list[int]) -> np.ndarray:
         if self._packed is None:

@@ -103,13 +103,17 @@ class _Blobs:
         return [out, inp, self.i(rowptr), self.i(cols), self.f(vals), -1 if targets is None else self.i(targets),
                 self.i(colptr), self.i(rows[order]), self.f(vals[order])]
 
-    def row_groups(self, p: Product, most: int = 64, most_runs: int = 1024) -> list[int]:
+    def row_groups(self, p: Product, most: int = 64, most_runs: int = 1024, span: int = 128) -> list[int]:
         """A product's leading columns that every row holds, its rows grouped by their values
         there (``circuit_step.cpp``'s RowGroups): ``[columns, groups, group of each row,
-        the groups' values, runs, (first row, end, group) of each run]``; no columns when
-        there are more than ``most`` groups. A run is consecutive rows of one group (a token
-        kind's rows): the step fills each with its group's partial sum instead of looking
-        up every row's group; no runs when there are more than ``most_runs``."""
+        the groups' values, runs, (first row, end, group) of each run, spans, (first row,
+        end, group) of each span, the largest and the smallest weight of each span in each
+        column ([columns, spans])]``; no columns when there are more than ``most`` groups.
+        A run is consecutive rows of one group (a token kind's rows): the step fills each
+        with its group's partial sum instead of looking up every row's group; no runs when
+        there are more than ``most_runs``. Spans cut the runs into ``span`` rows at most:
+        their weights bound their rows, so the greedy token is found without the rows of
+        the spans that cannot hold it (``top_two_grouped``)."""
         rowptr, cols, vals, _ = by_row(p)
         held = np.bincount(cols, minlength=p.inp)
         lead = int(np.argmin(held == p.out)) if (held != p.out).any() else p.inp
@@ -119,13 +123,39 @@ class _Blobs:
         W[rows[first], cols[first]] = vals[first]
         table, group_of = np.unique(W, axis=0, return_inverse=True)
         if lead == 0 or len(table) > most:
-            return [0, 0, self.i(np.zeros(p.out, np.int64)), self.f(np.zeros(0)), 0, self.i(np.zeros(0))]
+            none = self.i(np.zeros(0))
+            return [0, 0, self.i(np.zeros(p.out, np.int64)), self.f(np.zeros(0)), 0, none, 0, none,
+                    *[self.f(np.zeros(0))] * 3, none]
         group_of = group_of.ravel()
         starts = np.flatnonzero(np.diff(group_of, prepend=-1))
         runs = np.stack([starts, np.append(starts[1:], p.out), group_of[starts]], axis=1)
+        spans = np.array([(a, min(a + span, e), g) for s, e, g in runs for a in range(s, e, span)], np.int64)
+        high, low, at = self._span_bounds(p.inp, lead, spans, rows, cols, np.asarray(vals, np.float32))
         if len(runs) > most_runs:
             runs = np.zeros((0, 3), np.int64)
-        return [lead, len(table), self.i(group_of), self.f(table), len(runs), self.i(runs)]
+        return [lead, len(table), self.i(group_of), self.f(table), len(runs), self.i(runs),
+                len(spans), self.i(spans), self.f(high), self.f(low), self.f(np.maximum(high, -low)), self.i(at)]
+
+    @staticmethod
+    def _span_bounds(inp: int, lead: int, spans: np.ndarray, rows, cols, vals) -> tuple:
+        """([inp, spans] the largest and the smallest weight of each span's rows in each
+        column past the ``lead`` (a row without a weight there holds 0; the lead columns:
+        0), [spans + 1, inp] where each span's terms start in each column of the product
+        stored by column (by column, then row: :meth:`product`'s ``colptr``, ``crows``))."""
+        span_of = np.searchsorted(spans[:, 0], rows, side="right") - 1
+        high = np.full((inp, len(spans)), -np.inf, np.float32)
+        low = np.full((inp, len(spans)), np.inf, np.float32)
+        held = np.zeros((inp, len(spans)), np.int64)
+        np.maximum.at(high, (cols, span_of), vals)
+        np.minimum.at(low, (cols, span_of), vals)
+        np.add.at(held, (cols, span_of), 1)
+        some = held < (spans[:, 1] - spans[:, 0])[None, :]  # a row of the span lacks it: 0
+        high[some] = np.maximum(high[some], 0.0)
+        low[some] = np.minimum(low[some], 0.0)
+        high[:lead] = low[:lead] = 0.0
+        colptr = np.concatenate([[0], np.cumsum(np.bincount(cols, minlength=inp))])
+        at = colptr[None, :-1] + np.concatenate([np.zeros((1, inp), np.int64), np.cumsum(held, axis=1).T])
+        return high, low, at
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         cat = lambda parts, dt: np.concatenate(parts) if parts else np.zeros(0, dt)  # noqa: E731
@@ -339,6 +369,23 @@ class NativeStep:
             logits, _, m = self._run(self._plans[track, i == len(tokens) - 1], rows.embed(t, self.width), packed)
             margin = min(margin, m)
         return logits, margin
+
+    def tokens_top_two(self, tokens: list[int], packed, rows: "SparseRows", track: bool) -> tuple[int, float, float]:
+        """:meth:`tokens`, then :func:`top_two` of the last token's logits: ``(greedy token,
+        its logit margin, smallest gate margin)``. The step finds the pair from the rows of
+        the token kinds that can hold it (``circuit_step.cpp``'s ``top_two_grouped``), the
+        same pair as from every logit; a NaN logit takes NumPy's rules, as :meth:`top_two`."""
+        margin = float("inf")
+        for t in tokens[:-1]:
+            margin = min(margin, self._run(self._plans[track, False], rows.embed(t, self.width), packed)[2])
+        x = np.ascontiguousarray(rows.embed(tokens[-1], self.width), np.float32).reshape(-1)
+        logits, residual = np.empty(self.V, np.float32), np.empty(self.width, np.float32)
+        at, logit_margin, m = self.module.run_top_two(self._plans[track, True], x, *packed, self.floats, self.ints,
+                                                      logits, residual)
+        margin = min(margin, m)
+        if at < 0:
+            at, logit_margin = top_two(logits)
+        return int(at), float(logit_margin), margin
 
     def top_two(self, logits: np.ndarray) -> tuple[int, float]:
         """:func:`top_two` of a token's logits [V], in one native pass over them."""

@@ -50,6 +50,7 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include "mlx/backend/cpu/binary_ops.h"
@@ -351,6 +352,12 @@ struct RowGroups {
   const float* vals = nullptr;  // [groups, cols]
   int n_runs = 0;  // consecutive rows of one group: (first, end, group) each, or none
   const int* runs = nullptr;
+  int n_spans = 0;  // a run's rows cut into spans of a few hundred: (first, end, group) each
+  const int* spans = nullptr;
+  const float* most = nullptr;  // [in, spans]: the largest weight of a span's rows in each column (0 for one it lacks)
+  const float* least = nullptr;  // [in, spans]: the smallest
+  const float* size = nullptr;  // [in, spans]: the largest |weight|
+  const int* at = nullptr;  // [spans + 1, in]: where a span's terms start in each column (by column: colptr, crows)
   static RowGroups read(Cursor& c, const Blobs& b) {
     RowGroups g;
     g.cols = c.next();
@@ -359,6 +366,12 @@ struct RowGroups {
     g.vals = b.f + c.next();
     g.n_runs = c.next();
     g.runs = b.i + c.next();
+    g.n_spans = c.next();
+    g.spans = b.i + c.next();
+    g.most = b.f + c.next();
+    g.least = b.f + c.next();
+    g.size = b.f + c.next();
+    g.at = b.i + c.next();
     return g;
   }
   // y[r] = the partial sum of row r's group, for r in [r0, r1): run by run where there are runs
@@ -372,15 +385,20 @@ struct RowGroups {
       if (a < e) std::fill(y + a, y + e, head[runs[3 * i + 2]]);
     }
   }
-  // y = p v (p.apply_sparse's floats) over `threads` threads by row ranges
-  void apply(const Product& p, const float* v, float* y, int threads) const {
-    std::vector<float> head(groups);
+  // each group's partial sum over the shared columns
+  void heads(const float* v, std::vector<float>& head) const {
+    head.resize(groups);
     for (int g = 0; g < groups; g++) {
       float s = 0.0f;
       for (int j = 0; j < cols; j++)
         if (v[j] != 0.0f) s += v[j] * vals[(size_t)g * cols + j];
       head[g] = s;
     }
+  }
+  // y = p v (p.apply_sparse's floats) over `threads` threads by row ranges
+  void apply(const Product& p, const float* v, float* y, int threads) const {
+    std::vector<float> head;
+    heads(v, head);
     if (counts) {
       long terms = (long)groups * cols + p.out;
       for (int j = cols; j < p.in; j++) terms += v[j] != 0.0f ? p.colptr[j + 1] - p.colptr[j] : 0;
@@ -1052,6 +1070,145 @@ float mlp(const MlpRec& m, const Consts& k, Clock& clock, Work& w, float* x, int
   return margin;
 }
 
+// The greedy token and its margin from logits [V]: (the first index of the largest value,
+// that value minus the largest of all the others, in float32), what the launch loop takes
+// from a token's logits (qwengpu_mlx/runtime/generate.py), in one pass instead of
+// handing the vocabulary's logits to NumPy. A NaN anywhere gives index -1: the caller then
+// takes NumPy's own path (argmax's and max's NaN rules). Only a zero margin can differ
+// from NumPy's, in its sign (which of a tied +0 and -0 a maximum returns).
+//
+// One pass in sixteen lanes that vectorize (the large machine's 37k logits took three
+// scalar ones): each lane keeps its two largest values as a multiset (a value held twice
+// is both; the smaller of x and the lane's largest can only raise the second) and where
+// its largest first appeared (a later equal value is not larger). The first index of the
+// largest value is the smallest such place among the lanes that hold it; the runner-up
+// is the largest of the rest of the lanes' pairs.
+struct TopTwo {
+  long at = -1;
+  float first = -std::numeric_limits<float>::infinity(), second = first;
+  bool nan = false;
+  void take(float x, long i) {  // one more value, at a later index than any before
+    nan |= x != x;
+    float low = x < first ? x : first;
+    second = low > second ? low : second;
+    if (x > first || at < 0) first = x, at = i;
+  }
+  void merge(float x, long i) {  // one more value, at any index (a tie goes to the smaller index)
+    nan |= x != x;
+    if (at < 0 || x > first || (x == first && i < at)) {
+      second = at < 0 ? second : (first > second ? first : second);
+      first = x, at = i;
+    } else {
+      second = x > second ? x : second;
+    }
+  }
+};
+
+TopTwo top_two_of(const float* __restrict v, long n) {
+  constexpr int L = 16;
+  const float lowest = -std::numeric_limits<float>::infinity();
+  float m1[L], m2[L];
+  int where[L];
+  unsigned odd[L];
+  for (int l = 0; l < L; l++) m1[l] = m2[l] = lowest, where[l] = -1, odd[l] = 0;
+  int i = 0;
+  for (; i + L <= n; i += L)
+    for (int l = 0; l < L; l++) {
+      float x = v[i + l];
+      odd[l] |= x != x;
+      float low = x < m1[l] ? x : m1[l];
+      m2[l] = low > m2[l] ? low : m2[l];
+      where[l] = x > m1[l] || where[l] < 0 ? i + l : where[l];
+      m1[l] = x > m1[l] ? x : m1[l];
+    }
+  TopTwo t;
+  if (i > 0) {  // the lanes: the first place of the largest, then the pairs of the others
+    int lead = 0;
+    for (int l = 1; l < L; l++)
+      if (m1[l] > m1[lead] || (m1[l] == m1[lead] && where[l] < where[lead])) lead = l;
+    t.first = m1[lead], t.at = where[lead], t.second = m2[lead];
+    for (int l = 0; l < L; l++) {
+      t.nan |= odd[l] != 0;
+      if (l == lead) continue;
+      float top = m1[l] > m2[l] ? m1[l] : m2[l];
+      t.second = top > t.second ? top : t.second;
+    }
+  }
+  for (; i < n; i++) t.take(v[i], i);
+  return t;
+}
+
+// top_two_of the tied logits p v without computing every row: true when it decided.
+// A span's rows are its group's partial sum over the shared columns plus their own terms,
+// so none is above the span's bound: head + sum_j (v_j times the span's largest weight in
+// column j, or its smallest where v_j < 0), plus the sum's rounding (n terms: at most about
+// n 2^-24 of |head| + sum_j |v_j| |w_j|; 2^-10 of it is allowed, |w_j| the span's largest). The span of the highest
+// bound is computed first, then every span whose bound is not below the runner-up so far
+// (it only rises, so a span passed over stays below it): none of the others holds the
+// first or second row. Each row is the same float as RowGroups::apply's (its terms in
+// input order from the group's partial sum). Not decided (the caller takes every row): no
+// groups or spans, or a non-finite input or row.
+bool top_two_grouped(const RowGroups& g, const Product& p, const float* v, TopTwo& t) {
+  if (g.cols == 0 || g.n_spans == 0) return false;
+  static thread_local std::vector<int> nz;
+  static thread_local std::vector<float> head, y, bound, slack;
+  nz.clear();
+  for (int j = 0; j < p.in; j++) {
+    if (!std::isfinite(v[j])) return false;
+    if (j >= g.cols && v[j] != 0.0f) nz.push_back(j);
+  }
+  g.heads(v, head);
+  const int S = g.n_spans;
+  bound.assign(S, 0.0f);
+  slack.assign(S, 0.0f);
+  for (int j : nz) {
+    const float x = v[j], ax = std::fabs(x);
+    const float* __restrict hi = (x > 0.0f ? g.most : g.least) + (size_t)j * S;
+    const float* __restrict size = g.size + (size_t)j * S;
+    float* __restrict b = bound.data();
+    float* __restrict sl = slack.data();
+    for (int i = 0; i < S; i++) {
+      b[i] += x * hi[i];
+      sl[i] += ax * size[i];
+    }
+  }
+  int top = 0;
+  for (int i = 0; i < S; i++) {
+    float h = head[g.spans[3 * i + 2]];
+    bound[i] = h + bound[i] + (std::fabs(h) + slack[i]) * (1.0f / 1024);
+    top = bound[i] > bound[top] ? i : top;
+  }
+  t = TopTwo{};
+  long terms = (long)g.groups * g.cols + (long)S * nz.size();
+  auto take = [&](int i) {
+    int a = g.spans[3 * i], e = g.spans[3 * i + 1];
+    y.assign(e - a, head[g.spans[3 * i + 2]]);
+    const int* from = g.at + (size_t)i * p.in;
+    const int* to = from + p.in;
+    for (int j : nz) {
+      const int* lo = p.crows + from[j];
+      const int* hi = p.crows + to[j];
+      const float* w = p.cvals + from[j];
+      const float x = v[j];
+      if (hi - lo == e - a)  // every row of the span, in order
+        for (int r = 0; r < e - a; r++) y[r] += x * w[r];
+      else
+        for (const int* r = lo; r < hi; r++, w++) y[*r - a] += x * *w;
+      terms += hi - lo;
+    }
+    TopTwo run = top_two_of(y.data(), e - a);
+    if (run.nan) return false;
+    t.merge(run.first, a + run.at);
+    if (e - a > 1) t.merge(run.second, std::numeric_limits<long>::max());
+    return true;
+  };
+  if (!take(top)) return false;
+  for (int i = 0; i < S; i++)
+    if (i != top && !(bound[i] < t.second) && !take(i)) return false;
+  count(LOGIT_TERMS, terms);
+  return true;
+}
+
 // The program's header (native_step.py writes it), read before its layer records.
 struct Header {
   int W, V, n_blocks, track, one_pos, n_out;
@@ -1106,7 +1263,9 @@ struct Buffers {
 };
 
 // One token: returns the smallest gate margin (+inf unless the plan tracks margins).
-float run(const Plan& plan, const Buffers& io) {
+// `greedy`: the token's top_two_of its logits, from the groups that can hold them where
+// top_two_grouped decides (io.logits is then not written), else from every row.
+float run(const Plan& plan, const Buffers& io, TopTwo* greedy = nullptr) {
   Cursor c{plan.program};
   Blobs b{io.floats, io.ints};
   Header head = Header::read(c, b);
@@ -1145,10 +1304,14 @@ float run(const Plan& plan, const Buffers& io) {
     float r = plan.sparse ? rms_live(x.data(), live, W, k.inv_hidden, k.eps) : rms_factor(x.data(), W, k.inv_hidden, k.eps);
     std::vector<float> hn(n_out);
     for (int i = 0; i < n_out; i++) hn[i] = (x[out_pos[i]] * r) * final_norm[i];
-    if (plan.sparse)
-      logit_groups.apply(logits_of, hn.data(), io.logits, plan.threads);
-    else
-      logits_of.apply(hn.data(), io.logits);
+    bool decided = greedy && plan.sparse && plan.threads <= 1 && top_two_grouped(logit_groups, logits_of, hn.data(), *greedy);
+    if (!decided) {
+      if (plan.sparse)
+        logit_groups.apply(logits_of, hn.data(), io.logits, plan.threads);
+      else
+        logits_of.apply(hn.data(), io.logits);
+      if (greedy) *greedy = top_two_of(io.logits, head.V);
+    }
   }
   clock.mark(LOGITS);
   plan.tokens += 1;
@@ -1191,63 +1354,43 @@ float run_token(const std::shared_ptr<Plan>& plan, Vec<const float> x, Vec<float
   return run(*plan, io);
 }
 
-// The greedy token and its margin from logits [V]: (the first index of the largest value,
-// that value minus the largest of all the others, in float32), what the launch loop takes
-// from a token's logits (qwengpu_mlx/runtime/generate.py), in one pass instead of
-// handing the vocabulary's logits to NumPy. A NaN anywhere gives index -1: the caller then
-// takes NumPy's own path (argmax's and max's NaN rules). Only a zero margin can differ
-// from NumPy's, in its sign (which of a tied +0 and -0 a maximum returns).
-//
-// One pass in sixteen lanes that vectorize (the large machine's 37k logits took three
-// scalar ones): each lane keeps its two largest values as a multiset (a value held twice
-// is both; the smaller of x and the lane's largest can only raise the second) and where
-// its largest first appeared (a later equal value is not larger). The first index of the
-// largest value is the smallest such place among the lanes that hold it; the runner-up
-// is the largest of the rest of the lanes' pairs.
-struct TopTwo {
-  long at = -1;
-  float first = -std::numeric_limits<float>::infinity(), second = first;
-  bool nan = false;
-  void take(float x, long i) {  // one more value, at a later index than any before
-    nan |= x != x;
-    float low = x < first ? x : first;
-    second = low > second ? low : second;
-    if (x > first || at < 0) first = x, at = i;
-  }
-};
-
-TopTwo top_two_of(const float* __restrict v, long n) {
-  constexpr int L = 16;
-  const float lowest = -std::numeric_limits<float>::infinity();
-  float m1[L], m2[L];
-  int where[L];
-  unsigned odd[L];
-  for (int l = 0; l < L; l++) m1[l] = m2[l] = lowest, where[l] = -1, odd[l] = 0;
-  int i = 0;
-  for (; i + L <= n; i += L)
-    for (int l = 0; l < L; l++) {
-      float x = v[i + l];
-      odd[l] |= x != x;
-      float low = x < m1[l] ? x : m1[l];
-      m2[l] = low > m2[l] ? low : m2[l];
-      where[l] = x > m1[l] || where[l] < 0 ? i + l : where[l];
-      m1[l] = x > m1[l] ? x : m1[l];
-    }
+// run_token, then the greedy token and its logit margin as top_two gives them from the
+// logits: (index, margin, smallest gate margin); index -1 where a logit is NaN, the
+// logits then all written for the caller's NaN rules.
+std::tuple<long, float, float> run_token_top_two(const std::shared_ptr<Plan>& plan, Vec<const float> x,
+                                                 Vec<float> conv, Vec<float> state, Vec<uint8_t> aux,
+                                                 Vec<const float> floats, Vec<const int32_t> ints, Vec<float> logits,
+                                                 Vec<float> residual) {
+  if ((int)x.shape(0) != plan->W || (int)residual.shape(0) != plan->W || (int)logits.shape(0) != plan->V)
+    throw std::invalid_argument("circuit_step: x and residual take W values, logits V");
+  if (!plan->logits) throw std::invalid_argument("circuit_step: a plan without logits has no greedy token");
+  Buffers io{x.data(), conv.data(), state.data(), aux.data(), floats.data(), ints.data(), logits.data(),
+             residual.data()};
   TopTwo t;
-  if (i > 0) {  // the lanes: the first place of the largest, then the pairs of the others
-    int lead = 0;
-    for (int l = 1; l < L; l++)
-      if (m1[l] > m1[lead] || (m1[l] == m1[lead] && where[l] < where[lead])) lead = l;
-    t.first = m1[lead], t.at = where[lead], t.second = m2[lead];
-    for (int l = 0; l < L; l++) {
-      t.nan |= odd[l] != 0;
-      if (l == lead) continue;
-      float top = m1[l] > m2[l] ? m1[l] : m2[l];
-      t.second = top > t.second ? top : t.second;
-    }
+  float margin;
+  {
+    nb::gil_scoped_release quiet;
+    margin = run(*plan, io, &t);
   }
-  for (; i < n; i++) t.take(v[i], i);
-  return t;
+  if (t.nan || t.at < 0) return {-1, 0.0f, margin};
+  return {t.at, t.first - t.second, margin};
+}
+
+// For tests: a product and its row groups as the header holds the tied logits (program:
+// Product then RowGroups records over the blobs), applied to v: ((index, margin) from
+// every row, (index, margin) from top_two_grouped, whether it decided).
+std::tuple<std::pair<long, float>, std::pair<long, float>, bool> logits_top_two(
+    std::vector<int> program, Vec<const float> floats, Vec<const int32_t> ints, Vec<const float> v) {
+  Cursor c{program};
+  Blobs b{floats.data(), ints.data()};
+  Product p = Product::read(c, b);
+  RowGroups g = RowGroups::read(c, b);
+  if ((int)v.shape(0) != p.in) throw std::invalid_argument("circuit_step: v takes the product's inputs");
+  std::vector<float> y(p.out);
+  g.apply(p, v.data(), y.data(), 1);
+  TopTwo all = top_two_of(y.data(), p.out), some;
+  bool decided = top_two_grouped(g, p, v.data(), some);
+  return {{all.at, all.first - all.second}, {some.at, some.first - some.second}, decided};
 }
 
 std::pair<long, float> top_two(Vec<const float> logits) {
@@ -1301,5 +1444,8 @@ NB_MODULE(_circuit_step, m) {
       nb::arg("plan"), nb::arg("conv"), nb::arg("aux"), nb::arg("floats"), nb::arg("ints"));
   m.def("run", &run_token, nb::arg("plan"), nb::arg("x"), nb::arg("conv"), nb::arg("state"), nb::arg("aux"),
         nb::arg("floats"), nb::arg("ints"), nb::arg("logits"), nb::arg("residual"));
+  m.def("run_top_two", &run_token_top_two, nb::arg("plan"), nb::arg("x"), nb::arg("conv"), nb::arg("state"),
+        nb::arg("aux"), nb::arg("floats"), nb::arg("ints"), nb::arg("logits"), nb::arg("residual"));
+  m.def("logits_top_two", &logits_top_two, nb::arg("program"), nb::arg("floats"), nb::arg("ints"), nb::arg("v"));
   m.def("math_mismatches", &math_mismatches, nb::arg("stride"));
 }
