@@ -1,6 +1,6 @@
 """The named machines side by side: circuit size, launch speed, conformance tokens.
 
-    .venv/bin/python -m bench.machines [--no-speed]
+    .venv/bin/python -m bench.machines [--no-speed] [--rounds N]
 
 Per machine (published and large): layers, vocabulary, residual values and the most
 live at once, MLP units and heads (in all and at most per layer), dense parameters at
@@ -79,17 +79,21 @@ def speeds(rounds: int = 2) -> dict[str, float]:
 
 def timed_launches(rounds: int = 2) -> dict[str, tuple[int, float, float]]:
     """(launch tokens, wall seconds, this process's CPU seconds) of the same kernels on each
-    machine, interleaved: on a machine other processes load, the CPU seconds still compare."""
+    machine, interleaved launch by launch, the machines' order swapped every round: the
+    load of a shared, noisy machine falls on both alike (whole rounds of one machine then
+    the other read from 0.83x to 1.10x on the same code); the CPU seconds still compare
+    where other processes take turns."""
     runners = {name: CircuitStore().runner(m) for name, m in MACHINES.items()}
     programs = {name: [bound_program(EXAMPLES / f"{k}.cu", _spec(k)["kernel"], args=_spec(k)["args"],
                             block=_spec(k)["block"], grid=_spec(k)["grid"], machine=m) for k in SPEED_KERNELS]
                 for name, m in MACHINES.items()}
     totals = {name: [0, 0.0, 0.0] for name in MACHINES}
-    for _ in range(rounds):
-        for name in MACHINES:
-            for prog in programs[name]:
+    for r in range(rounds):
+        order = list(MACHINES) if r % 2 == 0 else list(MACHINES)[::-1]
+        for k in range(len(SPEED_KERNELS)):
+            for name in order:
                 t, c = time.perf_counter(), time.process_time()
-                launch = on_runner(prog, runners[name])
+                launch = on_runner(programs[name][k], runners[name])
                 totals[name][1] += time.perf_counter() - t
                 totals[name][2] += time.process_time() - c
                 totals[name][0] += len(launch.tokens)
@@ -101,7 +105,8 @@ def main(argv: list[str]) -> int:
     for name, m in MACHINES.items():
         rows[name]["suite"] = suite_tokens(m, name)
     if "--no-speed" not in argv:
-        for name, (tokens, wall, cpu) in timed_launches().items():
+        rounds = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 4
+        for name, (tokens, wall, cpu) in timed_launches(rounds).items():
             rows[name]["tps"], rows[name]["cpu_tps"] = tokens / wall, tokens / cpu
     keys = [("layers", "layers"), ("vocab", "launch vocabulary"), ("values", "residual values (logical)"),
             ("live", "most values live at once"), ("units", "MLP units in all"), ("units_max", "widest MLP"),

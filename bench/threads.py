@@ -4,7 +4,9 @@
 
 The sparse step's per-token work is mostly serial (layer after layer, each a few tens of
 microseconds); what it splits is the logits, its one product as wide as the vocabulary
-(``QWENGPU_MLX_THREADS`` threads by row ranges, the same floats). Each thread count
+(``QWENGPU_MLX_THREADS`` threads by row ranges, the same floats), where it computes every
+row: the launch loop's greedy token comes from the few spans of rows that can hold it, on
+one thread (``top_two_grouped``), so the thread count now changes only those tokens. Each thread count
 gets its own runner (a store of its own, the same cached pack); the kernels are
 ``bench/machines.py``'s, and every launch is checked against the others' tokens.
 Wall and process CPU seconds are both given: on a shared machine the wall time also

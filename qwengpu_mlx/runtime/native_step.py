@@ -163,7 +163,10 @@ class _Blobs:
 
 
 def step_threads() -> int:
-    """Threads the step's logits take: ``$QWENGPU_MLX_THREADS``, else 1 (``bench/threads.py``
+    """Threads the step's logits take where it computes every row (a token whose logits are
+    read, or whose greedy token the spans left undecided: ``top_two_grouped``; the launch
+    loop's greedy token is otherwise found on the calling thread from a few hundred rows):
+    ``$QWENGPU_MLX_THREADS``, else 1 (``bench/threads.py``
     measures what more give on this machine)."""
     try:
         return max(1, int(os.environ.get("QWENGPU_MLX_THREADS", "1")))

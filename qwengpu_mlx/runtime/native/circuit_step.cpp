@@ -515,11 +515,19 @@ void head_step(float* __restrict s, const float* __restrict q, const float* __re
 // and the result v * 0 (-0), the same bits silu() gives.
 inline float silu_skip(float v) { return v < -88.0f ? v * 0.0f : silu(v); }
 
-// v[j] = silu(v[j]) * u where v[j] is not zero (a zero stays a zero: SiLU(0) * u is one),
-// one unit at a time: vectorized, the loop would take MLX's exp for every unit.
-__attribute__((optimize("no-tree-vectorize"))) void silu_nonzero(float* v, int n, float u) {
-  for (int j = 0; j < n; j++)
-    if (v[j] != 0.0f) v[j] = silu(v[j]) * u;
+// v[j] = silu(v[j]) * u at the n listed places of v (each non-zero; every other place is a
+// zero, whose activation is a signed zero that adds nothing), one unit at a time
+// (vectorized, the loop would take MLX's exp for every unit); the list keeps the places
+// still non-zero, in order, and their count is returned.
+__attribute__((optimize("no-tree-vectorize"))) int silu_listed(float* v, int* at, int n, float u) {
+  int kept = 0;
+  for (int i = 0; i < n; i++) {
+    int j = at[i];
+    v[j] = silu(v[j]) * u;
+    at[kept] = j;
+    kept += v[j] != 0.0f;
+  }
+  return kept;
 }
 
 // The scratch rows of the products that add into the residual, per thread (MLX runs a
@@ -1025,10 +1033,24 @@ float mlp_sparse(const MlpRec& m, const Consts& k, Clock& clock, Work& w, float*
   clock.mark(MLP_GATE);
   if (idle) return margin;
   count(UNITS, U);
-  for (int j = 0; j < U; j++) g[j] = g[j] < -88.0f ? 0.0f : g[j];
-  silu_nonzero(g.data(), U, uv);
+  // the clamp and the list of units left non-zero in one pass (a token leaves about one in
+  // a hundred): only those are activated, and those still non-zero reach the down product,
+  // in ascending order, as scatter_into would list them
+  std::vector<int>& on = w.out.inputs;
+  on.resize(U + 1);
+  int n = 0;
+  for (int j = 0; j < U; j++) {
+    float v = g[j] < -88.0f ? 0.0f : g[j];
+    g[j] = v;
+    on[n] = j;
+    n += v != 0.0f;
+  }
+  n = silu_listed(g.data(), on.data(), n, uv);
+  long terms = 0;
+  for (int i = 0; i < n; i++) terms += m.down.colptr[on[i] + 1] - m.down.colptr[on[i]];
   clock.mark(MLP_ACT);
-  m.down.scatter_into(g.data(), x, w.out, &live);
+  m.down.scatter_listed(g.data(), n, terms, w.out);
+  m.down.add_touched(x, w.out, &live);
   clock.mark(MLP_DOWN);
   return margin;
 }
@@ -1304,7 +1326,7 @@ float run(const Plan& plan, const Buffers& io, TopTwo* greedy = nullptr) {
     float r = plan.sparse ? rms_live(x.data(), live, W, k.inv_hidden, k.eps) : rms_factor(x.data(), W, k.inv_hidden, k.eps);
     std::vector<float> hn(n_out);
     for (int i = 0; i < n_out; i++) hn[i] = (x[out_pos[i]] * r) * final_norm[i];
-    bool decided = greedy && plan.sparse && plan.threads <= 1 && top_two_grouped(logit_groups, logits_of, hn.data(), *greedy);
+    bool decided = greedy && plan.sparse && top_two_grouped(logit_groups, logits_of, hn.data(), *greedy);
     if (!decided) {
       if (plan.sparse)
         logit_groups.apply(logits_of, hn.data(), io.logits, plan.threads);
