@@ -1024,27 +1024,33 @@ float mlp_sparse(const MlpRec& m, const Consts& k, Clock& clock, Work& w, float*
     });
   float margin = std::numeric_limits<float>::infinity();
   std::vector<float>& g = w.g;
-  if (track || !idle) {
+  if (track) {
     g.resize(U);
     for (int j = 0; j < U; j++) g[j] = s[j / 2] + one * m.bias[j];
-    if (track) margin = gate_margin(g.data(), U, x, m.nw, r, one_pos, k);
+    margin = gate_margin(g.data(), U, x, m.nw, r, one_pos, k);
   }
-  w.gate.clear();
-  clock.mark(MLP_GATE);
-  if (idle) return margin;
+  if (idle) {
+    w.gate.clear();
+    clock.mark(MLP_GATE);
+    return margin;
+  }
   count(UNITS, U);
-  // the clamp and the list of units left non-zero in one pass (a token leaves about one in
-  // a hundred): only those are activated, and those still non-zero reach the down product,
-  // in ascending order, as scatter_into would list them
+  // the gate, its clamp and the list of units left non-zero in one pass (a token leaves
+  // about one in a hundred): only those are activated, and those still non-zero reach the
+  // down product, in ascending order, as scatter_into would list them
+  g.resize(U);
   std::vector<int>& on = w.out.inputs;
   on.resize(U + 1);
   int n = 0;
   for (int j = 0; j < U; j++) {
-    float v = g[j] < -88.0f ? 0.0f : g[j];
+    float v = s[j / 2] + one * m.bias[j];
+    v = v < -88.0f ? 0.0f : v;
     g[j] = v;
     on[n] = j;
     n += v != 0.0f;
   }
+  w.gate.clear();
+  clock.mark(MLP_GATE);
   n = silu_listed(g.data(), on.data(), n, uv);
   long terms = 0;
   for (int i = 0; i < n; i++) terms += m.down.colptr[on[i] + 1] - m.down.colptr[on[i]];
