@@ -1,6 +1,6 @@
 """Where a launch token's time goes, and the three runners against each other, in one run.
 
-    .venv/bin/python -m bench.profile_step [--subset] [--repeat N] [--shape narrow|qwen3.5-2b] [--machines]
+    .venv/bin/python -m bench.profile_step [--subset] [--repeat N] [--shape narrow|qwen3.5-2b] [--machines [--layers]]
 
 1. One decode token of the dot product's launch, stage by stage and layer by layer, on
    the MLX-ops runner (``qwengpu_mlx/runtime/circuit_runner.py``): every stage evaluated on its own, so
@@ -169,20 +169,58 @@ def subset(cc, module) -> int:
     return bad
 
 
+def profiled_runners(blocks: bool) -> dict | None:
+    """Each machine's runner after the bench's speed kernels (``bench/machines.py``) on
+    profiling plans (``blocks``: per layer block), after one unprofiled round, launch by
+    launch in turn (the machine's load falls on both alike); None where there is no
+    native step."""
+    runners = {name: CircuitStore().runner(machine) for name, machine in MACHINES.items()}
+    for name, runner in runners.items():
+        if getattr(runner, "native", None) is None:
+            print(f"{name}: no native step here")
+            return None
+    programs = {name: [bound_program(EXAMPLES / f"{k}.cu", _spec(k)["kernel"], args=_spec(k)["args"],
+                                     block=_spec(k)["block"], grid=_spec(k)["grid"], machine=MACHINES[name])
+                       for k in SPEED_KERNELS] for name in runners}
+    for profiled in (False, True):
+        if profiled:
+            for runner in runners.values():
+                runner.native.start_profile(blocks=blocks)
+        for k in range(len(SPEED_KERNELS)):
+            for name, runner in runners.items():
+                on_runner(programs[name][k], runner)
+    return runners
+
+
+def layers_profile() -> None:
+    """Each machine's layer blocks' CPU time per step call over the speed kernels, in
+    program order, side by side, and their sums by kind: where one machine's token costs
+    more than the other's, layer by layer (a clock read per block, none inside one)."""
+    runners = profiled_runners(blocks=True)
+    if runners is None:
+        return
+    reports = {name: r.native.block_report() for name, r in runners.items()}
+    names = list(reports)
+    print("per step call (prompt and launch tokens) over " + ", ".join(SPEED_KERNELS) + ": CPU us per layer block")
+    for kind in ("mixer", "mlp", "logits"):
+        print(f"  {kind + ' blocks':30}" + "".join(
+            f"{sum(t for b, t in reports[n] if kind in b) * 1e6:12.1f} ({sum(kind in b for b, _ in reports[n])})"
+            for n in names))
+    print(f"  {'total':30}" + "".join(f"{sum(t for _, t in reports[n]) * 1e6:12.1f}     " for n in names))
+    print("  " + "".join(f"{n + ' block':>30}{'us':>8}" for n in names))
+    for i in range(max(len(r) for r in reports.values())):
+        cells = [reports[n][i] if i < len(reports[n]) else ("", None) for n in names]
+        print("  " + "".join(f"{b:>30}{'' if t is None else f'{t * 1e6:8.1f}':>8}" for b, t in cells))
+
+
 def machines_profile() -> None:
     """The bench's speed kernels (``bench/machines.py``) on each machine's native step:
     each stage's CPU time and the work per token, side by side."""
     rows = {}
-    for name, machine in MACHINES.items():
-        runner = CircuitStore().runner(machine)
-        if getattr(runner, "native", None) is None:
-            print(f"{name}: no native step here")
-            return
-        runner.native.start_profile()
-        for k in SPEED_KERNELS:
-            spec = _spec(k)
-            on_runner(bound_program(EXAMPLES / f"{k}.cu", spec["kernel"], args=spec["args"], block=spec["block"],
-                                    grid=spec["grid"], machine=machine), runner)
+    runners = profiled_runners(blocks=False)
+    if runners is None:
+        return
+    for name, runner in runners.items():
         seconds, work = runner.native.profile_report()
         work = {"mixer layers": len(runner.native.layout), "MLP layers": runner.native.mlp_layers, **work}
         rows[name] = seconds, work
@@ -208,9 +246,11 @@ def main(argv: list[str]) -> int:
                     help="qwen3.5-2b: the circuit folded as a combined checkpoint's circuit part runs it")
     ap.add_argument("--machines", action="store_true",
                     help="only: each machine's native step over bench/machines.py's kernels, stage CPU time and work")
+    ap.add_argument("--layers", action="store_true",
+                    help="with --machines: each layer block's CPU time instead of the stages'")
     ns = ap.parse_args(argv)
     if ns.machines:
-        machines_profile()
+        layers_profile() if ns.layers else machines_profile()
         return 0
     store = CircuitStore()
     if ns.shape == "qwen3.5-2b":

@@ -341,12 +341,37 @@ class NativeStep:
         seconds, ran = self.module.profile(plan)
         return {stage: t / ran for stage, t in zip(self.module.STAGES, seconds)}
 
-    def start_profile(self) -> None:
+    def start_profile(self, blocks: bool = False) -> None:
         """Tokens from now on run on profiling plans (``bench/profile_step.py --machines``):
-        the same arithmetic, each stage's thread CPU time and the work counted."""
+        the same arithmetic, each stage's thread CPU time and the work counted; ``blocks``:
+        each layer block's CPU time instead (:meth:`block_report`), with no clock inside one."""
         self._plans = {(track, logits): self.module.plan(self._program[:3] + [int(track)] + self._program[4:],
-                                                         self._consts, profile=True, sparse=self.sparse, logits=logits)
+                                                         self._consts, profile=not blocks, sparse=self.sparse,
+                                                         logits=logits, profile_blocks=blocks)
                        for track in (False, True) for logits in (False, True)}
+
+    def block_report(self) -> list[tuple[str, float]]:
+        """(block, seconds per token) of each layer block since :meth:`start_profile` with
+        ``blocks``, in the program's order, then the final norm and logits. A mixer is named
+        by its layer and heads; an MLP by the mixer layer it follows (``+``: an MLP of a
+        later layer with no mixer of its own)."""
+        seconds, ops, tokens = None, [], 0
+        for plan in self._plans.values():
+            s, o, n = self.module.block_profile(plan)
+            if len(s):
+                seconds, ops = (np.array(s) if seconds is None else seconds + np.array(s)), list(o)
+            tokens += n
+        if seconds is None:
+            return []
+        mixers, names, last = iter(sorted(self.layout)), [], None
+        for op in ops:
+            if op == self.module.MIXER:
+                last = next(mixers)
+                names.append(f"L{last} mixer x{self.layout[last][2][1]}")
+            else:
+                follows = names and names[-1].startswith(f"L{last} mixer")
+                names.append(f"L{last} mlp" if follows else f"L{last}+ mlp")
+        return list(zip(names + ["final norm+logits"], seconds / max(tokens, 1)))
 
     def profile_report(self) -> tuple[dict[str, float], dict[str, float]]:
         """(seconds per token in each stage, work per token) since :meth:`start_profile`."""

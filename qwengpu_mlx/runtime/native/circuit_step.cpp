@@ -86,12 +86,15 @@ struct Plan {
   int W = 0, V = 0;  // residual and logits widths: program[0], program[1]
   int blocks = 0;  // how many layer blocks to run (all of them but in tests)
   bool profile = false;
+  bool profile_blocks = false;  // each layer block's thread CPU time instead of the stages'
   bool sparse = true;  // only what a token uses (false: every row, channel and head, for tests)
   int threads = 1;  // threads for the logits (the sparse step's one product as wide as the vocabulary)
   bool logits = true;  // false: the token's logits are not needed (a prompt token before the last)
   mutable std::vector<double> seconds = std::vector<double>(N_STAGES, 0.0);
   mutable long tokens = 0;
   mutable std::vector<long> work = std::vector<long>(N_COUNTS, 0);
+  mutable std::vector<double> block_seconds;  // profile_blocks: each block's, then the logits'
+  mutable std::vector<int> block_ops;  // profile_blocks: each block's record (MIXER or MLP)
 };
 
 // Adds the thread's CPU time since the last mark to a stage, when the plan profiles (CPU
@@ -1313,8 +1316,19 @@ float run(const Plan& plan, const Buffers& io, TopTwo* greedy = nullptr) {
   static thread_local Work work;
   static thread_local Live live;
   if (plan.sparse) live.start(x.data(), W);
+  if (plan.profile_blocks && (int)plan.block_seconds.size() != n_blocks + 1) {
+    plan.block_seconds.assign(n_blocks + 1, 0.0);
+    plan.block_ops.assign(n_blocks, 0);
+  }
+  double started = plan.profile_blocks ? thread_seconds() : 0.0;
+  auto block_done = [&](int blk) {
+    double now = thread_seconds();
+    plan.block_seconds[blk] += now - started;
+    started = now;
+  };
   for (int blk = 0; blk < n_blocks; blk++) {
     int op = c.next();
+    if (plan.profile_blocks) plan.block_ops[blk] = op;
     if (op == MIXER) {
       MixerRec m = MixerRec::read(c, b);
       if (plan.sparse)
@@ -1327,6 +1341,7 @@ float run(const Plan& plan, const Buffers& io, TopTwo* greedy = nullptr) {
     } else {
       throw std::runtime_error("circuit_step: unknown layer record");
     }
+    if (plan.profile_blocks) block_done(blk);
   }
   if (plan.logits) {
     float r = plan.sparse ? rms_live(x.data(), live, W, k.inv_hidden, k.eps) : rms_factor(x.data(), W, k.inv_hidden, k.eps);
@@ -1342,6 +1357,7 @@ float run(const Plan& plan, const Buffers& io, TopTwo* greedy = nullptr) {
     }
   }
   clock.mark(LOGITS);
+  if (plan.profile_blocks) block_done(n_blocks);
   plan.tokens += 1;
   if (plan.sparse) count(LIVE, (long)live.dims.size());
   std::copy(x.begin(), x.end(), io.residual);
@@ -1349,7 +1365,7 @@ float run(const Plan& plan, const Buffers& io, TopTwo* greedy = nullptr) {
 }
 
 std::shared_ptr<Plan> make_plan(std::vector<int> program, std::vector<float> consts, int blocks, bool profile,
-                                bool sparse, int threads, bool logits) {
+                                bool sparse, int threads, bool logits, bool profile_blocks) {
   if (consts.size() != 8) throw std::invalid_argument("circuit_step: a plan takes 8 constants");
   if (program.size() < 2) throw std::invalid_argument("circuit_step: a program starts with W and V");
   auto p = std::make_shared<Plan>();
@@ -1362,6 +1378,7 @@ std::shared_ptr<Plan> make_plan(std::vector<int> program, std::vector<float> con
   p->sparse = sparse;
   p->threads = std::max(1, threads);
   p->logits = logits;
+  p->profile_blocks = profile_blocks && !profile;
   return p;
 }
 
@@ -1453,12 +1470,20 @@ NB_MODULE(_circuit_step, m) {
   m.doc() = "One decode token of a compiled circuit, in one call";
   nb::class_<Plan>(m, "Plan");
   m.def("plan", &make_plan, nb::arg("program"), nb::arg("consts"), nb::arg("blocks") = -1,
-        nb::arg("profile") = false, nb::arg("sparse") = true, nb::arg("threads") = 1, nb::arg("logits") = true);
+        nb::arg("profile") = false, nb::arg("sparse") = true, nb::arg("threads") = 1, nb::arg("logits") = true,
+        nb::arg("profile_blocks") = false);
   m.def("top_two", &top_two, nb::arg("logits"));
   // seconds per stage (the Stage order) and tokens run, of a profiling plan
   m.def("profile", [](const std::shared_ptr<Plan>& p) { return std::make_pair(p->seconds, p->tokens); });
   // the work a profiling plan counted (the COUNTS order), over its tokens
   m.def("work", [](const std::shared_ptr<Plan>& p) { return p->work; });
+  // a profile_blocks plan's CPU seconds per layer block (then the final norm and logits'),
+  // each block's record (MIXER or MLP), and the tokens it ran
+  m.def("block_profile", [](const std::shared_ptr<Plan>& p) {
+    return std::make_tuple(p->block_seconds, p->block_ops, p->tokens);
+  });
+  m.attr("MIXER") = (int)MIXER;
+  m.attr("MLP") = (int)MLP;
   m.attr("COUNTS") = std::vector<std::string>{
       "product terms (scatters)", "product rows reached", "heads visited", "heads run (key or state)",
       "state key dims run", "conv channels computed", "conv outputs non-zero", "MLP units run", "logit terms",
