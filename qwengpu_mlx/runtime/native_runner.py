@@ -61,16 +61,19 @@ class PackedRunner:
     def step_top_two(self, tokens: list[int]) -> tuple[int, float]:
         """:meth:`step`'s greedy token and logit margin (``native_step.top_two``), without
         handing the logits to MLX."""
-        if self._packed is None:
-            self._packed = self.native.zeros()
+        self._ready()
         at, logit_margin, margin = self.native.tokens_top_two(tokens, self._packed, self._rows, self.track_margins)
         if self.track_margins:
             self.min_margin = min(self.min_margin, margin)
         return at, logit_margin
 
-    def _logits(self, tokens: list[int]) -> np.ndarray:
+    def _ready(self) -> None:
+        """The step's states, made at a sequence's first token."""
         if self._packed is None:
             self._packed = self.native.zeros()
+
+    def _logits(self, tokens: list[int]) -> np.ndarray:
+        self._ready()
         lg, margin = self.native.tokens(tokens, self._packed, self._rows, self.track_margins)
         if self.track_margins:
             self.min_margin = min(self.min_margin, margin)

@@ -321,9 +321,13 @@ class NativeStep:
         return (np.zeros(self.conv_size, np.float32), np.zeros(self.state_size, np.float32),
                 np.zeros(self.aux_size, np.uint8))
 
-    def _run(self, plan, x, packed) -> tuple[np.ndarray, np.ndarray, float]:
+    def _buffers(self, x) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(x [W] as the step reads it, logits [V] and residual [W] for it to write)."""
         x = np.ascontiguousarray(np.asarray(x, np.float32).reshape(-1))
-        logits, residual = np.empty(self.V, np.float32), np.empty(self.width, np.float32)
+        return x, np.empty(self.V, np.float32), np.empty(self.width, np.float32)
+
+    def _run(self, plan, x, packed) -> tuple[np.ndarray, np.ndarray, float]:
+        x, logits, residual = self._buffers(x)
         margin = self.module.run(plan, x, *packed, self.floats, self.ints, logits, residual)
         return logits, residual, margin
 
@@ -392,22 +396,24 @@ class NativeStep:
         """``(logits [V] of the last token, smallest gate margin)`` after ``tokens`` one by
         one from ``packed`` (updated in place), each embedded by ``rows``; the tokens
         before the last run without their logits (the same states and margins)."""
+        margin = self._prompt(tokens[:-1], packed, rows, track)
+        logits, _, m = self._run(self._plans[track, True], rows.embed(tokens[-1], self.width), packed)
+        return logits, min(margin, m)
+
+    def _prompt(self, tokens: list[int], packed, rows: "SparseRows", track: bool) -> float:
+        """``tokens`` one by one without their logits (no one reads them): the smallest gate margin."""
         margin = float("inf")
-        for i, t in enumerate(tokens):
-            logits, _, m = self._run(self._plans[track, i == len(tokens) - 1], rows.embed(t, self.width), packed)
-            margin = min(margin, m)
-        return logits, margin
+        for t in tokens:
+            margin = min(margin, self._run(self._plans[track, False], rows.embed(t, self.width), packed)[2])
+        return margin
 
     def tokens_top_two(self, tokens: list[int], packed, rows: "SparseRows", track: bool) -> tuple[int, float, float]:
         """:meth:`tokens`, then :func:`top_two` of the last token's logits: ``(greedy token,
         its logit margin, smallest gate margin)``. The step finds the pair from the rows of
         the token kinds that can hold it (``circuit_step.cpp``'s ``top_two_grouped``), the
         same pair as from every logit; a NaN logit takes NumPy's rules, as :meth:`top_two`."""
-        margin = float("inf")
-        for t in tokens[:-1]:
-            margin = min(margin, self._run(self._plans[track, False], rows.embed(t, self.width), packed)[2])
-        x = np.ascontiguousarray(rows.embed(tokens[-1], self.width), np.float32).reshape(-1)
-        logits, residual = np.empty(self.V, np.float32), np.empty(self.width, np.float32)
+        margin = self._prompt(tokens[:-1], packed, rows, track)
+        x, logits, residual = self._buffers(rows.embed(tokens[-1], self.width))
         at, logit_margin, m = self.module.run_top_two(self._plans[track, True], x, *packed, self.floats, self.ints,
                                                       logits, residual)
         margin = min(margin, m)

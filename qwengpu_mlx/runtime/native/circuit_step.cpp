@@ -1388,13 +1388,18 @@ using Vec = nb::ndarray<T, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 // The token on the caller's thread, the GIL released: conv, state and aux are updated in
 // place, logits [V] and residual [W] written. Sizes are checked against the plan; the
 // state arrays' sizes are the caller's (native_step.NativeStep makes them).
+Buffers buffers_of(const Plan& plan, Vec<const float> x, Vec<float> conv, Vec<float> state, Vec<uint8_t> aux,
+                   Vec<const float> floats, Vec<const int32_t> ints, Vec<float> logits, Vec<float> residual) {
+  if ((int)x.shape(0) != plan.W || (int)residual.shape(0) != plan.W || (int)logits.shape(0) != plan.V)
+    throw std::invalid_argument("circuit_step: x and residual take W values, logits V");
+  return Buffers{x.data(), conv.data(), state.data(), aux.data(), floats.data(), ints.data(), logits.data(),
+                 residual.data()};
+}
+
 float run_token(const std::shared_ptr<Plan>& plan, Vec<const float> x, Vec<float> conv, Vec<float> state,
                 Vec<uint8_t> aux, Vec<const float> floats, Vec<const int32_t> ints, Vec<float> logits,
                 Vec<float> residual) {
-  if ((int)x.shape(0) != plan->W || (int)residual.shape(0) != plan->W || (int)logits.shape(0) != plan->V)
-    throw std::invalid_argument("circuit_step: x and residual take W values, logits V");
-  Buffers io{x.data(), conv.data(), state.data(), aux.data(), floats.data(), ints.data(), logits.data(),
-             residual.data()};
+  Buffers io = buffers_of(*plan, x, conv, state, aux, floats, ints, logits, residual);
   nb::gil_scoped_release quiet;
   return run(*plan, io);
 }
@@ -1406,11 +1411,8 @@ std::tuple<long, float, float> run_token_top_two(const std::shared_ptr<Plan>& pl
                                                  Vec<float> conv, Vec<float> state, Vec<uint8_t> aux,
                                                  Vec<const float> floats, Vec<const int32_t> ints, Vec<float> logits,
                                                  Vec<float> residual) {
-  if ((int)x.shape(0) != plan->W || (int)residual.shape(0) != plan->W || (int)logits.shape(0) != plan->V)
-    throw std::invalid_argument("circuit_step: x and residual take W values, logits V");
   if (!plan->logits) throw std::invalid_argument("circuit_step: a plan without logits has no greedy token");
-  Buffers io{x.data(), conv.data(), state.data(), aux.data(), floats.data(), ints.data(), logits.data(),
-             residual.data()};
+  Buffers io = buffers_of(*plan, x, conv, state, aux, floats, ints, logits, residual);
   TopTwo t;
   float margin;
   {
