@@ -113,7 +113,7 @@ def test_a_step_updates_its_states_in_place_and_recurrent_state_is_a_copy(cc, mo
 
 class _Faulty:
     """The real module with one fault: the logits of every token negated, or the
-    recurrent state never updated."""
+    recurrent state never updated; on the launch loop's greedy-token call too."""
 
     def __init__(self, real, fault):
         self.real, self.fault, self.__name__ = real, fault, f"faulty-{fault}"
@@ -123,10 +123,15 @@ class _Faulty:
         old_state = state.copy()
         margin = self.real.run(plan, x, conv, state, aux, floats, ints, logits, residual)
         if self.fault == "logits":
-            logits *= -1
+            with np.errstate(invalid="ignore"):  # a prompt token's logits are not written
+                logits *= -1
         else:
             state[:] = old_state
         return margin
+
+    def run_top_two(self, plan, x, conv, state, aux, floats, ints, logits, residual):
+        margin = self.run(plan, x, conv, state, aux, floats, ints, logits, residual)
+        return (*self.real.top_two(logits), margin)
 
 
 @pytest.mark.parametrize("fault", ["logits", "state"])
@@ -137,6 +142,7 @@ def test_a_faulty_step_is_refused_once_and_launches_run_on_the_ops_path(cc, modu
     assert chosen is None and len(warnings) == 1 and "native circuit step" in warnings[0]
     verdicts = json.loads((tmp_path / "gpu-trust.json").read_text())
     assert [v["trusted"] for v in verdicts.values()] == [False]
+    assert "failed" not in warnings[0], warnings[0]  # refused for what it wrote, not for a crash
     again = choose_native(cc, PUBLISHED_MACHINE, directory=tmp_path, warn=warnings.append,
                           module=_Faulty(module, fault))
     assert again is None and len(warnings) == 2  # the cached verdict (no second probe), said again
