@@ -15,6 +15,7 @@ equals token for token).
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -100,13 +101,24 @@ def timed_launches(rounds: int = 2) -> dict[str, tuple[int, float, float]]:
     return {name: tuple(v) for name, v in totals.items()}
 
 
+def _rounds(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise ValueError(text)
+    return n
+
+
 def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--no-speed", action="store_true", help="sizes and suite tokens only, no launches timed")
+    ap.add_argument("--rounds", type=_rounds, default=4, metavar="N",
+                    help="rounds of the speed kernels on each machine, launch by launch (default 4)")
+    ns = ap.parse_args(argv)
     rows = {name: size_row(m) for name, m in MACHINES.items()}
     for name, m in MACHINES.items():
         rows[name]["suite"] = suite_tokens(m, name)
-    if "--no-speed" not in argv:
-        rounds = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 4
-        for name, (tokens, wall, cpu) in timed_launches(rounds).items():
+    if not ns.no_speed:
+        for name, (tokens, wall, cpu) in timed_launches(ns.rounds).items():
             rows[name]["tps"], rows[name]["cpu_tps"] = tokens / wall, tokens / cpu
     keys = [("layers", "layers"), ("vocab", "launch vocabulary"), ("values", "residual values (logical)"),
             ("live", "most values live at once"), ("units", "MLP units in all"), ("units_max", "widest MLP"),

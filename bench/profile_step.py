@@ -249,6 +249,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--layers", action="store_true",
                     help="with --machines: each layer block's CPU time instead of the stages'")
     ns = ap.parse_args(argv)
+    if ns.layers and not ns.machines:
+        ap.error("--layers goes with --machines")
     if ns.machines:
         layers_profile() if ns.layers else machines_profile()
         return 0
