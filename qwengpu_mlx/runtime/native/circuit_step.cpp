@@ -427,10 +427,21 @@ struct Consts {
 };
 
 
-// mx.fast.rms_norm over n values: x * rsqrt(mean(x^2) + eps), times w when given.
+// mx.fast.rms_norm over n values: x * rsqrt(mean(x^2) + eps), times w when given. The sum
+// of squares adds the non-zero values alone, in order: a zero's square is +0, which leaves
+// the sum (+0 or a positive float) as it is, and a head's keys and queries are mostly
+// zeros, where one add after another was the cost.
 void rms_norm(const float* x, int n, float eps, const float* w, float* y) {
   float s = 0.0f;
-  for (int i = 0; i < n; i++) s += x[i] * x[i];
+  int body = n - n % 8;
+  for (int i = 0; i < body; i += 8) {
+    int hit = 0;
+    for (int l = 0; l < 8; l++) hit |= x[i + l] != 0.0f;
+    if (hit)
+      for (int l = i; l < i + 8; l++)
+        if (x[l] != 0.0f) s += x[l] * x[l];
+  }
+  for (int i = body; i < n; i++) s += x[i] * x[i];
   float r = rsqrt(s / n + eps);
   for (int i = 0; i < n; i++) y[i] = w ? (x[i] * r) * w[i] : x[i] * r;
 }
@@ -775,11 +786,36 @@ void shift_channels(const Ring& ring, const float* now, const unsigned char* cha
   }
 }
 
-// SiLU over n conv outputs in place (silu_skip's floats; a zero's is the zero times
-// sigmoid(0), which is computed once).
-__attribute__((optimize("no-tree-vectorize"))) void silu_conv(float* v, int n) {
+// silu_conv's values one by one (MLX's scalar SiLU, not a vectorized one).
+__attribute__((optimize("no-tree-vectorize"), noinline)) void silu_run(float* v, int n) {
   static const float at_zero[2] = {sigmoid_lane(0.0f), sigmoid_lane(-0.0f)};
   for (int i = 0; i < n; i++) v[i] = v[i] == 0.0f ? v[i] * at_zero[std::signbit(v[i])] : silu_skip(v[i]);
+}
+
+// Whether n projection rows are all zeros (one vectorized pass).
+inline bool all_zero(const float* v, int n) {
+  int hit = 0;
+  for (int i = 0; i < n; i++) hit |= v[i] != 0.0f;
+  return hit == 0;
+}
+
+// SiLU over n conv outputs in place (silu_skip's floats; a zero's is the zero times
+// sigmoid(0), which is the zero itself: sigmoid(+-0) is 1/2). Runs of eight values that
+// hold only zeros are left as they are, found by one vectorized test each: a head's keys
+// and queries are mostly zeros.
+void silu_conv(float* v, int n) {
+  int body = n - n % 8, i = 0;
+  while (i < body) {
+    if (all_zero(v + i, 8)) {
+      i += 8;
+      continue;
+    }
+    int j = i + 8;
+    while (j < body && !all_zero(v + j, 8)) j += 8;
+    silu_run(v + i, j - i);
+    i = j;
+  }
+  silu_run(v + body, n - body);
 }
 
 // Whether a key's conv outputs v [n] (before SiLU) may give a non-zero SiLU: one that is
@@ -790,13 +826,6 @@ inline bool may_key(const float* v, int n) {
   int hit = 0;
   for (int i = 0; i < n; i++) hit |= !(v[i] < -88.0f) & (v[i] != 0.0f);
   return hit != 0;
-}
-
-// Whether n projection rows are all zeros (one vectorized pass).
-inline bool all_zero(const float* v, int n) {
-  int hit = 0;
-  for (int i = 0; i < n; i++) hit |= v[i] != 0.0f;
-  return hit == 0;
 }
 
 // A head's key or query channels as quiet: `quiet` counts the steps in a row (up to 3)
@@ -822,6 +851,39 @@ inline bool quiet_now(unsigned char& quiet, const float* rows, int n) {
 // run leaves its values' conv states stale (Activity::stale) and rebuilds them from the
 // ring's normed inputs when it runs again (rebuild_values: the same floats). conv, state
 // and aux are updated in place.
+// The key dims of a head's state that run (ascending, into act; returns how many): those
+// whose state column already holds a non-zero (hc, which this marks) or whose key is
+// non-zero now. Eight dims at a time: most hold neither.
+int active_key_dims(unsigned char* __restrict hc, const float* __restrict kk, int Dk, int* __restrict act) {
+  int n = 0;
+  for (int d0 = 0; d0 < Dk; d0 += 8) {
+    uint64_t eight;
+    std::memcpy(&eight, hc + d0, sizeof eight);
+    if (eight == 0 && all_zero(kk + d0, 8)) continue;
+    for (int d = d0; d < d0 + 8; d++)
+      if (hc[d] || kk[d] != 0.0f) {
+        hc[d] = 1;
+        act[n++] = d;
+      }
+  }
+  return n;
+}
+
+// A head's gated output o [Dv] = silu(z) * o in place; where o is a zero and z finite the
+// product is a signed zero, and +0 is written (the output product skips zeros). Eight dims
+// at a time: a group of zeros with finite gates needs no SiLU.
+void output_gate(float* __restrict o, const float* __restrict z, int Dv) {
+  for (int e0 = 0; e0 < Dv; e0 += 8) {
+    int e1 = std::min(e0 + 8, Dv), other = 0;
+    for (int e = e0; e < e1; e++) other |= (o[e] != 0.0f) | !std::isfinite(z[e]);
+    if (!other) {
+      std::fill(o + e0, o + e1, 0.0f);
+      continue;
+    }
+    for (int e = e0; e < e1; e++) o[e] = (o[e] == 0.0f && std::isfinite(z[e])) ? 0.0f : silu(z[e]) * o[e];
+  }
+}
+
 void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, float* x, Live& live, int W,
                   float* conv, float* state, unsigned char* aux) {
   int H = m.H, Dk = m.Dk, Dv = m.Dv, QK = 2 * H * Dk;
@@ -891,8 +953,7 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
     bool keyed = may_key(cv.data() + Dk, Dk);
     if (keyed || head_state[h]) {
       silu_conv(cv.data() + Dk, Dk);
-      keyed = false;
-      for (int d = 0; d < Dk; d++) keyed |= cv[Dk + d] != 0.0f;
+      keyed = !all_zero(cv.data() + Dk, Dk);
     }
     if (!keyed && !head_state[h]) {
       if (!query_silent) shift_channels(ring, query_now, chan, h * Dk, Dk);
@@ -926,24 +987,13 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
       kk[d] = k.k_scale * kk[d];
     }
     float g = exp_mlx(-exp_mlx(m.A_log[h]) * softplus(a[h] + m.dt_bias[h]));
-    unsigned char* hc = col + (size_t)h * Dk;
-    int n = 0;
-    for (int d = 0; d < Dk; d++)
-      if (hc[d] || kk[d] != 0.0f) {
-        hc[d] = 1;
-        act[n++] = d;
-      }
+    int n = active_key_dims(col + (size_t)h * Dk, kk.data(), Dk, act.data());
     head_state[h] |= n > 0;
     count(KEY_DIMS, n);
     float* st = state + m.state_off + (size_t)h * Dv * Dk;
     head_step(st, q.data(), kk.data(), cv.data() + 2 * Dk, g, sigmoid(beta_in[h]), Dv, act.data(), n, y.data());
     rms_norm(y.data(), Dv, k.eps, m.gnorm, o.data() + h * Dv);
-    // silu(z) * 0 is a signed zero when z is finite, and the output product skips zeros
-    const float* z = vz.data() + Dv;
-    for (int e = 0; e < Dv; e++) {
-      float& oe = o[h * Dv + e];
-      oe = (oe == 0.0f && std::isfinite(z[e])) ? 0.0f : silu(z[e]) * oe;
-    }
+    output_gate(o.data() + h * Dv, vz.data() + Dv, Dv);
   }
   ring.move_on(hi.data(), m.n_in);
   w.proj.clear();
@@ -1006,6 +1056,39 @@ float gate_margin(const float* g, int U, const float* x, const float* nw, float 
   return margin;
 }
 
+// A paired gate's units g[j] = s[j / 2] + one * bias[j], set to +0 below -88 (where SiLU
+// is a signed zero), and the units left non-zero listed in `on` ascending; returns how
+// many. The arithmetic runs over every unit in vectors (the same two float operations per
+// unit), the listing over sixteen units at a time: a token leaves about one unit in a
+// hundred non-zero, so most sixteen hold none. g has room for U rounded up to 16.
+int clamped_gate(const float* __restrict s, float one, const float* __restrict bias, int U, float* __restrict g,
+                 int* __restrict on) {
+  int pairs = U / 2;
+  for (int r = 0; r < pairs; r++) {
+    float a = s[r];
+    float v0 = a + one * bias[2 * r], v1 = a + one * bias[2 * r + 1];
+    g[2 * r] = v0 < -88.0f ? 0.0f : v0;
+    g[2 * r + 1] = v1 < -88.0f ? 0.0f : v1;
+  }
+  if (U % 2) {
+    float v = s[pairs] + one * bias[U - 1];
+    g[U - 1] = v < -88.0f ? 0.0f : v;
+  }
+  int end = (U + 15) / 16 * 16;
+  std::fill(g + U, g + end, 0.0f);
+  int n = 0;
+  for (int i = 0; i < end; i += 16) {
+    int hit = 0;
+    for (int l = 0; l < 16; l++) hit |= g[i + l] != 0.0f;
+    if (!hit) continue;
+    for (int l = 0; l < 16; l++) {
+      on[n] = i + l;
+      n += g[i + l] != 0.0f;
+    }
+  }
+  return n;
+}
+
 // The sparse MLP (a paired gate, one up value uv for every unit): the gate over its
 // non-zero inputs (w.gate.y holds +0 in every row none reached, as apply_sparse leaves
 // it), the activation only where the gate is above -88 (elsewhere SiLU is -0), the down
@@ -1041,17 +1124,10 @@ float mlp_sparse(const MlpRec& m, const Consts& k, Clock& clock, Work& w, float*
   // the gate, its clamp and the list of units left non-zero in one pass (a token leaves
   // about one in a hundred): only those are activated, and those still non-zero reach the
   // down product, in ascending order, as scatter_into would list them
-  g.resize(U);
+  g.resize(U + 16);
   std::vector<int>& on = w.out.inputs;
   on.resize(U + 1);
-  int n = 0;
-  for (int j = 0; j < U; j++) {
-    float v = s[j / 2] + one * m.bias[j];
-    v = v < -88.0f ? 0.0f : v;
-    g[j] = v;
-    on[n] = j;
-    n += v != 0.0f;
-  }
+  int n = clamped_gate(s, one, m.bias, U, g.data(), on.data());
   w.gate.clear();
   clock.mark(MLP_GATE);
   n = silu_listed(g.data(), on.data(), n, uv);
