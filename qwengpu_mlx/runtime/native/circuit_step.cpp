@@ -38,6 +38,7 @@
 #include <chrono>
 #include <ctime>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -135,15 +136,25 @@ struct Blobs {
   const int* i;
 };
 
+// Whether any of v[0, n) is not a zero (a NaN is not): the values' bits without the sign,
+// OR-ed in integer lanes, which vectorize where a float compare per value, unrolled for a
+// short fixed n, became one scalar compare after another.
+inline bool any_nonzero(const float* v, int n) {
+  uint32_t acc = 0;
+  for (int i = 0; i < n; i++) {
+    uint32_t u;
+    std::memcpy(&u, v + i, sizeof u);
+    acc |= u << 1;
+  }
+  return acc != 0;
+}
+
 // y[0, n) = +0, writing only the 64-byte lines that hold a non-zero: a wide product's rows
 // are mostly zeros already, and a line read stays clean where one written must go back.
 inline void zero_nonzero_lines(float* __restrict y, int n) {
   int i = 0;
-  for (; i + 16 <= n; i += 16) {
-    int hit = 0;
-    for (int l = 0; l < 16; l++) hit |= y[i + l] != 0.0f;
-    if (hit) std::fill(y + i, y + i + 16, 0.0f);
-  }
+  for (; i + 16 <= n; i += 16)
+    if (any_nonzero(y + i, 16)) std::fill(y + i, y + i + 16, 0.0f);
   std::fill(y + i, y + n, 0.0f);
 }
 
@@ -435,9 +446,7 @@ void rms_norm(const float* x, int n, float eps, const float* w, float* y) {
   float s = 0.0f;
   int body = n - n % 8;
   for (int i = 0; i < body; i += 8) {
-    int hit = 0;
-    for (int l = 0; l < 8; l++) hit |= x[i + l] != 0.0f;
-    if (hit)
+    if (any_nonzero(x + i, 8))
       for (int l = i; l < i + 8; l++)
         if (x[l] != 0.0f) s += x[l] * x[l];
   }
@@ -793,11 +802,7 @@ __attribute__((optimize("no-tree-vectorize"), noinline)) void silu_run(float* v,
 }
 
 // Whether n projection rows are all zeros (one vectorized pass).
-inline bool all_zero(const float* v, int n) {
-  int hit = 0;
-  for (int i = 0; i < n; i++) hit |= v[i] != 0.0f;
-  return hit == 0;
-}
+inline bool all_zero(const float* v, int n) { return !any_nonzero(v, n); }
 
 // SiLU over n conv outputs in place (silu_skip's floats; a zero's is the zero times
 // sigmoid(0), which is the zero itself: sigmoid(+-0) is 1/2). Runs of eight values that
@@ -1078,9 +1083,7 @@ int clamped_gate(const float* __restrict s, float one, const float* __restrict b
   std::fill(g + U, g + end, 0.0f);
   int n = 0;
   for (int i = 0; i < end; i += 16) {
-    int hit = 0;
-    for (int l = 0; l < 16; l++) hit |= g[i + l] != 0.0f;
-    if (!hit) continue;
+    if (!any_nonzero(g + i, 16)) continue;
     for (int l = 0; l < 16; l++) {
       on[n] = i + l;
       n += g[i + l] != 0.0f;
