@@ -562,6 +562,10 @@ struct Work {
   std::vector<float> g;  // an MLP's gate
   std::vector<float> o;  // a mixer's gated head outputs
   std::vector<int> ran;  // the mixer's heads that ran, ascending
+  // a block's normed inputs and a head's vectors, kept from block to block (each is written
+  // in full before it is read): an allocation per block and head cost more than their use
+  std::vector<float> hi, q, kk, cv, y, vz;
+  std::vector<int> act;
 };
 
 // A mixer's record in the program (native_step.py writes it).
@@ -596,12 +600,11 @@ struct MixerRec {
     if (m.Dk % 8) throw std::runtime_error("circuit_step: key dims must be a multiple of 8");
     return m;
   }
-  // the block's normed inputs (RMSNorm over the live residual, then the read dims)
-  std::vector<float> normed(const float* x, int W, const Consts& k, const Live* live) const {
+  // the block's normed inputs into hi (RMSNorm over the live residual, then the read dims)
+  void normed(const float* x, int W, const Consts& k, const Live* live, std::vector<float>& hi) const {
     float r = live ? rms_live(x, *live, W, k.inv_hidden, k.eps) : rms_factor(x, W, k.inv_hidden, k.eps);
-    std::vector<float> hi(n_in);
+    hi.resize(n_in);
     for (int i = 0; i < n_in; i++) hi[i] = (x[inputs[i]] * r) * nw[inputs[i]];
-    return hi;
   }
 };
 
@@ -680,7 +683,8 @@ void rebuild_values(const MixerRec& m, const Ring& ring, unsigned char* chan, un
 void mixer(const MixerRec& m, const Consts& k, Clock& clock, float* x, int W, float* conv, unsigned char* aux,
            const float* state_in, float* state_out) {
   int C = m.C, H = m.H, Dk = m.Dk, Dv = m.Dv;
-  std::vector<float> hi = m.normed(x, W, k, nullptr), proj(m.w_in.out);
+  std::vector<float> hi, proj(m.w_in.out);
+  m.normed(x, W, k, nullptr, hi);
   m.w_in.apply(hi.data(), proj.data());
   const float* qkv = proj.data();
   const float* z = qkv + C;
@@ -896,7 +900,8 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
   unsigned char *head_conv = act_bytes.head_conv, *head_state = act_bytes.head_state, *chan = act_bytes.chan;
   unsigned char *col = act_bytes.col, *key_quiet = act_bytes.key_quiet, *query_quiet = act_bytes.query_quiet;
   unsigned char* stale = act_bytes.stale;
-  std::vector<float> hi = m.normed(x, W, k, &live);
+  std::vector<float>& hi = w.hi;
+  m.normed(x, W, k, &live, hi);
   // the front rows [q, k, beta, a] the non-zero inputs reach; every other row is +0 in
   // w.proj.y, as apply_sparse leaves it
   m.front.scatter(hi.data(), w.proj);
@@ -927,8 +932,10 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
   Ring ring = Ring::of(m, conv, aux);
   clock.mark(MIX_IN);
 
-  std::vector<float> q(Dk), kk(Dk), cv(2 * Dk + Dv), y(Dv), vz(2 * Dv);
-  std::vector<int> act(Dk);
+  std::vector<float> &q = w.q, &kk = w.kk, &cv = w.cv, &y = w.y, &vz = w.vz;
+  q.resize(Dk), kk.resize(Dk), cv.resize(2 * Dk + Dv), y.resize(Dv), vz.resize(2 * Dv);
+  std::vector<int>& act = w.act;
+  act.resize(Dk);
   std::vector<float>& o = w.o;  // each head's gated output: written (and read) only for heads that run
   o.resize((size_t)H * Dv);
   std::vector<int>& ran = w.ran;
@@ -1150,7 +1157,8 @@ float mlp(const MlpRec& m, const Consts& k, Clock& clock, Work& w, float* x, int
           Live* live) {
   float r = live ? rms_live(x, *live, W, k.inv_hidden, k.eps) : rms_factor(x, W, k.inv_hidden, k.eps);
   int U = m.U;
-  std::vector<float> hi(m.n_in);
+  std::vector<float>& hi = w.hi;  // a block's inputs: the mixer's are done with
+  hi.resize(m.n_in);
   for (int i = 0; i < m.n_in; i++) hi[i] = (x[m.inputs[i]] * r) * m.nw[m.inputs[i]];
   if (live && m.paired && m.up_single) return mlp_sparse(m, k, clock, w, x, *live, hi.data(), r, one_pos, track);
   std::vector<float> g(U), u(U);
