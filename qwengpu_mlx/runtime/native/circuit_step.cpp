@@ -1396,13 +1396,15 @@ float run(const Plan& plan, const Buffers& io, TopTwo* greedy = nullptr) {
   Consts k{kc[0], kc[1], kc[2], kc[3], kc[4], kc[5], kc[6], kc[7]};
   if (plan.blocks >= 0) n_blocks = plan.blocks;
 
-  std::vector<float> x(io.x, io.x + W);
+  // the residual stream in the caller's output buffer: no copy in a vector and out again
+  if (io.residual != io.x) std::memmove(io.residual, io.x, (size_t)W * sizeof(float));
+  float* x = io.residual;
   float margin = std::numeric_limits<float>::infinity();
   Clock clock{plan};
   counts = plan.profile ? plan.work.data() : nullptr;
   static thread_local Work work;
   static thread_local Live live;
-  if (plan.sparse) live.start(x.data(), W);
+  if (plan.sparse) live.start(x, W);
   if (plan.profile_blocks && (int)plan.block_seconds.size() != n_blocks + 1) {
     plan.block_seconds.assign(n_blocks + 1, 0.0);
     plan.block_ops.assign(n_blocks, 0);
@@ -1419,19 +1421,19 @@ float run(const Plan& plan, const Buffers& io, TopTwo* greedy = nullptr) {
     if (op == MIXER) {
       MixerRec m = MixerRec::read(c, b);
       if (plan.sparse)
-        mixer_sparse(m, k, clock, work, x.data(), live, W, io.conv, io.state, io.aux);
+        mixer_sparse(m, k, clock, work, x, live, W, io.conv, io.state, io.aux);
       else  // in place: each conv channel and state row is read before it is written
-        mixer(m, k, clock, x.data(), W, io.conv, io.aux, io.state, io.state);
+        mixer(m, k, clock, x, W, io.conv, io.aux, io.state, io.state);
     } else if (op == MLP) {
       MlpRec m = MlpRec::read(c, b);
-      margin = std::fmin(margin, mlp(m, k, clock, work, x.data(), W, one_pos, track != 0, plan.sparse ? &live : nullptr));
+      margin = std::fmin(margin, mlp(m, k, clock, work, x, W, one_pos, track != 0, plan.sparse ? &live : nullptr));
     } else {
       throw std::runtime_error("circuit_step: unknown layer record");
     }
     if (plan.profile_blocks) block_done(blk);
   }
   if (plan.logits) {
-    float r = plan.sparse ? rms_live(x.data(), live, W, k.inv_hidden, k.eps) : rms_factor(x.data(), W, k.inv_hidden, k.eps);
+    float r = plan.sparse ? rms_live(x, live, W, k.inv_hidden, k.eps) : rms_factor(x, W, k.inv_hidden, k.eps);
     std::vector<float> hn(n_out);
     for (int i = 0; i < n_out; i++) hn[i] = (x[out_pos[i]] * r) * final_norm[i];
     bool decided = greedy && plan.sparse && top_two_grouped(logit_groups, logits_of, hn.data(), *greedy);
@@ -1447,7 +1449,6 @@ float run(const Plan& plan, const Buffers& io, TopTwo* greedy = nullptr) {
   if (plan.profile_blocks) block_done(n_blocks);
   plan.tokens += 1;
   if (plan.sparse) count(LIVE, (long)live.dims.size());
-  std::copy(x.begin(), x.end(), io.residual);
   return margin;
 }
 
