@@ -259,11 +259,23 @@ struct Product {
   // When the terms are at least half as many as the rows, remembering which rows they
   // reach costs more than taking every row as reached (`every`; a row no term reached
   // holds +0, which every user of the rows treats as nothing).
-  void scatter(const float* v, Scratch& s) const {
+  //
+  // Here over a block's normed inputs v[j] = (x[at[j]] * r) * nw[at[j]], which this writes
+  // as it lists the non-zero ones: the norm and the listing in one pass over the inputs.
+  void scatter_normed(const float* x, const int* at, const float* nw, float r, int n_in, float* v, Scratch& s) const {
+    if (n_in != in) throw std::runtime_error("circuit_step: a block's inputs and its product's columns differ");
     s.inputs.resize(in + 1);
+    int* nz = s.inputs.data();
     int n = 0;
     long terms = 0;
-    nonzero_inputs(v, 0, in, s.inputs.data(), n, terms);
+    for (int j = 0; j < in; j++) {
+      float h = (x[at[j]] * r) * nw[at[j]];
+      v[j] = h;
+      nz[n] = j;
+      bool on = h != 0.0f;
+      n += on;
+      terms += on * (colptr[j + 1] - colptr[j]);
+    }
     scatter_listed(v, n, terms, s);
   }
   // Appends the non-zero inputs among v[a, b) to nz (n of them so far) and counts their terms.
@@ -309,15 +321,11 @@ struct Product {
     }
     count(ROWS, (long)s.touched.size());
   }
-  // add_into over the non-zero inputs: a row no input reached adds +0, which leaves the
-  // residual as it is (it never holds -0: its values are sums that start at +0).
-  void scatter_into(const float* v, float* x, Scratch& s, Live* live) const {
-    scatter(v, s);
-    add_touched(x, s, live);
-  }
-  // x[targets[r]] += y[r] over the touched rows, then the scratch is all zeros again. The
-  // targets are distinct (native_step.py checks), so the order rows are added in is no
-  // matter; a row that holds a zero is skipped: x + 0 is x (x never holds -0).
+  // x[targets[r]] += y[r] over the touched rows, then the scratch is all zeros again: add_into
+  // over the non-zero inputs, where a row no input reached adds +0, which leaves the residual
+  // as it is (it never holds -0: its values are sums that start at +0). The targets are
+  // distinct (native_step.py checks), so the order rows are added in is no matter; a row
+  // that holds a zero is skipped: x + 0 is x.
   void add_touched(float* x, Scratch& s, Live* live) const {
     const float* y = s.y.data();
     s.each([&](int r) {
@@ -901,10 +909,10 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
   unsigned char *col = act_bytes.col, *key_quiet = act_bytes.key_quiet, *query_quiet = act_bytes.query_quiet;
   unsigned char* stale = act_bytes.stale;
   std::vector<float>& hi = w.hi;
-  m.normed(x, W, k, &live, hi);
+  hi.resize(m.n_in);
   // the front rows [q, k, beta, a] the non-zero inputs reach; every other row is +0 in
   // w.proj.y, as apply_sparse leaves it
-  m.front.scatter(hi.data(), w.proj);
+  m.front.scatter_normed(x, m.inputs, m.nw, rms_live(x, live, W, k.inv_hidden, k.eps), m.n_in, hi.data(), w.proj);
   const float* proj = w.proj.y.data();
   auto mark = [&](int r) {
     if (proj[r] != 0.0f && !chan[r]) {
@@ -1107,10 +1115,10 @@ int clamped_gate(const float* __restrict s, float one, const float* __restrict b
 // neither the activations nor the down product are computed. A gate value is finite when
 // its row is finite and one * bias is (|one * bias| <= |one * bias_max|: rounding is
 // monotonic; an unreached row's g is +0 + one * bias).
-float mlp_sparse(const MlpRec& m, const Consts& k, Clock& clock, Work& w, float* x, Live& live, const float* hi,
+float mlp_sparse(const MlpRec& m, const Consts& k, Clock& clock, Work& w, float* x, Live& live, float* hi,
                  float r, int one_pos, bool track) {
   int U = m.U;
-  m.gate.scatter(hi, w.gate);
+  m.gate.scatter_normed(x, m.inputs, m.nw, r, m.n_in, hi, w.gate);  // hi: the normed inputs, written here
   const float* s = w.gate.y.data();
   float one = hi[m.one_col], uv = hi[m.up_col] * m.up_val[0];
   bool idle = uv == 0.0f && std::isfinite(one * m.bias_max[0]);
@@ -1133,7 +1141,7 @@ float mlp_sparse(const MlpRec& m, const Consts& k, Clock& clock, Work& w, float*
   count(UNITS, U);
   // the gate, its clamp and the list of units left non-zero in one pass (a token leaves
   // about one in a hundred): only those are activated, and those still non-zero reach the
-  // down product, in ascending order, as scatter_into would list them
+  // down product, in ascending order, as nonzero_inputs would list them
   g.resize(U + 16);
   std::vector<int>& on = w.out.inputs;
   on.resize(U + 1);
@@ -1159,8 +1167,8 @@ float mlp(const MlpRec& m, const Consts& k, Clock& clock, Work& w, float* x, int
   int U = m.U;
   std::vector<float>& hi = w.hi;  // a block's inputs: the mixer's are done with
   hi.resize(m.n_in);
-  for (int i = 0; i < m.n_in; i++) hi[i] = (x[m.inputs[i]] * r) * m.nw[m.inputs[i]];
   if (live && m.paired && m.up_single) return mlp_sparse(m, k, clock, w, x, *live, hi.data(), r, one_pos, track);
+  for (int i = 0; i < m.n_in; i++) hi[i] = (x[m.inputs[i]] * r) * m.nw[m.inputs[i]];
   std::vector<float> g(U), u(U);
   if (m.paired) {  // g = repeat(shared(x), 2) + x[ONE] * bias
     std::vector<float> s(m.gate.out);
