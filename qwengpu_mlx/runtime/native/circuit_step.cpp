@@ -75,7 +75,7 @@ inline float rsqrt(float v) { return mx::detail::Rsqrt{}(v); }
 enum Stage : int { MIX_IN, MIX_CONV, MIX_HEADS, MIX_OUT, MLP_GATE, MLP_ACT, MLP_DOWN, LOGITS, N_STAGES };
 // The work a profiling plan counts (bench/profile_step.py --machines prints it per token).
 enum Count : int { TERMS, ROWS, HEADS, RECURRENCES, KEY_DIMS, CHANNELS, CHANNELS_NONZERO, UNITS, LOGIT_TERMS, LIVE, QUIET, WOKEN,
-                   REBUILT, N_COUNTS };
+                   REBUILT, INPUTS, N_COUNTS };
 thread_local long* counts = nullptr;  // the running plan's counts while it profiles, else null
 inline void count(Count c, long n) {
   if (counts) counts[c] += n;
@@ -264,6 +264,7 @@ struct Product {
   // as it lists the non-zero ones: the norm and the listing in one pass over the inputs.
   void scatter_normed(const float* x, const int* at, const float* nw, float r, int n_in, float* v, Scratch& s) const {
     if (n_in != in) throw std::runtime_error("circuit_step: a block's inputs and its product's columns differ");
+    count(INPUTS, in);
     s.inputs.resize(in + 1);
     int* nz = s.inputs.data();
     int n = 0;
@@ -1585,7 +1586,8 @@ NB_MODULE(_circuit_step, m) {
   m.attr("COUNTS") = std::vector<std::string>{
       "product terms (scatters)", "product rows reached", "heads visited", "heads run (key or state)",
       "state key dims run", "conv channels computed", "conv outputs non-zero", "MLP units run", "logit terms",
-      "residual dims live", "heads quiet (no key conv)", "quiet keys woken", "heads' values rebuilt"};
+      "residual dims live", "heads quiet (no key conv)", "quiet keys woken", "heads' values rebuilt",
+      "block inputs normed"};
   m.attr("STAGES") = std::vector<std::string>{"mixer: norm+projection", "mixer: conv", "mixer: normalize+gates+recurrence+gated norm",
                                               "mixer: out", "mlp: norm+gate", "mlp: activation", "mlp: down", "final norm+logits"};
   m.def(
