@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from qwengpu_mlx.core.vocab import ENT_ITEMS
 
 from qwengpu_mlx.compiler.deltanet import CURRENT
+from qwengpu_mlx.compiler.mlp import eq_terms
 from qwengpu_mlx.compiler.residual import Subspace
 from qwengpu_mlx.compiler.wiring import CircuitWiring
 
@@ -37,10 +38,26 @@ class Context:
     hdr_valu: Subspace  # the last header was a VALU (its slot: ``hdr_val_slot``)
 
 
+def exec_block_onehot(cw: CircuitWiring, L: int, single, block: Subspace) -> None:
+    """The last EXEC's block as a one-hot (``block``) from the EXEC token's binary digits:
+    one context head keeps the digits and a bit that an EXEC has been written (before the
+    first, the digits read 0 and no block is named, as the one-hot token left it), and MLP
+    ``L`` decodes them, one gate per block. The ROM heads' one-hot queries then stay exact
+    zeros on every block but the running one, where a 128-block one-hot took four heads."""
+    t = cw.t
+    digits = cw.alloc("ctx.block.digits", t.exec_b.width)
+    seen = cw.alloc("ctx.block.seen", 1)
+    single("ctx.exec.block", [t.kind["EXEC"]], list(t.exec_b.dims) + [t.kind["EXEC"]],
+           list(digits.dims) + list(seen.dims))
+    for b in range(cw.m.rom_blocks):
+        terms, th = eq_terms(digits.dims, b)
+        cw.gate(L, f"ctx.block{b}", terms + [(seen[0], 1)], th + 1, [(block[b], 1)])
+
+
 def context(cw: CircuitWiring, L: int) -> Context:
     """Single-row heads at layer ``L``: last EXEC, launch geometry, last record header."""
     t, m = cw.t, cw.m
-    block = cw.alloc("ctx.block", t.exec_b.width)
+    block = cw.alloc("ctx.block", m.rom_blocks if t.exec_binary and not t.binary else t.exec_b.width)
     warp = cw.alloc("ctx.warp", m.max_warps)
     mask = cw.alloc("ctx.mask", m.lanes)
     ntid = cw.alloc("ctx.ntid", t.dims_ntid.width)
@@ -62,7 +79,10 @@ def context(cw: CircuitWiring, L: int) -> Context:
                 h.read_bit(i, out[start + i])
             cw.one_row_reader(h)
 
-    single("ctx.exec.block", [t.kind["EXEC"]], list(t.exec_b.dims), block)
+    if t.exec_binary and not t.binary:
+        exec_block_onehot(cw, L, single, block)
+    else:
+        single("ctx.exec.block", [t.kind["EXEC"]], list(t.exec_b.dims), block)
     ctaid = cw.alloc("ctx.ctaid", t.cta_c.width)  # binary
     nctaid = cw.alloc("ctx.nctaid", t.grid_n.width)  # binary
     single("ctx.cta", [t.kind["CTA"]], list(t.cta_c.dims), list(ctaid.dims))

@@ -46,8 +46,12 @@ class TokenDims:
     exact zeros (what the native step skips).
     """
 
-    def __init__(self, lay: ResidualLayout, m: MachineConfig, vocab: Vocab, binary: bool = False):
+    def __init__(self, lay: ResidualLayout, m: MachineConfig, vocab: Vocab, binary: bool = False,
+                 exec_binary: bool = False):
         self.m, self.vocab, self.binary = m, vocab, binary
+        # the EXEC block in binary also where the rest is one-hot (``exec_binary``): only the
+        # context head reads it, and a context head takes 32 bits of a one-hot (context.py)
+        self.exec_binary = binary or exec_binary
         P = vocab.pieces
         self.kind = {k: lay.alloc(f"tok.{k}", 1)[0] for k in KINDS}
         # record headers carry their row in binary: the memory heads' SiLU decodes the key
@@ -58,7 +62,7 @@ class TokenDims:
         self.chunk = [lay.alloc(f"tok.c{j}.bits", CHUNK_BITS[j]) for j in range(3)]
         self.dims_ntid = lay.alloc("tok.dims.ntid", ntid_bits(m))
         self.dims_mask0 = lay.alloc("tok.dims.mask0", m.lanes)
-        self.exec_b = lay.alloc("tok.exec.block", _bits(m.rom_blocks) if binary else m.rom_blocks)
+        self.exec_b = lay.alloc("tok.exec.block", _bits(m.rom_blocks) if self.exec_binary else m.rom_blocks)
         self.exec_w = lay.alloc("tok.exec.warp", m.max_warps)
         self.exec_m = lay.alloc("tok.exec.mask", m.lanes)
         self.val_slot = lay.alloc("tok.val.slot", m.slots_per_block)
@@ -117,7 +121,7 @@ class TokenDims:
                     if lane < n:
                         x[self.dims_mask0[lane]] = 1.0
             elif tok.kind == "EXEC":
-                if self.binary:
+                if self.exec_binary:
                     _set_bits(x, self.exec_b, f["block"])
                 else:
                     x[self.exec_b[f["block"]]] = 1.0

@@ -38,7 +38,11 @@ class CircuitWiring:
         # the form of the circuit (``machine_circuit.fewest_dims``): binary fields decoded by
         # the heads and keys against ONE2, or one-hots and exact-zero keys for the native step
         self.fewest_dims = fewest_dims
-        self.t = TokenDims(self.lay, machine, self.vocab, binary=fewest_dims)  # first in the residual
+        # the EXEC block's one-hot would take more than one context head (32 bits each): its
+        # digits take one, and MLP 0 decodes them to the one-hot the ROM heads query (context.py)
+        exec_binary = machine.rom_blocks > shape.value_dim // 2
+        self.t = TokenDims(self.lay, machine, self.vocab, binary=fewest_dims,
+                           exec_binary=exec_binary)  # first in the residual
         self.ONE = self.lay.ONE
 
     def layer(self, i: int) -> int:
