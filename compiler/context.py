@@ -57,7 +57,8 @@ def exec_block_onehot(cw: CircuitWiring, L: int, single, block: Subspace) -> Non
 def context(cw: CircuitWiring, L: int) -> Context:
     """Single-row heads at layer ``L``: last EXEC, launch geometry, last record header."""
     t, m = cw.t, cw.m
-    block = cw.alloc("ctx.block", m.rom_blocks if t.exec_binary and not t.binary else t.exec_b.width)
+    digits_alone = t.exec_binary and not t.binary  # the EXEC block's digits, the rest one-hot
+    block = cw.alloc("ctx.block", m.rom_blocks if digits_alone else t.exec_b.width)
     warp = cw.alloc("ctx.warp", m.max_warps)
     mask = cw.alloc("ctx.mask", m.lanes)
     ntid = cw.alloc("ctx.ntid", t.dims_ntid.width)
@@ -79,7 +80,7 @@ def context(cw: CircuitWiring, L: int) -> Context:
                 h.read_bit(i, out[start + i])
             cw.one_row_reader(h)
 
-    if t.exec_binary and not t.binary:
+    if digits_alone:
         exec_block_onehot(cw, L, single, block)
     else:
         single("ctx.exec.block", [t.kind["EXEC"]], list(t.exec_b.dims), block)

@@ -814,7 +814,7 @@ __attribute__((optimize("no-tree-vectorize"), noinline)) void silu_run(float* v,
   for (int i = 0; i < n; i++) v[i] = v[i] == 0.0f ? v[i] * at_zero[std::signbit(v[i])] : silu_skip(v[i]);
 }
 
-// Whether n projection rows are all zeros (one vectorized pass).
+// Whether v[0, n) holds only zeros (any_nonzero's test).
 inline bool all_zero(const float* v, int n) { return !any_nonzero(v, n); }
 
 // SiLU over n conv outputs in place (silu_skip's floats; a zero's is the zero times
@@ -860,15 +860,6 @@ inline bool quiet_now(unsigned char& quiet, const float* rows, int n) {
   return zero && was;
 }
 
-// The mixer over what is live: the projection's rows its non-zero inputs reach, the conv
-// channels that ever held a non-zero, and per head only the key dims whose state column
-// or key is non-zero (the activity bytes in aux record both). A head with neither a key
-// nor a state writes y = +0 and adds nothing; when its key channels are quiet (see
-// quiet_now) it has no key without its key's conv, and quiet query channels are left as
-// they are. Only the heads that run compute their value and z rows: a head that does not
-// run leaves its values' conv states stale (Activity::stale) and rebuilds them from the
-// ring's normed inputs when it runs again (rebuild_values: the same floats). conv, state
-// and aux are updated in place.
 // The key dims of a head's state that run (ascending, into act; returns how many): those
 // whose state column already holds a non-zero (hc, which this marks) or whose key is
 // non-zero now. Eight dims at a time: most hold neither.
@@ -902,6 +893,15 @@ void output_gate(float* __restrict o, const float* __restrict z, int Dv) {
   }
 }
 
+// The mixer over what is live: the projection's rows its non-zero inputs reach, the conv
+// channels that ever held a non-zero, and per head only the key dims whose state column
+// or key is non-zero (the activity bytes in aux record both). A head with neither a key
+// nor a state writes y = +0 and adds nothing; when its key channels are quiet (see
+// quiet_now) it has no key without its key's conv, and quiet query channels are left as
+// they are. Only the heads that run compute their value and z rows: a head that does not
+// run leaves its values' conv states stale (Activity::stale) and rebuilds them from the
+// ring's normed inputs when it runs again (rebuild_values: the same floats). conv, state
+// and aux are updated in place.
 void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, float* x, Live& live, int W,
                   float* conv, float* state, unsigned char* aux) {
   int H = m.H, Dk = m.Dk, Dv = m.Dv, QK = 2 * H * Dk;
