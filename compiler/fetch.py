@@ -57,6 +57,7 @@ class Fetch:
     hdr_valu_slot: Subspace  # the last header was VALU(s), one-hot over slots
     pfile: list  # per lane: the running warp's predicate file (dims)
     reg_keys: list | None = None  # per lane, per warp: the register-write key's gated row (``register_parts``)
+    exec_reads: Part | None = None  # [an EXEC pass] and the running warp ANDed with it (``exec_reads``)
 
 
 def read_rom(cw: CircuitWiring, ctx: Context, L: int, name: str, pieces: dict[int, list[int]]) -> dict[int, int]:
@@ -178,8 +179,9 @@ def fetch(cw: CircuitWiring, ctx: Context, L: int, zero_keys: bool = False) -> F
     val_dst, pkey, val_wlane = write_keys(cw, ctx, L, dst)
     first_lane, hdr_valu_slot = header_decoders(cw, ctx, L)
     reg_keys = register_parts(cw, ctx, L, dst) if zero_keys else None
+    reads = exec_reads(cw, ctx, L) if zero_keys else None
     return Fetch(slot0, dst, tf, term_kind, term_pred, pfinal_src, val_dst, pkey, val_wlane, first_lane,
-                 hdr_valu_slot, predicate_file(cw, ctx, L, pkey), reg_keys)
+                 hdr_valu_slot, predicate_file(cw, ctx, L, pkey), reg_keys, reads)
 
 
 def terminator_decoders(cw: CircuitWiring, L: int, tf: dict, pfinal: list) -> tuple:
@@ -254,6 +256,26 @@ def register_parts(cw: CircuitWiring, ctx: Context, L: int, dst: list) -> list:
             row.append(Part(select, digits))
         parts.append(row)
     return parts
+
+
+def exec_reads(cw: CircuitWiring, ctx: Context, L: int) -> Part:
+    """``[this pass is an EXEC's]`` (MLP 0: a slot's gates at MLP ``L`` read it) and the
+    running warp's one-hot ANDed with it (MLP ``L``).
+
+    The slots run at an EXEC pass and their results are latched there (``latch``); at the
+    passes that emit the step's records, the register and memory reads feed nothing that
+    is kept. Register read queries decoded against this gate instead of ``ONE2`` (and
+    memory queries with it among their conditions) are exact zeros at those passes, so
+    the native step leaves the heads as they are (``circuit_step.cpp``'s ``kept_as_is``)
+    at most tokens, where decoded against ``ONE2`` every channel ran at every token.
+    """
+    t = cw.t
+    select = cw.alloc("exec.now", 1)[0]
+    warp = cw.alloc("exec.now.warp", cw.m.max_warps, value_range=BIT)
+    cw.gate(0, "exec.now", [(t.kind["EXEC"], 1)], 1, [(select, 1)])
+    for w in range(cw.m.max_warps):
+        cw.gate(L, f"exec.now.w{w}", [(select, 1), (ctx.warp[w], 1)], 2, [(warp[w], 1)])
+    return Part(select, warp)
 
 
 def header_decoders(cw: CircuitWiring, ctx: Context, L: int) -> tuple:

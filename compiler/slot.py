@@ -97,15 +97,21 @@ class SlotStage:
         R = m.regs
         outs = {}
         L = self.cw.free_linear_layer(layer, len(opnds) * m.lanes)
+        reads = self.fetch.exec_reads
         for X in opnds:
+            source = self.dec.fields[f"src_{X}"]
+            warp, ref = self.ctx.warp, None
+            if reads is not None:  # exact zeros but at an EXEC pass (``fetch.exec_reads``)
+                source = self.at_exec(L - 1, f"src.s{s}.{X}", source)
+                warp, ref = reads.digits, reads.select
             for lane in range(m.lanes):
                 h = self.cw.head(L, f"reg.s{s}.{X}.lane{lane}", m.max_warps * R, 32)
                 out = self.cw.alloc(f"opnd.s{s}.{X}.lane{lane}", 32, value_range=BIT)
                 for w in range(m.max_warps):
                     for r in range(1, R):  # row 0 reads 0: never written, never read
                         self.register_key(h, lane, w, r)
-                        terms, th = eq_terms(self.dec.fields[f"src_{X}"], r)
-                        self.cw.decoded_query(h, w * R + r, terms + [(self.ctx.warp[w], 1)], th + 1)
+                        terms, th = eq_terms(source, r)
+                        self.cw.decoded_query(h, w * R + r, terms + [(warp[w], 1)], th + 1, ref=ref)
                 for j in range(3):
                     for i in range(CHUNK_BITS[j]):
                         h.value_bit(CHUNK_SHIFT[j] + i, t.chunk[j][i], tap=1 + j)
@@ -113,6 +119,14 @@ class SlotStage:
                     h.read_bit(i, out[i])
                 outs[(X, lane)] = out
         return outs
+
+    def at_exec(self, L: int, name: str, bits: list[int]) -> list[int]:
+        """``bits`` ANDed with ``[an EXEC pass]`` (MLP ``L``): the bits there, zeros elsewhere."""
+        select = self.fetch.exec_reads.select
+        gated = self.cw.alloc(name, len(bits), value_range=BIT)
+        for i, d in enumerate(bits):
+            self.cw.gate(L, f"{name}.b{i}", [(d, 1), (select, 1)], 2, [(gated[i], 1)])
+        return list(gated.dims)
 
     def register_key(self, h, lane: int, w: int, r: int) -> None:
         """Key row (w, r) of lane ``lane``'s register head: a VAL/VALU header three tokens back
@@ -310,8 +324,9 @@ class SlotStage:
         if self.mem_keys is None:
             return MemAddress(is_mem, word, valid, aligned, fault, layer, None, layer)
         rows = self.cw.plan.shape.key_dim
+        at_exec = [] if self.fetch.exec_reads is None else [self.fetch.exec_reads.select]  # ``fetch.exec_reads``
         parts = [gated_parts(self.cw, layer + 1, f"memq.s{s}l{lane}", list(word[lane].dims),
-                             [valid[lane], aligned[lane]], rows) for lane in range(N)]
+                             [valid[lane], aligned[lane]] + at_exec, rows) for lane in range(N)]
         return MemAddress(is_mem, word, valid, aligned, fault, layer, parts, layer + 1)
 
     def word_thermometer(self, A: int, name: str, S_terms, BIG: int, W: int, words, digits, valid,

@@ -67,6 +67,19 @@ def split_rows(p: Product, H: int, Dk: int, Dv: int) -> tuple[tuple, tuple]:
     return part(front), part(back)
 
 
+def values_limit(back: tuple, conv) -> float:
+    """A bound on a mixer's normed inputs under which every value and z channel is finite:
+    a channel is a row of ``back`` (``split_rows``) over the inputs, a value also summed
+    over its four conv taps, so it is at most the largest row's |weights| sum times the
+    largest channel's |taps| sum times the largest |input|, kept below 1e30 here. The step
+    leaves a head that has nothing to do as it is only under it (``circuit_step.cpp``'s
+    ``kept_as_is``: a non-finite value would have turned its state to NaN)."""
+    out, rowptr, _, vals = back
+    rows = np.bincount(np.repeat(np.arange(out), np.diff(rowptr)), np.abs(vals), minlength=1)
+    taps = np.abs(np.asarray(conv, np.float64)).reshape(np.shape(conv)[0], -1).sum(axis=1)
+    return float(1e30 / max(float(rows.max(initial=0.0)) * max(float(taps.max(initial=0.0)), 1.0), 1e-30))
+
+
 class _Blobs:
     """The weights packed into one float32 and one int32 array; the program holds offsets."""
 
@@ -233,7 +246,8 @@ class NativeStep:
                          C, mz.H, mz.Dk, mz.Dv, blobs.f(mz.conv), blobs.f(mz.dt_bias), blobs.f(mz.A_log),
                          blobs.f(mz.norm), *blobs.product(mz.out), conv_at, state_at, aux_at,
                          blobs.f(np.array(mz.conv).T),  # the taps again by tap: [4, C]
-                         *blobs.rows(front[0], mz.w_in.inp, *front[1:]), *blobs.rows(back[0], mz.w_in.inp, *back[1:])]
+                         *blobs.rows(front[0], mz.w_in.inp, *front[1:]), *blobs.rows(back[0], mz.w_in.inp, *back[1:]),
+                         blobs.f([values_limit(back, mz.conv)])]
                 # conv state: the ring's three rows, then the layer's normed inputs of the same
                 # three steps (a head's values are rebuilt from them: circuit_step.cpp's Ring)
                 conv_at += 3 * C + 3 * mz.inputs.size

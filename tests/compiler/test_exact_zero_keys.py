@@ -6,7 +6,8 @@ that make the keys and queries (threshold gates over bits) and the heads' own de
 channels before their SiLU: what the meaning says, a ``MEM`` header for word a writes row
 a mod 128 of the heads of part a div 128, a load of word a reads that row, and every other
 channel of every memory head is exactly 0, not merely negative; a ``VAL``/``VALU`` header
-keys only the written lanes' rows of the running warp.
+keys only the written lanes' rows of the running warp; register and memory reads query
+only at an ``EXEC`` pass (``fetch.exec_reads``), exact zeros at every other token.
 """
 
 from __future__ import annotations
@@ -100,8 +101,8 @@ def test_no_other_token_keys_any_memory_channel(plan):
             assert all(v == 0.0 for v in _channels(h.key_terms, x).values()), (h.name, vocab[tid])
 
 
-@pytest.mark.parametrize("valid,aligned", [(1, 1), (0, 1), (1, 0)])
-def test_an_address_queries_one_row_of_its_part_and_nothing_else(plan, valid, aligned):
+@pytest.mark.parametrize("valid,aligned,exec_pass", [(1, 1, 1), (0, 1, 1), (1, 0, 1), (1, 1, 0)])
+def test_an_address_queries_one_row_of_its_part_and_nothing_else(plan, valid, aligned, exec_pass):
     lay, heads = plan.layout, _memory_heads(plan)
     for s, lane in ((0, 0), (2, 3)):
         gates = _gates(plan, f"memq.s{s}l{lane}.")
@@ -110,21 +111,23 @@ def test_an_address_queries_one_row_of_its_part_and_nothing_else(plan, valid, al
             x = {d: 1.0 for i, d in enumerate(word.dims) if a >> i & 1}
             x[lay.spaces[f"memok.s{s}.lane{lane}"][0]] = valid
             x[lay.spaces[f"memal.s{s}.lane{lane}"][0]] = aligned
+            x[lay.spaces["exec.now"][0]] = exec_pass
             x = _evaluate(gates, x)
             for part in range(8):
                 ch = _channels(heads[s, lane, part].query_terms, x)
-                if valid and aligned and part == a // ROWS:
+                if valid and aligned and exec_pass and part == a // ROWS:
                     assert ch[a % ROWS] > 0 and all(v < 0 for r, v in ch.items() if r != a % ROWS)
                 else:
                     assert all(v == 0.0 for v in ch.values()), (s, lane, part, a)
 
 
-def _rom_dims(plan) -> dict:
-    """ROM bit position (piece * 32 + bit) -> the residual dim the fetch's ROM heads read it into."""
+def _rom_dims(plan, heads: str = "rom") -> dict:
+    """ROM bit position (piece * 32 + bit) -> the residual dim the ROM heads named ``heads``
+    read it into (``rom``: the fetch's; ``rom.s1``: slot 1's own)."""
     dims = {}
     for lp in plan.layers:
         for h in (lp.mixer.heads if lp.mixer is not None else []):
-            found = re.fullmatch(r"rom\.piece(\d+)", h.name)
+            found = re.fullmatch(re.escape(heads) + r"\.piece(\d+)", h.name)
             if found:
                 dims.update({int(found.group(1)) * 32 + bit: d for bit, d, _ in h.read_terms})
     return dims
@@ -180,3 +183,32 @@ def test_no_other_token_keys_any_register_channel(plan):
         for hs in heads.values():
             for h in hs:
                 assert all(v == 0.0 for v in _channels(h.key_terms, x).values()), (h.name, vocab[tid])
+
+
+def _head(plan, name: str):
+    return next(h for lp in plan.layers if lp.mixer is not None for h in lp.mixer.heads if h.name == name)
+
+
+@pytest.mark.parametrize("warp", [0, 6])
+def test_register_reads_query_their_row_at_an_exec_pass_and_nothing_else(plan, warp):
+    """At an EXEC pass a register read's query is the (running warp, source register) row,
+    every other row below zero; at any other token every channel is exactly 0."""
+    vocab, lay, R = vocab_for(LARGE_MACHINE), plan.layout, LARGE_MACHINE.regs
+    gates = _gates(plan, "exec.now") + _gates(plan, "src.s")
+    tokens = [vocab.id("EXEC", block=3, warp=warp, mask=15), vocab.id("C0", value=2047),
+              vocab.id("VAL", slot=0, lane=1), vocab.id("MEM", item=0, addr=9), vocab.id("WST", warp=warp),
+              vocab.id("PVAL", lane=2, bits=3)]
+    for tid in tokens:
+        for s, X, reg in ((0, "a", 5), (1, "b", 15), (2, "d", 1), (0, "c", 12)):
+            off, width = SLOT_FIELDS[f"src_{X}"]
+            rom = _rom_dims(plan, "rom" if s == 0 else f"rom.s{s}")
+            x = {lay.spaces["ctx.warp"][warp]: 1.0, **_token_row(plan, tid)}
+            x.update({rom[s * SLOT_BITS + off + i]: 1.0 for i in range(width) if reg >> i & 1})
+            x = _evaluate(gates, x)
+            for lane in range(LARGE_MACHINE.lanes):
+                ch = _channels(_head(plan, f"reg.s{s}.{X}.lane{lane}").query_terms, x)
+                if vocab[tid].kind == "EXEC":
+                    assert ch[warp * R + reg] > 0, (s, X, lane)
+                    assert all(v < 0 for row, v in ch.items() if row != warp * R + reg), (s, X, lane)
+                else:
+                    assert all(v == 0.0 for v in ch.values()), (s, X, lane, vocab[tid])

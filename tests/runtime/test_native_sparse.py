@@ -54,10 +54,15 @@ def test_the_sparse_step_equals_the_dense_one_bit_for_bit(store, module, machine
     for r in (sparse, dense):
         r.reset()
         r.track_margins = True
+    sparse.native.start_profile()  # the same arithmetic, the work counted
     fed = [prompt_tokens(prog, machine)] + [[t] for t in launch.tokens[:-1]]
     for i, tokens in enumerate(fed):
         assert np.array_equal(_bits(sparse.step(tokens)), _bits(dense.step(tokens))), f"logits of token {i}"
     assert sparse.min_margin == dense.min_margin
+    # the large machine's register and memory heads are left as they are between EXEC passes
+    # (circuit_step.cpp's kept_as_is): that path is among what was compared
+    kept = sparse.native.profile_report()[1]["heads kept (a state, no key or query)"]
+    assert (kept > 0) == (machine_name == "large")
     assert np.array_equal(_bits(sparse.native.settled(sparse._packed)), _bits(dense._packed[0]))
     assert np.array_equal(_bits(sparse._packed[1]), _bits(dense._packed[1]))
 

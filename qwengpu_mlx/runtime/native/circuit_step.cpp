@@ -75,7 +75,7 @@ inline float rsqrt(float v) { return mx::detail::Rsqrt{}(v); }
 enum Stage : int { MIX_IN, MIX_CONV, MIX_HEADS, MIX_OUT, MLP_GATE, MLP_ACT, MLP_DOWN, LOGITS, N_STAGES };
 // The work a profiling plan counts (bench/profile_step.py --machines prints it per token).
 enum Count : int { TERMS, ROWS, HEADS, RECURRENCES, KEY_DIMS, CHANNELS, CHANNELS_NONZERO, UNITS, LOGIT_TERMS, LIVE, QUIET, WOKEN,
-                   REBUILT, INPUTS, N_COUNTS };
+                   REBUILT, INPUTS, KEPT, N_COUNTS };
 thread_local long* counts = nullptr;  // the running plan's counts while it profiles, else null
 inline void count(Count c, long n) {
   if (counts) counts[c] += n;
@@ -590,6 +590,7 @@ struct MixerRec {
   const float* taps;  // cw by tap, [4, C]: eight channels' taps are one vector each
   Product front;  // w_in's rows [q, k, beta, a]: every token (the sparse step)
   Product back;  // w_in's value and z rows head by head, [v_0, z_0, v_1, z_1, ...]: heads that run
+  float in_limit;  // normed inputs within this keep every value and z channel finite (native_step.py's values_limit)
   static MixerRec read(Cursor& c, const Blobs& b) {
     MixerRec m;
     m.nw = b.f + c.next();
@@ -606,6 +607,7 @@ struct MixerRec {
     m.taps = b.f + c.next();
     m.front = Product::read(c, b);
     m.back = Product::read(c, b);
+    m.in_limit = b.f[c.next()];
     if (m.Dk % 8) throw std::runtime_error("circuit_step: key dims must be a multiple of 8");
     return m;
   }
@@ -817,6 +819,13 @@ __attribute__((optimize("no-tree-vectorize"), noinline)) void silu_run(float* v,
 // Whether v[0, n) holds only zeros (any_nonzero's test).
 inline bool all_zero(const float* v, int n) { return !any_nonzero(v, n); }
 
+// Every |v[i]| at most `limit` (a NaN is not).
+inline bool within(const float* v, int n, float limit) {
+  int ok = 1;
+  for (int i = 0; i < n; i++) ok &= std::fabs(v[i]) <= limit;
+  return ok != 0;
+}
+
 // SiLU over n conv outputs in place (silu_skip's floats; a zero's is the zero times
 // sigmoid(0), which is the zero itself: sigmoid(+-0) is 1/2). Runs of eight values that
 // hold only zeros are left as they are, found by one vectorized test each: a head's keys
@@ -949,6 +958,21 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
   o.resize((size_t)H * Dv);
   std::vector<int>& ran = w.ran;
   ran.clear();
+  // A head with a state but no key and no query this step (both quiet: their conv outputs
+  // are signed zeros) and a decay of exactly 1 leaves its state as it is and writes
+  // nothing: each column d is (s_d * 1) + k_d * delta with k_d a signed zero, which is s_d
+  // (a state value is never -0: it starts +0, and a sum is -0 only when both terms are)
+  // while delta is finite, and its output is silu(z) * (a signed zero), +0 while z is
+  // finite. Both are finite when the normed inputs its value and z rows read, this step's
+  // and the ring's, are within m.in_limit; such a head is left as it is, its values stale.
+  int inputs_within = -1;  // unknown until a head asks
+  auto kept_as_is = [&](int h) {
+    if (exp_mlx(-exp_mlx(m.A_log[h]) * softplus(a[h] + m.dt_bias[h])) != 1.0f) return false;
+    if (inputs_within < 0)
+      inputs_within = within(hi.data(), m.n_in, m.in_limit) && within(ring.hi[0], m.n_in, m.in_limit) &&
+                      within(ring.hi[1], m.n_in, m.in_limit) && within(ring.hi[2], m.n_in, m.in_limit);
+    return inputs_within == 1;
+  };
   for (int h = 0; h < H; h++) {
     if (!head_conv[h] && !head_state[h]) {  // no key, no state, no query: nothing to run
       stale[h] = 1;
@@ -961,6 +985,11 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
     bool key_silent = quiet_now(key_quiet[h], key_now, Dk);
     count(WOKEN, was_silent && key_quiet[h] == 0);
     bool query_silent = quiet_now(query_quiet[h], query_now, Dk);
+    if (key_silent && query_silent && head_state[h] && kept_as_is(h)) {
+      count(KEPT, 1);
+      stale[h] = 1;
+      continue;
+    }
     if (key_silent && !head_state[h]) {  // no key and no state: only the query's conv states move on
       count(QUIET, 1);
       stale[h] = 1;
@@ -1587,7 +1616,7 @@ NB_MODULE(_circuit_step, m) {
       "product terms (scatters)", "product rows reached", "heads visited", "heads run (key or state)",
       "state key dims run", "conv channels computed", "conv outputs non-zero", "MLP units run", "logit terms",
       "residual dims live", "heads quiet (no key conv)", "quiet keys woken", "heads' values rebuilt",
-      "block inputs normed"};
+      "block inputs normed", "heads kept (a state, no key or query)"};
   m.attr("STAGES") = std::vector<std::string>{"mixer: norm+projection", "mixer: conv", "mixer: normalize+gates+recurrence+gated norm",
                                               "mixer: out", "mlp: norm+gate", "mlp: activation", "mlp: down", "final norm+logits"};
   m.def(
