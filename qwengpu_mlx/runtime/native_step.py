@@ -67,17 +67,28 @@ def split_rows(p: Product, H: int, Dk: int, Dv: int) -> tuple[tuple, tuple]:
     return part(front), part(back)
 
 
-def values_limit(back: tuple, conv) -> float:
-    """A bound on a mixer's normed inputs under which every value and z channel is finite:
-    a channel is a row of ``back`` (``split_rows``) over the inputs, a value also summed
-    over its four conv taps, so it is at most the largest row's |weights| sum times the
-    largest channel's |taps| sum times the largest |input|, kept below 1e30 here. The step
-    leaves a head that has nothing to do as it is only under it (``circuit_step.cpp``'s
-    ``kept_as_is``: a non-finite value would have turned its state to NaN)."""
-    out, rowptr, _, vals = back
-    rows = np.bincount(np.repeat(np.arange(out), np.diff(rowptr)), np.abs(vals), minlength=1)
+def inputs_limit(parts: list, conv) -> float:
+    """A bound on a mixer's normed inputs under which every projection row is finite, a
+    value's conv too: a row over the inputs is at most its |weights| sum times the largest
+    |input|, a conv output at most the largest channel's |taps| sum times that, kept below
+    1e30 here. The step leaves a head that has nothing to do as it is only under it
+    (``circuit_step.cpp``'s ``kept_as_is``: a non-finite value or conv state would have
+    turned its state to NaN). ``parts``: ``split_rows``'s by-row parts."""
+    sums = [np.bincount(np.repeat(np.arange(out), np.diff(rowptr)), np.abs(vals), minlength=1)
+            for out, rowptr, _, vals in parts]
+    rows = max(float(s.max(initial=0.0)) for s in sums)
     taps = np.abs(np.asarray(conv, np.float64)).reshape(np.shape(conv)[0], -1).sum(axis=1)
-    return float(1e30 / max(float(rows.max(initial=0.0)) * max(float(taps.max(initial=0.0)), 1.0), 1e-30))
+    return float(1e30 / max(rows * max(float(taps.max(initial=0.0)), 1.0), 1e-30))
+
+
+def taps_used(conv, H: int, Dk: int) -> np.ndarray:
+    """[2H] per head the conv taps its key channels read (bit t for tap t: a circuit's
+    channel reads one), then those its query channels read: the step tells a key or query
+    that reads only zeros now from these (``circuit_step.cpp``'s ``zero_at_taps``)."""
+    used = (np.asarray(conv).reshape(np.shape(conv)[0], -1) != 0) @ (1 << np.arange(4))
+    q = used[:H * Dk].reshape(H, Dk)
+    k = used[H * Dk:2 * H * Dk].reshape(H, Dk)
+    return np.concatenate([np.bitwise_or.reduce(k, axis=1), np.bitwise_or.reduce(q, axis=1)])
 
 
 class _Blobs:
@@ -247,7 +258,7 @@ class NativeStep:
                          blobs.f(mz.norm), *blobs.product(mz.out), conv_at, state_at, aux_at,
                          blobs.f(np.array(mz.conv).T),  # the taps again by tap: [4, C]
                          *blobs.rows(front[0], mz.w_in.inp, *front[1:]), *blobs.rows(back[0], mz.w_in.inp, *back[1:]),
-                         blobs.f([values_limit(back, mz.conv)])]
+                         blobs.f([inputs_limit([front, back], mz.conv)]), blobs.i(taps_used(mz.conv, mz.H, mz.Dk))]
                 # conv state: the ring's three rows, then the layer's normed inputs of the same
                 # three steps (a head's values are rebuilt from them: circuit_step.cpp's Ring)
                 conv_at += 3 * C + 3 * mz.inputs.size

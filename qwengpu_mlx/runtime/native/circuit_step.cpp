@@ -590,7 +590,8 @@ struct MixerRec {
   const float* taps;  // cw by tap, [4, C]: eight channels' taps are one vector each
   Product front;  // w_in's rows [q, k, beta, a]: every token (the sparse step)
   Product back;  // w_in's value and z rows head by head, [v_0, z_0, v_1, z_1, ...]: heads that run
-  float in_limit;  // normed inputs within this keep every value and z channel finite (native_step.py's values_limit)
+  float in_limit;  // normed inputs within this keep every projection finite (native_step.py's inputs_limit)
+  const int* taps_used;  // [2H]: per head, the conv taps its key channels read (bit t: tap t), then its query's
   static MixerRec read(Cursor& c, const Blobs& b) {
     MixerRec m;
     m.nw = b.f + c.next();
@@ -608,6 +609,7 @@ struct MixerRec {
     m.front = Product::read(c, b);
     m.back = Product::read(c, b);
     m.in_limit = b.f[c.next()];
+    m.taps_used = b.i + c.next();
     if (m.Dk % 8) throw std::runtime_error("circuit_step: key dims must be a multiple of 8");
     return m;
   }
@@ -819,6 +821,15 @@ __attribute__((optimize("no-tree-vectorize"), noinline)) void silu_run(float* v,
 // Whether v[0, n) holds only zeros (any_nonzero's test).
 inline bool all_zero(const float* v, int n) { return !any_nonzero(v, n); }
 
+// Whether a head's channels [first, first + n) read only zeros at the conv taps they use
+// (`taps`: bit t for tap t; tap 3 is this step's projection `now`, taps 0-2 the ring's
+// rows): their conv outputs are then signed zeros, whatever the quiet counts say.
+bool zero_at_taps(const Ring& ring, const float* now, int first, int n, int taps) {
+  for (int t = 0; t < 3; t++)
+    if ((taps >> t & 1) && any_nonzero(ring.s[t] + first, n)) return false;
+  return !(taps >> 3 & 1) || all_zero(now, n);
+}
+
 // Every |v[i]| at most `limit` (a NaN is not).
 inline bool within(const float* v, int n, float limit) {
   int ok = 1;
@@ -958,13 +969,14 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
   o.resize((size_t)H * Dv);
   std::vector<int>& ran = w.ran;
   ran.clear();
-  // A head with a state but no key and no query this step (both quiet: their conv outputs
-  // are signed zeros) and a decay of exactly 1 leaves its state as it is and writes
-  // nothing: each column d is (s_d * 1) + k_d * delta with k_d a signed zero, which is s_d
-  // (a state value is never -0: it starts +0, and a sum is -0 only when both terms are)
-  // while delta is finite, and its output is silu(z) * (a signed zero), +0 while z is
-  // finite. Both are finite when the normed inputs its value and z rows read, this step's
-  // and the ring's, are within m.in_limit; such a head is left as it is, its values stale.
+  // A head with a state but no key and no query this step (each quiet, or reading zeros at
+  // the conv taps it uses: their conv outputs are signed zeros) and a decay of exactly 1
+  // leaves its state as it is and writes nothing: each column d is (s_d * 1) + k_d * delta
+  // with k_d a signed zero, which is s_d (a state value is never -0: it starts +0, and a
+  // sum is -0 only when both terms are) while delta is finite, and its output is
+  // silu(z) * (a signed zero), +0 while z is finite. Those, and the ring's projections
+  // that meet a zero tap, are finite when the normed inputs, this step's and the ring's,
+  // are within m.in_limit; such a head is left as it is, its values stale.
   int inputs_within = -1;  // unknown until a head asks
   auto kept_as_is = [&](int h) {
     if (exp_mlx(-exp_mlx(m.A_log[h]) * softplus(a[h] + m.dt_bias[h])) != 1.0f) return false;
@@ -985,7 +997,11 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
     bool key_silent = quiet_now(key_quiet[h], key_now, Dk);
     count(WOKEN, was_silent && key_quiet[h] == 0);
     bool query_silent = quiet_now(query_quiet[h], query_now, Dk);
-    if (key_silent && query_silent && head_state[h] && kept_as_is(h)) {
+    if (head_state[h] && (key_silent || zero_at_taps(ring, key_now, H * Dk + h * Dk, Dk, m.taps_used[h])) &&
+        (query_silent || zero_at_taps(ring, query_now, h * Dk, Dk, m.taps_used[H + h])) && kept_as_is(h)) {
+      // the key's and query's conv states move on (a quiet one's are zeros and stay so)
+      if (!key_silent) shift_channels(ring, key_now, chan, H * Dk + h * Dk, Dk);
+      if (!query_silent) shift_channels(ring, query_now, chan, h * Dk, Dk);
       count(KEPT, 1);
       stale[h] = 1;
       continue;
