@@ -6,6 +6,7 @@ The stages, each a function returning what it made (never a message to parse):
               a MachineCircuit (its plan, where the host reads memory)
 ``finalize``  class constants and class-2 copies (``CircuitPlan.finalize``): the finalized plan
 ``schedule``  gates and heads spread to a width cap (``schedule.schedule_plan``): a ScheduleOutcome
+``order``     every gate and head reads what blocks below it wrote (``order.check_order``), else ValueError
 ``fold``      for a dense shape: values folded onto its physical dims (``fold.fold_onto``): a Reuse
 
 ``build`` itself is the list of the circuit's stages (``machine_circuit``); finalize and
@@ -31,6 +32,7 @@ from qwengpu_mlx.compiler.assemble import CircuitPlan, Shape
 from qwengpu_mlx.compiler.compact import compact
 from qwengpu_mlx.compiler.fold import SPREAD_SHARES, fit_shape, fold_onto, residual_misfit, spread_units
 from qwengpu_mlx.compiler.machine_circuit import MLP_UNITS, NARROW, MachineCircuit, build_circuit, memory_heads_in
+from qwengpu_mlx.compiler.order import check_order
 from qwengpu_mlx.compiler.reuse import Reuse
 from qwengpu_mlx.compiler.schedule import ScheduleOutcome, schedule_plan
 from qwengpu_mlx.compiler.sizing import DoesNotFit
@@ -87,7 +89,8 @@ def schedule_stage(plan: CircuitPlan, units: int, heads: int) -> ScheduleOutcome
 
 def logical_circuit(machine: MachineConfig, shape: Shape = NARROW, *, units: int = MLP_UNITS,
                     heads: int | None = None, dense: bool = False) -> tuple[MachineCircuit, ScheduleOutcome]:
-    """build, finalize, schedule: the logical plan, one residual dim per value.
+    """build, finalize, schedule, then the dataflow order checked (``compiler.order``): the
+    logical plan, one residual dim per value.
 
     ``heads``: the most a layer keeps after scheduling (None: the shape's own linear
     heads). The narrow circuit the CLI runs keeps a memory stage's heads in one layer (the
@@ -97,7 +100,9 @@ def logical_circuit(machine: MachineConfig, shape: Shape = NARROW, *, units: int
     """
     circuit = build_stage(machine, shape, dense)
     plan = finalize_stage(circuit.plan)
-    return circuit, schedule_stage(plan, units, shape.linear_heads if heads is None else heads)
+    outcome = schedule_stage(plan, units, shape.linear_heads if heads is None else heads)
+    check_order(plan)  # one dim per value here: the fold below may give a dim several writers
+    return circuit, outcome
 
 
 @dataclass
