@@ -128,7 +128,7 @@ class CircuitPlan:
         of one class only and its decision does not depend on the signal ratio.
         """
         lay, cls = self.layout, self.layout.scale_class
-        name_of = {int(d): f"{sp.name}[{i}]" for sp in lay.spaces.values() for i, d in enumerate(sp.dims)}
+        name_of = lay.dim_names()
         m0 = self.mlp(0)
         copies: dict[int, int] = {}
 

@@ -32,7 +32,7 @@ def writers(plan: CircuitPlan) -> dict[int, int]:
 def check_order(plan: CircuitPlan) -> None:
     """Raises ValueError at the first gate or head that reads a dim whose first writer is
     its own block or one above it (a dim nothing writes is a zero, which any block may read)."""
-    first, names = writers(plan), _dim_names(plan)
+    first, names = writers(plan), plan.layout.dim_names()
 
     def check(dim: int, position: int, reader: str) -> None:
         at = first.get(int(dim))  # None: no block writes it, a zero everywhere (a lane with no later lanes)
@@ -53,7 +53,3 @@ def check_order(plan: CircuitPlan) -> None:
 
 def _block(position: int) -> str:
     return f"layer {position // 2}'s {'MLP' if position % 2 else 'mixer'}"
-
-
-def _dim_names(plan: CircuitPlan) -> dict[int, str]:
-    return {int(d): f"{sp.name}[{i}]" for sp in plan.layout.spaces.values() for i, d in enumerate(sp.dims)}

@@ -94,5 +94,9 @@ class ResidualLayout:
     def used(self) -> int:
         return self._next
 
+    def dim_names(self) -> dict[int, str]:
+        """Each allocated dim's name, ``space[i]``: what a message about one dim says."""
+        return {int(d): f"{sp.name}[{i}]" for sp in self.spaces.values() for i, d in enumerate(sp.dims)}
+
     def describe(self) -> str:
         return "\n".join(f"{s.start:5d}..{s.start + s.width - 1:5d}  {s.name}" for s in self.spaces.values())

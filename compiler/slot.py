@@ -324,9 +324,9 @@ class SlotStage:
         if self.mem_keys is None:
             return MemAddress(is_mem, word, valid, aligned, fault, layer, None, layer)
         rows = self.cw.plan.shape.key_dim
-        at_exec = [] if self.fetch.exec_reads is None else [self.fetch.exec_reads.select]  # ``fetch.exec_reads``
+        exec_now = [] if self.fetch.exec_reads is None else [self.fetch.exec_reads.select]  # ``fetch.exec_reads``
         parts = [gated_parts(self.cw, layer + 1, f"memq.s{s}l{lane}", list(word[lane].dims),
-                             [valid[lane], aligned[lane]] + at_exec, rows) for lane in range(N)]
+                             [valid[lane], aligned[lane]] + exec_now, rows) for lane in range(N)]
         return MemAddress(is_mem, word, valid, aligned, fault, layer, parts, layer + 1)
 
     def word_thermometer(self, A: int, name: str, S_terms, BIG: int, W: int, words, digits, valid,

@@ -613,12 +613,16 @@ struct MixerRec {
     if (m.Dk % 8) throw std::runtime_error("circuit_step: key dims must be a multiple of 8");
     return m;
   }
-  // the block's normed inputs into hi (RMSNorm over the live residual, then the read dims)
-  void normed(const float* x, int W, const Consts& k, const Live* live, std::vector<float>& hi) const {
-    float r = live ? rms_live(x, *live, W, k.inv_hidden, k.eps) : rms_factor(x, W, k.inv_hidden, k.eps);
+  // the block's normed inputs into hi (RMSNorm over the whole residual, then the read
+  // dims: the dense step's; the sparse step norms them as it lists them, Product::scatter_normed)
+  void normed(const float* x, int W, const Consts& k, std::vector<float>& hi) const {
+    float r = rms_factor(x, W, k.inv_hidden, k.eps);
     hi.resize(n_in);
     for (int i = 0; i < n_in; i++) hi[i] = (x[inputs[i]] * r) * nw[inputs[i]];
   }
+  // head h's decay this step, from its `a` projection row a[h]: exactly 1 in a circuit's
+  // memory heads (A_log 0, dt_bias -30, in_proj_a 0)
+  float decay(const float* a, int h) const { return exp_mlx(-exp_mlx(A_log[h]) * softplus(a[h] + dt_bias[h])); }
 };
 
 // A mixer's activity bytes in aux, in the order native_step.py's _aux_bytes counts and
@@ -697,7 +701,7 @@ void mixer(const MixerRec& m, const Consts& k, Clock& clock, float* x, int W, fl
            const float* state_in, float* state_out) {
   int C = m.C, H = m.H, Dk = m.Dk, Dv = m.Dv;
   std::vector<float> hi, proj(m.w_in.out);
-  m.normed(x, W, k, nullptr, hi);
+  m.normed(x, W, k, hi);
   m.w_in.apply(hi.data(), proj.data());
   const float* qkv = proj.data();
   const float* z = qkv + C;
@@ -728,7 +732,7 @@ void mixer(const MixerRec& m, const Consts& k, Clock& clock, float* x, int W, fl
       q[d] = k.q_scale * q[d];
       kk[d] = k.k_scale * kk[d];
     }
-    float g = exp_mlx(-exp_mlx(m.A_log[h]) * softplus(a[h] + m.dt_bias[h]));
+    float g = m.decay(a, h);
     size_t at = m.state_off + (size_t)h * Dv * Dk;
     if (state_out != state_in) std::copy(state_in + at, state_in + at + (size_t)Dv * Dk, state_out + at);
     head_step(state_out + at, q.data(), kk.data(), cv.data() + 2 * H * Dk + h * Dv, g, sigmoid(beta_in[h]), Dv,
@@ -979,7 +983,7 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
   // are within m.in_limit; such a head is left as it is, its values stale.
   int inputs_within = -1;  // unknown until a head asks
   auto kept_as_is = [&](int h) {
-    if (exp_mlx(-exp_mlx(m.A_log[h]) * softplus(a[h] + m.dt_bias[h])) != 1.0f) return false;
+    if (m.decay(a, h) != 1.0f) return false;
     if (inputs_within < 0)
       inputs_within = within(hi.data(), m.n_in, m.in_limit) && within(ring.hi[0], m.n_in, m.in_limit) &&
                       within(ring.hi[1], m.n_in, m.in_limit) && within(ring.hi[2], m.n_in, m.in_limit);
@@ -1052,7 +1056,7 @@ void mixer_sparse(const MixerRec& m, const Consts& k, Clock& clock, Work& w, flo
       q[d] = k.q_scale * q[d];
       kk[d] = k.k_scale * kk[d];
     }
-    float g = exp_mlx(-exp_mlx(m.A_log[h]) * softplus(a[h] + m.dt_bias[h]));
+    float g = m.decay(a, h);
     int n = active_key_dims(col + (size_t)h * Dk, kk.data(), Dk, act.data());
     head_state[h] |= n > 0;
     count(KEY_DIMS, n);
